@@ -1,0 +1,66 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Quaver",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "quaver", targets: ["quaver"]),
+        .library(name: "NowPlaying", targets: ["NowPlaying"]),
+        .library(name: "DBus", targets: ["DBus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+    ],
+    targets: [
+        // MARK: - C interop: system libraries found through pkg-config, and the one shim target.
+        .systemLibrary(
+            name: "CDBus",
+            pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]
+        ),
+        .systemLibrary(
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-pbutils-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
+        ),
+        .target(name: "CShims", dependencies: ["CDBus", "CGStreamer"]),
+
+        // MARK: - Swift
+        .target(
+            name: "DBus",
+            dependencies: ["CDBus", "CShims", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "NowPlaying",
+            dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
+            name: "Playback",
+            dependencies: ["CGStreamer", "CShims", .product(name: "Logging", package: "swift-log")]
+        ),
+        .executableTarget(
+            name: "quaver",
+            dependencies: [
+                "DBus", "NowPlaying", "Playback",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: - Tests
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus"]),
+        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus"]),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
+
+for target in package.targets where target.type != .system && !["CShims"].contains(target.name) {
+    target.swiftSettings = (target.swiftSettings ?? []) + [
+        .enableUpcomingFeature("ExistentialAny"),
+        .enableUpcomingFeature("InternalImportsByDefault"),
+    ]
+}

@@ -1,0 +1,481 @@
+internal import CDBus
+import Dispatch
+public import Logging
+
+/// A connection to a message bus, driven by dispatch sources on the main queue.
+///
+/// Every libdbus watch becomes a `DispatchSourceRead`/`Write` and every libdbus timeout a
+/// `DispatchSourceTimer`, all on the main queue, so the connection costs nothing while
+/// nothing happens. All use is on the main actor.
+@MainActor
+public final class Connection {
+    let raw: OpaquePointer
+    private let context: CallbackContext
+    private var watches: [OpaquePointer: [any DispatchSourceProtocol]] = [:]
+    private var timeouts: [OpaquePointer: any DispatchSourceTimer] = [:]
+    private var dispatchScheduled = false
+    private var objects: [ObjectPath: ExportedObject] = [:]
+    private var signalHandlers: [SignalSubscription] = []
+    private var isClosed = false
+    let logger: Logger
+
+    /// Called once when the connection to the bus is lost.
+    public var onDisconnect: (@MainActor () -> Void)?
+
+    public enum Bus: Sendable { case session, system }
+
+    /// Connects to the session or system bus (a private connection).
+    /// The corresponding libdbus function is `dbus_bus_get_private`.
+    public convenience init(bus: Bus, logger: Logger = Logger(label: "dbus")) throws(BusError) {
+        let error = ErrorBox()
+        guard let raw = dbus_bus_get_private(bus == .session ? DBUS_BUS_SESSION : DBUS_BUS_SYSTEM, &error.raw) else {
+            throw error.take() ?? BusError(.failed, "could not connect to the \(bus) bus")
+        }
+        self.init(raw: raw, logger: logger)
+    }
+
+    /// Connects to the bus at `address` and registers with it (Hello).
+    /// The corresponding libdbus functions are `dbus_connection_open_private` and `dbus_bus_register`.
+    public convenience init(address: String, logger: Logger = Logger(label: "dbus")) throws(BusError) {
+        let error = ErrorBox()
+        guard let raw = dbus_connection_open_private(address, &error.raw) else {
+            throw error.take() ?? BusError(.failed, "could not connect to \(address)")
+        }
+        guard dbus_bus_register(raw, &error.raw) != 0 else {
+            dbus_connection_close(raw)
+            dbus_connection_unref(raw)
+            throw error.take() ?? BusError(.failed, "could not register with the bus at \(address)")
+        }
+        self.init(raw: raw, logger: logger)
+    }
+
+    private init(raw: OpaquePointer, logger: Logger) {
+        self.raw = raw
+        self.logger = logger
+        self.context = CallbackContext()
+        context.connection = self
+        dbus_connection_set_exit_on_disconnect(raw, 0)
+        let data = Unmanaged.passUnretained(context).toOpaque()
+        dbus_connection_set_watch_functions(raw, addWatchThunk, removeWatchThunk, toggleWatchThunk, data, nil)
+        dbus_connection_set_timeout_functions(raw, addTimeoutThunk, removeTimeoutThunk, toggleTimeoutThunk, data, nil)
+        dbus_connection_set_dispatch_status_function(raw, dispatchStatusThunk, data, nil)
+        dbus_connection_set_wakeup_main_function(raw, wakeupThunk, data, nil)
+        dbus_connection_add_filter(raw, filterThunk, data, nil)
+        scheduleDispatch()
+    }
+
+    isolated deinit {
+        close()
+        dbus_connection_unref(raw)
+    }
+
+    /// Closes the connection; later calls fail. Idempotent.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        dbus_connection_remove_filter(raw, filterThunk, Unmanaged.passUnretained(context).toOpaque())
+        dbus_connection_close(raw)
+        for sources in watches.values { sources.forEach { $0.cancel() } }
+        for timer in timeouts.values { timer.cancel() }
+        watches = [:]
+        timeouts = [:]
+    }
+
+    /// This connection's unique name, such as `:1.42`.
+    public var uniqueName: String { dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? "" }
+
+    public var isConnected: Bool { !isClosed && dbus_connection_get_is_connected(raw) != 0 }
+
+    // MARK: Names
+
+    public enum RequestNameReply: Sendable { case primaryOwner, inQueue, exists, alreadyOwner }
+
+    /// Asks the bus for a well-known name without queueing for it.
+    /// The corresponding libdbus function is `dbus_bus_request_name`.
+    public func requestName(_ name: String, allowReplacement: Bool = false) throws(BusError) -> RequestNameReply {
+        guard NameValidation.isValidBusName(name), !name.hasPrefix(":") else {
+            throw BusError(.invalidArgs, "invalid well-known bus name '\(name)'")
+        }
+        var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE)
+        if allowReplacement { flags |= UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT) }
+        let error = ErrorBox()
+        let result = dbus_bus_request_name(raw, name, flags, &error.raw)
+        if let failure = error.take() { throw failure }
+        switch result {
+        case Int32(DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER): return .primaryOwner
+        case Int32(DBUS_REQUEST_NAME_REPLY_IN_QUEUE): return .inQueue
+        case Int32(DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER): return .alreadyOwner
+        default: return .exists
+        }
+    }
+
+    /// Gives a well-known name back to the bus.
+    /// The corresponding libdbus function is `dbus_bus_release_name`.
+    public func releaseName(_ name: String) {
+        guard isConnected, NameValidation.isValidBusName(name) else { return }
+        let error = ErrorBox()
+        _ = dbus_bus_release_name(raw, name, &error.raw)
+        if let failure = error.take() { logger.debug("releasing \(name) failed: \(failure)") }
+        dbus_connection_flush(raw)
+    }
+
+    // MARK: Objects
+
+    /// Exports `object` at its path; method calls to that path are dispatched to it from now on.
+    /// Export objects before requesting a name, so clients never see a name without them.
+    public func export(_ object: ExportedObject) {
+        objects[object.path] = object
+        object.connection = self
+    }
+
+    public func unexport(_ path: ObjectPath) {
+        objects[path]?.connection = nil
+        objects[path] = nil
+    }
+
+    // MARK: Sending
+
+    /// Queues a message for sending; the write watch sends it without blocking.
+    /// The corresponding libdbus function is `dbus_connection_send`.
+    public func send(_ message: Message) {
+        guard !isClosed else { return }
+        if dbus_connection_send(raw, message.raw, nil) == 0 {
+            logger.warning("could not queue a D-Bus message (out of memory)")
+        }
+    }
+
+    /// Emits a signal.
+    public func emitSignal(path: ObjectPath, interface: String, member: String, arguments: [Value]) {
+        do {
+            send(try Message.signal(path: path, interface: interface, member: member, arguments: arguments))
+        } catch {
+            logger.error("could not build signal \(interface).\(member): \(error)")
+        }
+    }
+
+    /// Sends all queued messages now, blocking until they are written.
+    public func flush() {
+        guard isConnected else { return }
+        dbus_connection_flush(raw)
+    }
+
+    /// Calls a method and waits (without blocking the main queue) for its reply.
+    /// Throws the error reply as a `BusError`.
+    /// The corresponding libdbus functions are `dbus_connection_send_with_reply` and
+    /// `dbus_pending_call_set_notify`.
+    public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws(BusError) -> [Value] {
+        let reply = try await callReturningMessage(message, timeout: timeout)
+        if let error = reply.error { throw error }
+        return reply.arguments
+    }
+
+    /// Convenience for `call(Message.methodCall(...))`.
+    public func call(
+        destination: String, path: ObjectPath, interface: String, member: String,
+        arguments: [Value] = [], timeout: Duration = .seconds(25)
+    ) async throws(BusError) -> [Value] {
+        let message = try Message.methodCall(
+            destination: destination, path: path, interface: interface, member: member, arguments: arguments)
+        return try await call(message, timeout: timeout)
+    }
+
+    func callReturningMessage(_ message: Message, timeout: Duration) async throws(BusError) -> Message {
+        guard !isClosed else { throw BusError(.disconnected, "connection closed") }
+        var pending: OpaquePointer?
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        guard dbus_connection_send_with_reply(raw, message.raw, &pending, milliseconds) != 0, let pending else {
+            throw BusError(.disconnected, "could not send \(message.member ?? "call"): not connected")
+        }
+        let result: Result<Message, BusError> = await withCheckedContinuation { continuation in
+            let box = PendingReply(continuation)
+            dbus_pending_call_set_notify(
+                pending, pendingNotifyThunk, Unmanaged.passRetained(box).toOpaque(), pendingFreeThunk)
+            // The reply may already have arrived and been processed before set_notify.
+            if dbus_pending_call_get_completed(pending) != 0 { box.complete(pending) }
+        }
+        dbus_pending_call_unref(pending)
+        return try result.get()
+    }
+
+    // MARK: Signals
+
+    /// A registration of a signal handler; pass it to `removeSignalHandler` to stop.
+    public final class SignalSubscription {
+        let interface: String?
+        let member: String?
+        let path: String?
+        let rule: String
+        let handler: @MainActor (Message) -> Void
+        init(interface: String?, member: String?, path: String?, rule: String, handler: @escaping @MainActor (Message) -> Void) {
+            self.interface = interface
+            self.member = member
+            self.path = path
+            self.rule = rule
+            self.handler = handler
+        }
+    }
+
+    /// Subscribes to signals matching the given fields (nil matches anything), adding a
+    /// match rule on the bus. The corresponding libdbus function is `dbus_bus_add_match`.
+    @discardableResult
+    public func onSignal(
+        sender: String? = nil, interface: String? = nil, member: String? = nil, path: ObjectPath? = nil,
+        _ handler: @escaping @MainActor (Message) -> Void
+    ) throws(BusError) -> SignalSubscription {
+        var parts = ["type='signal'"]
+        if let sender { parts.append("sender='\(sender)'") }
+        if let interface { parts.append("interface='\(interface)'") }
+        if let member { parts.append("member='\(member)'") }
+        if let path { parts.append("path='\(path.rawValue)'") }
+        let rule = parts.joined(separator: ",")
+        let error = ErrorBox()
+        dbus_bus_add_match(raw, rule, &error.raw)
+        if let failure = error.take() { throw failure }
+        let subscription = SignalSubscription(
+            interface: interface, member: member, path: path?.rawValue, rule: rule, handler: handler)
+        signalHandlers.append(subscription)
+        return subscription
+    }
+
+    public func removeSignalHandler(_ subscription: SignalSubscription) {
+        signalHandlers.removeAll { $0 === subscription }
+        if isConnected { dbus_bus_remove_match(raw, subscription.rule, nil) }
+    }
+
+    // MARK: Incoming messages
+
+    fileprivate func handle(_ message: Message) -> Bool {
+        switch message.kind {
+        case .signal:
+            if message.interface == "org.freedesktop.DBus.Local" && message.member == "Disconnected" {
+                logger.debug("disconnected from the bus")
+                let handler = onDisconnect
+                onDisconnect = nil
+                close()
+                handler?()
+                return true
+            }
+            for subscription in signalHandlers
+            where (subscription.interface == nil || subscription.interface == message.interface)
+                && (subscription.member == nil || subscription.member == message.member)
+                && (subscription.path == nil || subscription.path == message.path)
+            {
+                subscription.handler(message)
+            }
+            return false
+        case .methodCall:
+            guard let pathString = message.path, let path = ObjectPath(pathString) else { return false }
+            let reply: Message?
+            if let object = objects[path] {
+                reply = object.handle(message)
+            } else if message.interface == "org.freedesktop.DBus.Introspectable" || message.interface == nil,
+                message.member == "Introspect"
+            {
+                // Parent nodes of exported objects, so tools can walk the tree from "/".
+                let children = childNodes(of: path)
+                guard !children.isEmpty else { return false }
+                reply = try? message.makeReturn([.string(Introspection.xml(interfaces: [], children: children))])
+            } else {
+                return false
+            }
+            if let reply, !message.noReplyExpected { send(reply) }
+            return true
+        default:
+            return false
+        }
+    }
+
+    func childNodes(of path: ObjectPath) -> [String] {
+        var names = Set<String>()
+        for exported in objects.keys where exported.isDescendant(of: path) {
+            let rest = exported.rawValue.dropFirst(path.rawValue == "/" ? 1 : path.rawValue.count + 1)
+            if let first = rest.split(separator: "/").first { names.insert(String(first)) }
+        }
+        return names.sorted()
+    }
+
+    // MARK: Main-loop integration
+
+    func scheduleDispatch() {
+        guard !dispatchScheduled, !isClosed else { return }
+        dispatchScheduled = true
+        // Never dispatch from inside a libdbus callback (it may hold the connection lock).
+        DispatchQueue.main.async { [weak self] in
+            MainActor.assumeIsolated { self?.dispatchAll() }
+        }
+    }
+
+    private func dispatchAll() {
+        dispatchScheduled = false
+        guard !isClosed else { return }
+        var rounds = 0
+        while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {
+            rounds += 1
+            if isClosed { return }
+            if rounds >= 64 {  // stay fair to other main-queue work; come back for the rest
+                scheduleDispatch()
+                return
+            }
+        }
+    }
+
+    fileprivate func addWatch(_ watch: OpaquePointer) {
+        watches[watch]?.forEach { $0.cancel() }
+        watches[watch] = nil
+        guard dbus_watch_get_enabled(watch) != 0, !isClosed else { return }
+        let fd = dbus_watch_get_unix_fd(watch)
+        let flags = dbus_watch_get_flags(watch)
+        var sources: [any DispatchSourceProtocol] = []
+        if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 {
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .main)
+            source.setEventHandler { [weak self] in
+                MainActor.assumeIsolated { self?.handleWatch(watch, flags: UInt32(DBUS_WATCH_READABLE.rawValue)) }
+            }
+            sources.append(source)
+        }
+        if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: .main)
+            source.setEventHandler { [weak self] in
+                MainActor.assumeIsolated { self?.handleWatch(watch, flags: UInt32(DBUS_WATCH_WRITABLE.rawValue)) }
+            }
+            sources.append(source)
+        }
+        sources.forEach { $0.resume() }
+        watches[watch] = sources
+    }
+
+    private func handleWatch(_ watch: OpaquePointer, flags: UInt32) {
+        guard watches[watch] != nil, !isClosed else { return }
+        dbus_watch_handle(watch, flags)
+        scheduleDispatch()
+    }
+
+    fileprivate func removeWatch(_ watch: OpaquePointer) {
+        watches[watch]?.forEach { $0.cancel() }
+        watches[watch] = nil
+    }
+
+    fileprivate func addTimeout(_ timeout: OpaquePointer) {
+        timeouts[timeout]?.cancel()
+        timeouts[timeout] = nil
+        guard dbus_timeout_get_enabled(timeout) != 0, !isClosed else { return }
+        let interval = DispatchTimeInterval.milliseconds(Int(dbus_timeout_get_interval(timeout)))
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self, self.timeouts[timeout] != nil else { return }
+                dbus_timeout_handle(timeout)
+                self.scheduleDispatch()
+            }
+        }
+        timer.resume()
+        timeouts[timeout] = timer
+    }
+
+    fileprivate func removeTimeout(_ timeout: OpaquePointer) {
+        timeouts[timeout]?.cancel()
+        timeouts[timeout] = nil
+    }
+}
+
+/// The context handed to libdbus callbacks: a weak reference to the connection.
+/// Rule: libdbus calls these callbacks on the thread that called into it, which is always
+/// the main thread here.
+private final class CallbackContext: @unchecked Sendable {
+    weak var connection: Connection?
+}
+
+/// A libdbus handle passed into a main-actor closure. Rule: only used on the main thread,
+/// where libdbus invoked the callback that produced it.
+private struct Handle: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+private func withConnection(_ data: UnsafeMutableRawPointer?, _ body: @MainActor (Connection) -> Void) {
+    guard let data else { return }
+    let context = Unmanaged<CallbackContext>.fromOpaque(data).takeUnretainedValue()
+    MainActor.assumeIsolated {
+        if let connection = context.connection { body(connection) }
+    }
+}
+
+private let addWatchThunk: DBusAddWatchFunction = { watch, data in
+    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.addWatch(handle.pointer) } }
+    return 1
+}
+private let removeWatchThunk: DBusRemoveWatchFunction = { watch, data in
+    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.removeWatch(handle.pointer) } }
+}
+private let toggleWatchThunk: DBusWatchToggledFunction = { watch, data in
+    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.addWatch(handle.pointer) } }
+}
+private let addTimeoutThunk: DBusAddTimeoutFunction = { timeout, data in
+    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.addTimeout(handle.pointer) } }
+    return 1
+}
+private let removeTimeoutThunk: DBusRemoveTimeoutFunction = { timeout, data in
+    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.removeTimeout(handle.pointer) } }
+}
+private let toggleTimeoutThunk: DBusTimeoutToggledFunction = { timeout, data in
+    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.addTimeout(handle.pointer) } }
+}
+private let dispatchStatusThunk: DBusDispatchStatusFunction = { _, status, data in
+    if status == DBUS_DISPATCH_DATA_REMAINS { withConnection(data) { $0.scheduleDispatch() } }
+}
+private let wakeupThunk: @convention(c) (UnsafeMutableRawPointer?) -> Void = { data in
+    withConnection(data) { $0.scheduleDispatch() }
+}
+private let filterThunk: DBusHandleMessageFunction = { _, message, data in
+    guard let message, let data else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+    let context = Unmanaged<CallbackContext>.fromOpaque(data).takeUnretainedValue()
+    dbus_message_ref(message)
+    let owned = Message(owning: message)
+    let handled = MainActor.assumeIsolated { () -> Bool in
+        guard let connection = context.connection else { return false }
+        return connection.handle(owned)
+    }
+    return handled ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+}
+
+/// Carries a continuation to the pending-call notify callback. Resumed exactly once.
+private final class PendingReply: @unchecked Sendable {
+    private var continuation: CheckedContinuation<Result<Message, BusError>, Never>?
+    init(_ continuation: CheckedContinuation<Result<Message, BusError>, Never>) { self.continuation = continuation }
+
+    func complete(_ pending: OpaquePointer) {
+        guard let continuation else { return }
+        self.continuation = nil
+        if let reply = dbus_pending_call_steal_reply(pending) {
+            continuation.resume(returning: .success(Message(owning: reply)))
+        } else {
+            continuation.resume(returning: .failure(BusError(.noReply, "no reply")))
+        }
+    }
+}
+
+private let pendingNotifyThunk: DBusPendingCallNotifyFunction = { pending, data in
+    guard let pending, let data else { return }
+    Unmanaged<PendingReply>.fromOpaque(data).takeUnretainedValue().complete(pending)
+}
+private let pendingFreeThunk: DBusFreeFunction = { data in
+    guard let data else { return }
+    Unmanaged<PendingReply>.fromOpaque(data).release()
+}
+
+/// Owns one libdbus `DBusError`: initialised here, freed in `deinit`.
+final class ErrorBox {
+    var raw = CDBus.DBusError()
+    init() { dbus_error_init(&raw) }
+    deinit { dbus_error_free(&raw) }
+
+    /// The error set by the last call, if any, cleared for reuse.
+    func take() -> BusError? {
+        guard dbus_error_is_set(&raw) != 0 else { return nil }
+        let name = raw.name.map { String(cString: $0) } ?? "org.freedesktop.DBus.Error.Failed"
+        let message = raw.message.map { String(cString: $0) } ?? ""
+        dbus_error_free(&raw)
+        dbus_error_init(&raw)
+        return BusError(BusError.Name(name), message)
+    }
+}

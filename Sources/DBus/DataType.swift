@@ -1,0 +1,143 @@
+/// One complete D-Bus type, parsed from a type signature.
+public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
+    case byte, boolean, int16, uint16, int32, uint32, int64, uint64, double
+    case string, objectPath, signature, unixFD
+    case variant
+    case array(DataType)
+    case dictionary(key: DataType, value: DataType)
+    case structure([DataType])
+
+    /// The D-Bus signature of this type, e.g. `a{sv}`.
+    public var signature: String {
+        switch self {
+        case .byte: "y"
+        case .boolean: "b"
+        case .int16: "n"
+        case .uint16: "q"
+        case .int32: "i"
+        case .uint32: "u"
+        case .int64: "x"
+        case .uint64: "t"
+        case .double: "d"
+        case .string: "s"
+        case .objectPath: "o"
+        case .signature: "g"
+        case .unixFD: "h"
+        case .variant: "v"
+        case .array(let element): "a" + element.signature
+        case .dictionary(let key, let value): "a{" + key.signature + value.signature + "}"
+        case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
+        }
+    }
+
+    public var description: String { signature }
+
+    /// Whether this is one of the basic (non-container) types, which alone may be dictionary keys.
+    public var isBasic: Bool {
+        switch self {
+        case .variant, .array, .dictionary, .structure: false
+        default: true
+        }
+    }
+
+    /// Parses exactly one complete type; throws when `signature` is not exactly one valid type.
+    public init(parsing signature: String) throws(BusError) {
+        let types = try Signature.parse(signature)
+        guard types.count == 1 else {
+            throw BusError(.invalidArgs, "'\(signature)' is not a single complete type")
+        }
+        self = types[0]
+    }
+}
+
+/// A D-Bus type signature: zero or more complete types, validated on creation.
+public struct Signature: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+    public let types: [DataType]
+
+    public init(_ rawValue: String) throws(BusError) {
+        self.types = try Signature.parse(rawValue)
+        self.rawValue = rawValue
+    }
+
+    public init(types: [DataType]) {
+        self.types = types
+        self.rawValue = types.map(\.signature).joined()
+    }
+
+    public var description: String { rawValue }
+
+    static let maximumLength = 255
+    static let maximumContainerDepth = 32
+
+    static func parse(_ text: String) throws(BusError) -> [DataType] {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= maximumLength else {
+            throw BusError(.invalidArgs, "signature longer than \(maximumLength) bytes")
+        }
+        var parser = Parser(bytes: bytes)
+        var types: [DataType] = []
+        while !parser.atEnd {
+            types.append(try parser.parseType(arrayDepth: 0, structDepth: 0))
+        }
+        return types
+    }
+
+    private struct Parser {
+        let bytes: [UInt8]
+        var index = 0
+        var atEnd: Bool { index >= bytes.count }
+
+        func fail(_ why: String) -> BusError {
+            BusError(.invalidArgs, "invalid signature '\(String(decoding: bytes, as: UTF8.self))': \(why)")
+        }
+
+        mutating func parseType(arrayDepth: Int, structDepth: Int) throws(BusError) -> DataType {
+            guard index < bytes.count else { throw fail("ends inside a type") }
+            let c = bytes[index]
+            index += 1
+            switch c {
+            case UInt8(ascii: "y"): return .byte
+            case UInt8(ascii: "b"): return .boolean
+            case UInt8(ascii: "n"): return .int16
+            case UInt8(ascii: "q"): return .uint16
+            case UInt8(ascii: "i"): return .int32
+            case UInt8(ascii: "u"): return .uint32
+            case UInt8(ascii: "x"): return .int64
+            case UInt8(ascii: "t"): return .uint64
+            case UInt8(ascii: "d"): return .double
+            case UInt8(ascii: "s"): return .string
+            case UInt8(ascii: "o"): return .objectPath
+            case UInt8(ascii: "g"): return .signature
+            case UInt8(ascii: "h"): return .unixFD
+            case UInt8(ascii: "v"): return .variant
+            case UInt8(ascii: "a"):
+                guard arrayDepth < Signature.maximumContainerDepth else { throw fail("arrays nested too deeply") }
+                if index < bytes.count, bytes[index] == UInt8(ascii: "{") {
+                    index += 1
+                    let key = try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                    guard key.isBasic else { throw fail("dictionary key must be a basic type") }
+                    let value = try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                    guard index < bytes.count, bytes[index] == UInt8(ascii: "}") else {
+                        throw fail("dictionary entry must hold exactly two types")
+                    }
+                    index += 1
+                    return .dictionary(key: key, value: value)
+                }
+                return .array(try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth))
+            case UInt8(ascii: "("):
+                guard structDepth < Signature.maximumContainerDepth else { throw fail("structs nested too deeply") }
+                var fields: [DataType] = []
+                while index < bytes.count, bytes[index] != UInt8(ascii: ")") {
+                    fields.append(try parseType(arrayDepth: arrayDepth, structDepth: structDepth + 1))
+                }
+                guard index < bytes.count else { throw fail("unclosed struct") }
+                index += 1
+                guard !fields.isEmpty else { throw fail("empty struct") }
+                return .structure(fields)
+            default:
+                throw fail("unexpected '\(Character(Unicode.Scalar(c)))'")
+            }
+        }
+    }
+}

@@ -1,0 +1,255 @@
+/// A named, typed argument of a method or signal.
+public struct Argument: Sendable, Hashable {
+    public var name: String
+    public var type: DataType
+    public init(_ name: String, _ type: DataType) {
+        self.name = name
+        self.type = type
+    }
+}
+
+/// How a property announces changes (`org.freedesktop.DBus.Property.EmitsChangedSignal`).
+public enum EmitsChangedSignal: String, Sendable {
+    case `true`, invalidates, `false`, const
+}
+
+/// One method of an exported interface: its declaration and its handler.
+public struct Method {
+    public var name: String
+    public var inArguments: [Argument]
+    public var outArguments: [Argument]
+    /// Called with arguments already checked against `inArguments`; returns the out values.
+    public var handler: @MainActor ([Value]) throws(BusError) -> [Value]
+
+    public init(
+        _ name: String, in inArguments: [Argument] = [], out outArguments: [Argument] = [],
+        handler: @escaping @MainActor ([Value]) throws(BusError) -> [Value]
+    ) {
+        self.name = name
+        self.inArguments = inArguments
+        self.outArguments = outArguments
+        self.handler = handler
+    }
+
+    var inSignature: String { inArguments.map(\.type.signature).joined() }
+}
+
+/// One property of an exported interface. Getters never fail: clients (GDBusProxy, Plasma)
+/// lose every property when one getter fails `GetAll`.
+public struct Property {
+    public var name: String
+    public var type: DataType
+    public var emitsChangedSignal: EmitsChangedSignal
+    public var getter: @MainActor () -> Value
+    /// nil for a read-only property. Receives a value already checked against `type`.
+    public var setter: (@MainActor (Value) throws(BusError) -> Void)?
+
+    public init(
+        _ name: String, _ type: DataType, emitsChangedSignal: EmitsChangedSignal = .true,
+        get: @escaping @MainActor () -> Value,
+        set: (@MainActor (Value) throws(BusError) -> Void)? = nil
+    ) {
+        self.name = name
+        self.type = type
+        self.emitsChangedSignal = emitsChangedSignal
+        self.getter = get
+        self.setter = set
+    }
+
+    var access: String { setter == nil ? "read" : "readwrite" }
+}
+
+/// The declaration of a signal an interface emits.
+public struct SignalDeclaration: Sendable {
+    public var name: String
+    public var arguments: [Argument]
+    public init(_ name: String, _ arguments: [Argument] = []) {
+        self.name = name
+        self.arguments = arguments
+    }
+}
+
+/// An interface: the one declaration that drives both dispatch and introspection.
+public struct Interface {
+    public var name: String
+    public var methods: [Method]
+    public var properties: [Property]
+    public var signals: [SignalDeclaration]
+
+    public init(_ name: String, methods: [Method] = [], properties: [Property] = [], signals: [SignalDeclaration] = []) {
+        precondition(NameValidation.isValidInterfaceName(name), "invalid interface name \(name)")
+        self.name = name
+        self.methods = methods
+        self.properties = properties
+        self.signals = signals
+    }
+
+    func method(named name: String) -> Method? { methods.first { $0.name == name } }
+    func property(named name: String) -> Property? { properties.first { $0.name == name } }
+}
+
+/// An object exported at one path with a set of interfaces, plus the standard
+/// `Properties`, `Introspectable` and `Peer` interfaces, which it implements itself.
+@MainActor
+public final class ExportedObject {
+    public let path: ObjectPath
+    public private(set) var interfaces: [Interface]
+    weak var connection: Connection?
+
+    /// Receives every signal this object emits. Defaults to sending on the connection the
+    /// object is exported on; tests may replace it to record signals without a bus.
+    public var signalSink: (@MainActor (_ interface: String, _ member: String, _ arguments: [Value]) -> Void)?
+
+    public init(path: ObjectPath, interfaces: [Interface]) {
+        self.path = path
+        self.interfaces = interfaces
+    }
+
+    public static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    public static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
+    public static let peerInterface = "org.freedesktop.DBus.Peer"
+
+    public func interface(named name: String) -> Interface? { interfaces.first { $0.name == name } }
+
+    /// Emits a signal from this object.
+    public func emit(interface: String, member: String, arguments: [Value]) {
+        if let signalSink {
+            signalSink(interface, member, arguments)
+        } else {
+            connection?.emitSignal(path: path, interface: interface, member: member, arguments: arguments)
+        }
+    }
+
+    /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for one interface.
+    public func emitPropertiesChanged(interface: String, changed: [String: Value], invalidated: [String] = []) {
+        guard !changed.isEmpty || !invalidated.isEmpty else { return }
+        emit(
+            interface: Self.propertiesInterface, member: "PropertiesChanged",
+            arguments: [.string(interface), .stringVariantDictionary(changed), .strings(invalidated)])
+    }
+
+    /// The introspection document for this object, generated from its interface declarations.
+    public func introspectionXML(includingStandardInterfaces: Bool = true) -> String {
+        Introspection.xml(
+            interfaces: (includingStandardInterfaces ? Introspection.standardInterfaces : []) + interfaces,
+            children: connection?.childNodes(of: path) ?? [])
+    }
+
+    // MARK: Dispatch
+
+    /// Dispatches one method call by interface and member and returns its reply values or error.
+    public func dispatch(interface: String?, member: String, arguments: [Value]) -> Result<[Value], BusError> {
+        do throws(BusError) {
+            return .success(try route(interface: interface, member: member, arguments: arguments))
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    func handle(_ message: Message) -> Message? {
+        let result = dispatch(interface: message.interface, member: message.member ?? "", arguments: message.arguments)
+        switch result {
+        case .success(let values):
+            do {
+                return try message.makeReturn(values)
+            } catch {
+                connection?.logger.error("bad reply to \(message.member ?? "?"): \(error)")
+                return message.makeError(BusError(.failed, "internal error building the reply"))
+            }
+        case .failure(let error):
+            return message.makeError(error)
+        }
+    }
+
+    private func route(interface name: String?, member: String, arguments: [Value]) throws(BusError) -> [Value] {
+        let signature = arguments.map(\.type.signature).joined()
+        switch name {
+        case Self.propertiesInterface?:
+            return try handleProperties(member: member, arguments: arguments, signature: signature)
+        case Self.introspectableInterface?:
+            guard member == "Introspect" else { throw unknownMethod(name, member, signature) }
+            try expect(signature, "", member)
+            return [.string(introspectionXML())]
+        case Self.peerInterface?:
+            switch member {
+            case "Ping":
+                try expect(signature, "", member)
+                return []
+            case "GetMachineId":
+                try expect(signature, "", member)
+                return [.string(Introspection.machineID)]
+            default: throw unknownMethod(name, member, signature)
+            }
+        case nil:
+            // No interface given: the first interface that has the member (D-Bus allows this).
+            if member == "Introspect" && signature.isEmpty { return [.string(introspectionXML())] }
+            guard let method = interfaces.lazy.compactMap({ $0.method(named: member) }).first else {
+                throw unknownMethod(nil, member, signature)
+            }
+            try expect(signature, method.inSignature, member)
+            return try method.handler(arguments)
+        case let name?:
+            guard let interface = interface(named: name) else {
+                throw BusError(.unknownInterface, "object \(path) has no interface \(name)")
+            }
+            guard let method = interface.method(named: member) else { throw unknownMethod(name, member, signature) }
+            try expect(signature, method.inSignature, member)
+            return try method.handler(arguments)
+        }
+    }
+
+    private func unknownMethod(_ interface: String?, _ member: String, _ signature: String) -> BusError {
+        BusError(.unknownMethod, "no method \(interface.map { $0 + "." } ?? "")\(member) with signature '\(signature)' on \(path)")
+    }
+
+    private func expect(_ actual: String, _ expected: String, _ member: String) throws(BusError) {
+        guard actual == expected else {
+            throw BusError(.invalidArgs, "\(member) takes signature '\(expected)', got '\(actual)'")
+        }
+    }
+
+    private func handleProperties(member: String, arguments: [Value], signature: String) throws(BusError) -> [Value] {
+        switch member {
+        case "Get":
+            try expect(signature, "ss", member)
+            let property = try findProperty(arguments[0].string!, arguments[1].string!)
+            return [.variant(property.getter())]
+        case "GetAll":
+            try expect(signature, "s", member)
+            let name = arguments[0].string!
+            guard let interface = interface(named: name) else {
+                if [Self.propertiesInterface, Self.introspectableInterface, Self.peerInterface].contains(name) {
+                    return [.stringVariantDictionary([:])]
+                }
+                throw BusError(.unknownInterface, "object \(path) has no interface \(name)")
+            }
+            var all: [String: Value] = [:]
+            for property in interface.properties { all[property.name] = property.getter() }
+            return [.stringVariantDictionary(all)]
+        case "Set":
+            try expect(signature, "ssv", member)
+            let property = try findProperty(arguments[0].string!, arguments[1].string!)
+            guard let setter = property.setter else {
+                throw BusError(.propertyReadOnly, "property \(property.name) is read-only")
+            }
+            let value = arguments[2].unwrapped
+            guard value.type == property.type else {
+                throw BusError(.invalidArgs, "property \(property.name) has type '\(property.type)', got '\(value.type)'")
+            }
+            try setter(value)
+            return []
+        default:
+            throw unknownMethod(Self.propertiesInterface, member, signature)
+        }
+    }
+
+    private func findProperty(_ interfaceName: String, _ name: String) throws(BusError) -> Property {
+        guard let interface = interface(named: interfaceName) else {
+            throw BusError(.unknownInterface, "object \(path) has no interface \(interfaceName)")
+        }
+        guard let property = interface.property(named: name) else {
+            throw BusError(.unknownProperty, "interface \(interfaceName) has no property \(name)")
+        }
+        return property
+    }
+}

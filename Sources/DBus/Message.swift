@@ -1,0 +1,287 @@
+internal import CDBus
+
+/// An owned libdbus message. Only the D-Bus module touches the C pointer.
+///
+/// Rule: a `Message` is used on the thread that owns its connection (the main actor in
+/// Quaver); `@unchecked Sendable` only lets it cross into a continuation on that thread.
+public final class Message: @unchecked Sendable {
+    let raw: OpaquePointer
+
+    /// Takes over one reference to `raw`.
+    init(owning raw: OpaquePointer) { self.raw = raw }
+
+    deinit { dbus_message_unref(raw) }
+
+    public enum Kind: Sendable { case methodCall, methodReturn, error, signal, invalid }
+
+    public var kind: Kind {
+        switch dbus_message_get_type(raw) {
+        case DBUS_MESSAGE_TYPE_METHOD_CALL: .methodCall
+        case DBUS_MESSAGE_TYPE_METHOD_RETURN: .methodReturn
+        case DBUS_MESSAGE_TYPE_ERROR: .error
+        case DBUS_MESSAGE_TYPE_SIGNAL: .signal
+        default: .invalid
+        }
+    }
+
+    public var path: String? { dbus_message_get_path(raw).map { String(cString: $0) } }
+    public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
+    public var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }
+    public var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
+    public var destination: String? { dbus_message_get_destination(raw).map { String(cString: $0) } }
+    public var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
+    public var signature: String { dbus_message_get_signature(raw).map { String(cString: $0) } ?? "" }
+    public var serial: UInt32 { dbus_message_get_serial(raw) }
+    public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
+    public var noReplyExpected: Bool { dbus_message_get_no_reply(raw) != 0 }
+
+    /// A method call. The corresponding libdbus function is `dbus_message_new_method_call`.
+    public static func methodCall(
+        destination: String?, path: ObjectPath, interface: String?, member: String, arguments: [Value] = []
+    ) throws(BusError) -> Message {
+        if let destination, !NameValidation.isValidBusName(destination) {
+            throw BusError(.invalidArgs, "invalid bus name '\(destination)'")
+        }
+        if let interface, !NameValidation.isValidInterfaceName(interface) {
+            throw BusError(.invalidArgs, "invalid interface name '\(interface)'")
+        }
+        guard NameValidation.isValidMemberName(member) else {
+            throw BusError(.invalidArgs, "invalid member name '\(member)'")
+        }
+        guard let raw = dbus_message_new_method_call(destination, path.rawValue, interface, member) else {
+            throw BusError(.noMemory, "out of memory")
+        }
+        let message = Message(owning: raw)
+        try message.append(arguments)
+        return message
+    }
+
+    /// A signal. The corresponding libdbus function is `dbus_message_new_signal`.
+    public static func signal(
+        path: ObjectPath, interface: String, member: String, arguments: [Value] = []
+    ) throws(BusError) -> Message {
+        guard NameValidation.isValidInterfaceName(interface), NameValidation.isValidMemberName(member) else {
+            throw BusError(.invalidArgs, "invalid signal name '\(interface).\(member)'")
+        }
+        guard let raw = dbus_message_new_signal(path.rawValue, interface, member) else {
+            throw BusError(.noMemory, "out of memory")
+        }
+        let message = Message(owning: raw)
+        try message.append(arguments)
+        return message
+    }
+
+    /// A successful reply to `self`.
+    func makeReturn(_ arguments: [Value]) throws(BusError) -> Message {
+        guard let raw = dbus_message_new_method_return(self.raw) else { throw BusError(.noMemory, "out of memory") }
+        let reply = Message(owning: raw)
+        try reply.append(arguments)
+        return reply
+    }
+
+    /// An error reply to `self`.
+    func makeError(_ error: BusError) -> Message? {
+        let text = Marshal.sanitized(error.message)
+        return dbus_message_new_error(raw, error.name.rawValue, text).map { Message(owning: $0) }
+    }
+
+    /// The message's arguments as typed values.
+    public var arguments: [Value] {
+        var iter = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &iter) != 0 else { return [] }
+        var values: [Value] = []
+        repeat {
+            guard let value = Marshal.read(&iter) else { break }
+            values.append(value)
+        } while dbus_message_iter_next(&iter) != 0
+        return values
+    }
+
+    /// Appends arguments after validating them.
+    public func append(_ arguments: [Value]) throws(BusError) {
+        guard !arguments.isEmpty else { return }
+        for argument in arguments { try argument.validate() }
+        var iter = DBusMessageIter()
+        dbus_message_iter_init_append(raw, &iter)
+        for argument in arguments {
+            guard Marshal.append(argument, to: &iter) else { throw BusError(.noMemory, "could not append argument") }
+        }
+    }
+
+    /// The error carried by an error reply, or nil for any other message.
+    public var error: BusError? {
+        guard kind == .error else { return nil }
+        let text = arguments.first?.string ?? ""
+        return BusError(BusError.Name(errorName ?? "org.freedesktop.DBus.Error.Failed"), text)
+    }
+}
+
+/// Conversions between `Value` and libdbus message iterators.
+enum Marshal {
+    static func typeCode(_ c: Character) -> Int32 { Int32(c.asciiValue!) }
+    static let byteCode = typeCode("y"), booleanCode = typeCode("b"), int16Code = typeCode("n")
+    static let uint16Code = typeCode("q"), int32Code = typeCode("i"), uint32Code = typeCode("u")
+    static let int64Code = typeCode("x"), uint64Code = typeCode("t"), doubleCode = typeCode("d")
+    static let stringCode = typeCode("s"), objectPathCode = typeCode("o"), signatureCode = typeCode("g")
+    static let unixFDCode = typeCode("h"), variantCode = typeCode("v"), arrayCode = typeCode("a")
+    static let structCode = typeCode("r"), dictEntryCode = typeCode("e"), invalidCode: Int32 = 0
+
+    /// D-Bus strings may not contain NUL; Swift strings may.
+    static func sanitized(_ s: String) -> String {
+        s.utf8.contains(0) ? String(s.map { $0 == "\0" ? "\u{FFFD}" : $0 }) : s
+    }
+
+    static func appendBasic<T>(_ value: T, code: Int32, to iter: inout DBusMessageIter) -> Bool {
+        var copy = value
+        return withUnsafePointer(to: &copy) { dbus_message_iter_append_basic(&iter, code, $0) != 0 }
+    }
+
+    static func appendString(_ s: String, code: Int32, to iter: inout DBusMessageIter) -> Bool {
+        sanitized(s).withCString { cString in
+            var pointer: UnsafePointer<CChar>? = cString
+            return withUnsafePointer(to: &pointer) { dbus_message_iter_append_basic(&iter, code, $0) != 0 }
+        }
+    }
+
+    static func withContainer(
+        _ code: Int32, signature: String?, in iter: inout DBusMessageIter,
+        _ body: (inout DBusMessageIter) -> Bool
+    ) -> Bool {
+        var sub = DBusMessageIter()
+        let opened: Bool
+        if let signature {
+            opened = signature.withCString { dbus_message_iter_open_container(&iter, code, $0, &sub) != 0 }
+        } else {
+            opened = dbus_message_iter_open_container(&iter, code, nil, &sub) != 0
+        }
+        guard opened else { return false }
+        guard body(&sub) else {
+            dbus_message_iter_abandon_container(&iter, &sub)
+            return false
+        }
+        return dbus_message_iter_close_container(&iter, &sub) != 0
+    }
+
+    /// Appends one validated value. Returns false only when libdbus runs out of memory.
+    static func append(_ value: Value, to iter: inout DBusMessageIter) -> Bool {
+        switch value {
+        case .byte(let v): return appendBasic(v, code: byteCode, to: &iter)
+        case .boolean(let v): return appendBasic(dbus_bool_t(v ? 1 : 0), code: booleanCode, to: &iter)
+        case .int16(let v): return appendBasic(v, code: int16Code, to: &iter)
+        case .uint16(let v): return appendBasic(v, code: uint16Code, to: &iter)
+        case .int32(let v): return appendBasic(v, code: int32Code, to: &iter)
+        case .uint32(let v): return appendBasic(v, code: uint32Code, to: &iter)
+        case .int64(let v): return appendBasic(v, code: int64Code, to: &iter)
+        case .uint64(let v): return appendBasic(v, code: uint64Code, to: &iter)
+        case .double(let v): return appendBasic(v, code: doubleCode, to: &iter)
+        case .unixFD(let v): return appendBasic(v, code: unixFDCode, to: &iter)
+        case .string(let s): return appendString(s, code: stringCode, to: &iter)
+        case .objectPath(let p): return appendString(p.rawValue, code: objectPathCode, to: &iter)
+        case .signature(let g): return appendString(g.rawValue, code: signatureCode, to: &iter)
+        case .array(let element, let items):
+            return withContainer(arrayCode, signature: element.signature, in: &iter) { sub in
+                items.allSatisfy { append($0, to: &sub) }
+            }
+        case .dictionary(let key, let valueType, let entries):
+            let entrySignature = "{" + key.signature + valueType.signature + "}"
+            return withContainer(arrayCode, signature: entrySignature, in: &iter) { sub in
+                entries.allSatisfy { entry in
+                    withContainer(dictEntryCode, signature: nil, in: &sub) { pair in
+                        append(entry.key, to: &pair) && append(entry.value, to: &pair)
+                    }
+                }
+            }
+        case .structure(let fields):
+            return withContainer(structCode, signature: nil, in: &iter) { sub in
+                fields.allSatisfy { append($0, to: &sub) }
+            }
+        case .variant(let inner):
+            return withContainer(variantCode, signature: inner.type.signature, in: &iter) { sub in
+                append(inner, to: &sub)
+            }
+        }
+    }
+
+    static func readBasic<T>(_ iter: inout DBusMessageIter, as: T.Type, zero: T) -> T {
+        var result = zero
+        withUnsafeMutablePointer(to: &result) { dbus_message_iter_get_basic(&iter, $0) }
+        return result
+    }
+
+    static func readString(_ iter: inout DBusMessageIter) -> String {
+        var pointer: UnsafePointer<CChar>? = nil
+        withUnsafeMutablePointer(to: &pointer) { dbus_message_iter_get_basic(&iter, $0) }
+        return pointer.map { String(cString: $0) } ?? ""
+    }
+
+    static func currentSignature(_ iter: inout DBusMessageIter) -> String {
+        guard let raw = dbus_message_iter_get_signature(&iter) else { return "" }
+        defer { dbus_free(raw) }
+        return String(cString: raw)
+    }
+
+    /// Reads the value at the iterator. Messages are validated by libdbus on receipt, so
+    /// names and signatures found here are valid.
+    static func read(_ iter: inout DBusMessageIter) -> Value? {
+        let code = dbus_message_iter_get_arg_type(&iter)
+        switch code {
+        case byteCode: return .byte(readBasic(&iter, as: UInt8.self, zero: 0))
+        case booleanCode: return .boolean(readBasic(&iter, as: dbus_bool_t.self, zero: 0) != 0)
+        case int16Code: return .int16(readBasic(&iter, as: Int16.self, zero: 0))
+        case uint16Code: return .uint16(readBasic(&iter, as: UInt16.self, zero: 0))
+        case int32Code: return .int32(readBasic(&iter, as: Int32.self, zero: 0))
+        case uint32Code: return .uint32(readBasic(&iter, as: UInt32.self, zero: 0))
+        case int64Code: return .int64(readBasic(&iter, as: Int64.self, zero: 0))
+        case uint64Code: return .uint64(readBasic(&iter, as: UInt64.self, zero: 0))
+        case doubleCode: return .double(readBasic(&iter, as: Double.self, zero: 0))
+        case unixFDCode: return .unixFD(readBasic(&iter, as: Int32.self, zero: -1))
+        case stringCode: return .string(readString(&iter))
+        case objectPathCode: return ObjectPath(readString(&iter)).map(Value.objectPath)
+        case signatureCode: return (try? Signature(readString(&iter))).map(Value.signature)
+        case variantCode:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            return read(&sub).map(Value.variant)
+        case structCode:
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            var fields: [Value] = []
+            while dbus_message_iter_get_arg_type(&sub) != invalidCode {
+                guard let field = read(&sub) else { return nil }
+                fields.append(field)
+                dbus_message_iter_next(&sub)
+            }
+            return .structure(fields)
+        case arrayCode:
+            guard let type = try? DataType(parsing: currentSignature(&iter)) else { return nil }
+            var sub = DBusMessageIter()
+            dbus_message_iter_recurse(&iter, &sub)
+            switch type {
+            case .dictionary(let keyType, let valueType):
+                var entries: [Value.DictionaryEntry] = []
+                while dbus_message_iter_get_arg_type(&sub) == dictEntryCode {
+                    var pair = DBusMessageIter()
+                    dbus_message_iter_recurse(&sub, &pair)
+                    guard let key = read(&pair) else { return nil }
+                    dbus_message_iter_next(&pair)
+                    guard let value = read(&pair) else { return nil }
+                    entries.append(.init(key, value))
+                    dbus_message_iter_next(&sub)
+                }
+                return .dictionary(key: keyType, value: valueType, entries)
+            case .array(let elementType):
+                var items: [Value] = []
+                while dbus_message_iter_get_arg_type(&sub) != invalidCode {
+                    guard let item = read(&sub) else { return nil }
+                    items.append(item)
+                    dbus_message_iter_next(&sub)
+                }
+                return .array(elementType, items)
+            default:
+                return nil
+            }
+        default:
+            return nil
+        }
+    }
+}

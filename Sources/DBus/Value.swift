@@ -1,0 +1,129 @@
+/// A typed D-Bus value: every basic type and every container.
+///
+/// Arrays and dictionaries carry their element types so that empty ones still have a
+/// signature. Strings are Swift strings and therefore always valid UTF-8; an embedded NUL,
+/// which D-Bus forbids, is replaced by U+FFFD when the value is sent.
+public indirect enum Value: Hashable, Sendable {
+    case byte(UInt8)
+    case boolean(Bool)
+    case int16(Int16)
+    case uint16(UInt16)
+    case int32(Int32)
+    case uint32(UInt32)
+    case int64(Int64)
+    case uint64(UInt64)
+    case double(Double)
+    case string(String)
+    case objectPath(ObjectPath)
+    case signature(Signature)
+    /// A file descriptor. When read from a message it is a new descriptor owned by the reader.
+    case unixFD(Int32)
+    case array(DataType, [Value])
+    case dictionary(key: DataType, value: DataType, [DictionaryEntry])
+    case structure([Value])
+    case variant(Value)
+
+    public struct DictionaryEntry: Hashable, Sendable {
+        public var key: Value
+        public var value: Value
+        public init(_ key: Value, _ value: Value) {
+            self.key = key
+            self.value = value
+        }
+    }
+
+    /// The D-Bus type of this value.
+    public var type: DataType {
+        switch self {
+        case .byte: .byte
+        case .boolean: .boolean
+        case .int16: .int16
+        case .uint16: .uint16
+        case .int32: .int32
+        case .uint32: .uint32
+        case .int64: .int64
+        case .uint64: .uint64
+        case .double: .double
+        case .string: .string
+        case .objectPath: .objectPath
+        case .signature: .signature
+        case .unixFD: .unixFD
+        case .array(let element, _): .array(element)
+        case .dictionary(let key, let value, _): .dictionary(key: key, value: value)
+        case .structure(let fields): .structure(fields.map(\.type))
+        case .variant: .variant
+        }
+    }
+
+    /// Checks that every container holds what its type says, so libdbus is never handed a
+    /// value that contradicts its own signature (it would abort).
+    public func validate(depth: Int = 0) throws(BusError) {
+        guard depth <= 64 else { throw BusError(.invalidArgs, "value nested more than 64 levels") }
+        switch self {
+        case .array(let element, let items):
+            for item in items {
+                guard item.type == element else {
+                    throw BusError(.invalidArgs, "array of \(element) holds a \(item.type)")
+                }
+                try item.validate(depth: depth + 1)
+            }
+        case .dictionary(let keyType, let valueType, let entries):
+            guard keyType.isBasic else { throw BusError(.invalidArgs, "dictionary key \(keyType) is not basic") }
+            for entry in entries {
+                guard entry.key.type == keyType, entry.value.type == valueType else {
+                    throw BusError(.invalidArgs, "dictionary {\(keyType)\(valueType)} holds {\(entry.key.type)\(entry.value.type)}")
+                }
+                try entry.value.validate(depth: depth + 1)
+            }
+        case .structure(let fields):
+            guard !fields.isEmpty else { throw BusError(.invalidArgs, "empty struct") }
+            for field in fields { try field.validate(depth: depth + 1) }
+        case .variant(let inner):
+            try inner.validate(depth: depth + 1)
+        default:
+            break
+        }
+    }
+}
+
+// MARK: - Convenience constructors and accessors
+
+extension Value {
+    /// An `as` array.
+    public static func strings(_ items: [String]) -> Value { .array(.string, items.map(Value.string)) }
+
+    /// An `a{sv}` dictionary, keys sorted so that output is stable.
+    public static func stringVariantDictionary(_ items: [String: Value]) -> Value {
+        .dictionary(
+            key: .string, value: .variant,
+            items.sorted { $0.key < $1.key }.map { DictionaryEntry(.string($0.key), .variant($0.value)) }
+        )
+    }
+
+    public var string: String? { if case .string(let s) = self { s } else { nil } }
+    public var boolean: Bool? { if case .boolean(let b) = self { b } else { nil } }
+    public var double: Double? { if case .double(let d) = self { d } else { nil } }
+    public var int64: Int64? { if case .int64(let x) = self { x } else { nil } }
+    public var int32: Int32? { if case .int32(let x) = self { x } else { nil } }
+    public var uint32: UInt32? { if case .uint32(let x) = self { x } else { nil } }
+    public var objectPath: ObjectPath? { if case .objectPath(let p) = self { p } else { nil } }
+    /// The value inside a variant (or the value itself when it is not a variant).
+    public var unwrapped: Value { if case .variant(let inner) = self { inner.unwrapped } else { self } }
+
+    public var stringArray: [String]? {
+        guard case .array(.string, let items) = self else { return nil }
+        return items.compactMap(\.string)
+    }
+
+    /// The entries of an `a{sv}` dictionary, variants unwrapped one level.
+    public var stringVariantDictionary: [String: Value]? {
+        guard case .dictionary(.string, .variant, let entries) = self else { return nil }
+        var result: [String: Value] = [:]
+        for entry in entries {
+            if case .string(let key) = entry.key, case .variant(let value) = entry.value {
+                result[key] = value
+            }
+        }
+        return result
+    }
+}
