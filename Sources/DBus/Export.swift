@@ -105,6 +105,11 @@ public final class ExportedObject {
         self.interfaces = interfaces
     }
 
+    /// Replaces the interface declarations (for example when an optional property appears).
+    public func replaceInterfaces(_ interfaces: [Interface]) {
+        self.interfaces = interfaces
+    }
+
     public static let propertiesInterface = "org.freedesktop.DBus.Properties"
     public static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
     public static let peerInterface = "org.freedesktop.DBus.Peer"

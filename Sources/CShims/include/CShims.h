@@ -1,9 +1,40 @@
 #ifndef QUAVER_CSHIMS_H
 #define QUAVER_CSHIMS_H
-// Reach the libraries through their system-library umbrella headers (so each C header
-// belongs to exactly one Clang module; including <gst/gst.h> here directly makes GLib's
-// inline functions appear in two modules and fails to build).
+// C shims for what Swift cannot call directly: variadic functions, function-like and
+// casting macros, and macros whose values overflow Swift's importer.
+//
+// The libraries are reached through their system-library umbrella headers, so each C
+// header belongs to exactly one Clang module (including <gst/gst.h> here directly makes
+// GLib's inline functions appear in two modules, which fails to build).
 #include "../../CDBus/cdbus.h"
 #include "../../CGStreamer/cgstreamer.h"
-int cshims_probe(void);
+
+// g_object_set() is variadic. One typed setter per value kind. `object` is any GObject.
+void cshims_object_set_string(gpointer object, const char *property, const char *value);
+void cshims_object_set_boolean(gpointer object, const char *property, gboolean value);
+void cshims_object_set_double(gpointer object, const char *property, double value);
+void cshims_object_set_object(gpointer object, const char *property, gpointer value);
+// g_object_get() is variadic.
+double cshims_object_get_double(gpointer object, const char *property);
+
+// g_signal_connect() is a macro. Connects a handler of signature
+// void (*)(GstElement *element, gpointer data); `destroy` releases `data`.
+typedef void (*cshims_element_callback)(GstElement *element, gpointer data);
+gulong cshims_connect_element_signal(gpointer instance, const char *signal,
+                                     cshims_element_callback callback, gpointer data,
+                                     GClosureNotify destroy);
+void cshims_disconnect(gpointer instance, gulong handler);
+
+// GST_CLOCK_TIME_NONE is ((GstClockTime) -1): the importer rejects the cast.
+GstClockTime cshims_clock_time_none(void);
+
+// GST_ELEMENT_FACTORY_TYPE_* are 64-bit shifted casts the importer does not take.
+GstElementFactoryListType cshims_factory_type_audio_decodable(void);
+
+// GST_OBJECT_NAME() is a macro; returns a borrowed string.
+const char *cshims_object_name(gpointer object);
+
+// GST_MESSAGE_SRC() is a macro; returns a borrowed object.
+gpointer cshims_message_source(GstMessage *message);
+
 #endif

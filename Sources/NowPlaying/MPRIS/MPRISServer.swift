@@ -1,0 +1,477 @@
+public import DBus
+import Dispatch
+public import Logging
+
+/// Publishes a `RemoteCommandCenter` and a `NowPlayingInfoCenter` as MPRIS 2.2
+/// (`org.mpris.MediaPlayer2` and `org.mpris.MediaPlayer2.Player` at `/org/mpris/MediaPlayer2`).
+///
+/// - `Can*` flags are derived from the commands (target + enabled) and the info, and are
+///   re-signalled whenever they flip.
+/// - Every change made during one turn of the main queue goes out as one
+///   `PropertiesChanged` per interface carrying every changed property; `Position` is never
+///   in it. `Seeked` follows when the position jumped in a way the last published timing
+///   does not predict.
+/// - A method whose command is not active does nothing and replies success.
+@MainActor
+public final class MPRISServer {
+    public struct Configuration: Sendable {
+        /// The part after `org.mpris.MediaPlayer2.` in the bus name.
+        public var playerName: String
+        public var identity: String
+        public var desktopEntry: String?
+        public var supportedURISchemes: [String] = ["file", "http", "https"]
+        public var supportedMIMETypes: [String] = []
+        /// Prefix of `mpris:trackid` paths; must not lie under `/org/mpris`.
+        public var trackIDPrefix: ObjectPath
+        /// The namespace of the errors returned for failed commands.
+        public var errorNamespace: String
+        /// How far (µs) a new elapsed time may differ from the predicted one before it counts
+        /// as a jump and `Seeked` is sent.
+        public var seekTolerance: Duration = .milliseconds(100)
+
+        public init(playerName: String, identity: String, desktopEntry: String? = nil) {
+            self.playerName = playerName
+            self.identity = identity
+            self.desktopEntry = desktopEntry
+            let element = playerName.map { $0.isLetter || $0.isNumber ? $0 : "_" }
+            let safe = String(element).isEmpty ? "player" : String(element)
+            self.trackIDPrefix = ObjectPath("/" + safe + "/track") ?? ObjectPath("/player/track")!
+            self.errorNamespace = "org.mpris.MediaPlayer2." + playerName + ".Error"
+        }
+    }
+
+    public static let objectPath = ObjectPath("/org/mpris/MediaPlayer2")!
+    public static let rootInterface = "org.mpris.MediaPlayer2"
+    public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    public static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
+
+    public let commandCenter: RemoteCommandCenter
+    public let infoCenter: NowPlayingInfoCenter
+    public let configuration: Configuration
+    public let object: ExportedObject
+    private let logger: Logger
+
+    /// Called by `Quit`; nil makes `CanQuit` false.
+    public var quitHandler: (@MainActor () -> Void)?
+    /// Called by `Raise`; nil makes `CanRaise` false.
+    public var raiseHandler: (@MainActor () -> Void)?
+
+    private var published: [String: [String: Value]] = [:]
+    private var publishedTiming: Timing?
+    private var publishScheduled = false
+    private var connection: Connection?
+    public private(set) var busName: String?
+
+    private struct Timing {
+        var itemID: UInt64?
+        var elapsed: Duration
+        var rate: Double
+        var instant: ContinuousClock.Instant
+        var duration: Duration?
+        func predicted(at now: ContinuousClock.Instant) -> Duration {
+            var position = elapsed + (now - instant) * rate
+            if let duration, position > duration { position = duration }
+            return position
+        }
+    }
+
+    public init(
+        commandCenter: RemoteCommandCenter, infoCenter: NowPlayingInfoCenter,
+        configuration: Configuration, logger: Logger = Logger(label: "mpris")
+    ) {
+        self.commandCenter = commandCenter
+        self.infoCenter = infoCenter
+        self.configuration = configuration
+        self.logger = logger
+        self.object = ExportedObject(path: Self.objectPath, interfaces: [])
+        object.replaceInterfaces(makeInterfaces())
+        commandCenter.observe { [weak self] in self?.setNeedsPublish() }
+        infoCenter.observe { [weak self] in self?.setNeedsPublish() }
+        published = snapshot()
+        publishedTiming = timing()
+    }
+
+    /// Exports the object, then asks for `org.mpris.MediaPlayer2.<playerName>`; when another
+    /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead.
+    /// Returns the name obtained.
+    @discardableResult
+    public func register(on connection: Connection, processID: Int32) throws(BusError) -> String {
+        self.connection = connection
+        connection.export(object)
+        let primary = "org.mpris.MediaPlayer2." + configuration.playerName
+        switch try connection.requestName(primary) {
+        case .primaryOwner, .alreadyOwner:
+            busName = primary
+        case .exists, .inQueue:
+            let instance = primary + ".instance\(processID)"
+            logger.info("\(primary) is owned by another process; using \(instance)")
+            guard try connection.requestName(instance) == .primaryOwner else {
+                throw BusError(.failed, "could not own \(primary) or \(instance)")
+            }
+            busName = instance
+        }
+        return busName!
+    }
+
+    /// Releases the bus name (the object stays exported until the connection closes).
+    public func unregister() {
+        if let busName { connection?.releaseName(busName) }
+        busName = nil
+    }
+
+    // MARK: - Publishing
+
+    /// Schedules one publication at the end of the current main-queue turn, so that all
+    /// changes of one transition leave in one signal.
+    public func setNeedsPublish() {
+        if object.interfaces.first(where: { $0.name == Self.playerInterface })?.properties.map(\.name) != playerProperties().map(\.name) {
+            object.replaceInterfaces(makeInterfaces())
+        }
+        guard !publishScheduled else { return }
+        publishScheduled = true
+        DispatchQueue.main.async { [weak self] in
+            MainActor.assumeIsolated { self?.publishNow() }
+        }
+    }
+
+    /// Emits what changed since the last publication: one `PropertiesChanged` per interface,
+    /// then `Seeked` if the position jumped.
+    public func publishNow() {
+        publishScheduled = false
+        let current = snapshot()
+        for interface in [Self.rootInterface, Self.playerInterface] {
+            let old = published[interface] ?? [:]
+            let new = current[interface] ?? [:]
+            var changed: [String: Value] = [:]
+            for (name, value) in new where old[name] != value { changed[name] = value }
+            object.emitPropertiesChanged(interface: interface, changed: changed)
+        }
+        published = current
+
+        let newTiming = timing()
+        if let jump = discontinuity(from: publishedTiming, to: newTiming) {
+            object.emit(interface: Self.playerInterface, member: "Seeked", arguments: [.int64(jump.microseconds)])
+        }
+        publishedTiming = newTiming
+    }
+
+    private func timing() -> Timing {
+        guard let info = infoCenter.nowPlayingInfo, infoCenter.playbackState != .stopped else {
+            return Timing(itemID: infoCenter.nowPlayingInfo?.queueItemID, elapsed: .zero, rate: 0, instant: infoCenter.timestamp, duration: nil)
+        }
+        let rate = infoCenter.playbackState == .playing ? info.playbackRate : 0
+        return Timing(itemID: info.queueItemID, elapsed: info.elapsedPlaybackTime, rate: rate, instant: infoCenter.timestamp, duration: info.duration)
+    }
+
+    /// The new position if it is not what the previous timing predicts (a seek, a loop back
+    /// to the start, a resume somewhere else); nil for ordinary progress.
+    private func discontinuity(from old: Timing?, to new: Timing) -> Duration? {
+        guard let old, new.itemID != nil else { return nil }
+        let expected: Duration = old.itemID == new.itemID ? old.predicted(at: new.instant) : .zero
+        let difference = new.elapsed - expected
+        let tolerance = configuration.seekTolerance
+        return (difference > tolerance || difference < .zero - tolerance) ? new.elapsed : nil
+    }
+
+    /// Every signalled property's current value, per interface.
+    private func snapshot() -> [String: [String: Value]] {
+        var result: [String: [String: Value]] = [:]
+        for interface in object.interfaces {
+            var values: [String: Value] = [:]
+            for property in interface.properties where property.emitsChangedSignal == .true {
+                values[property.name] = property.getter()
+            }
+            result[interface.name] = values
+        }
+        return result
+    }
+
+    // MARK: - Derived values
+
+    public var playbackStatus: String {
+        switch infoCenter.playbackState {
+        case .playing: (infoCenter.nowPlayingInfo?.playbackRate ?? 0) > 0 ? "Playing" : "Paused"
+        case .paused: "Paused"
+        case .stopped: "Stopped"
+        }
+    }
+
+    private var hasItem: Bool { infoCenter.nowPlayingInfo != nil }
+    public var canPlay: Bool { hasItem && commandCenter.playCommand.isActive }
+    public var canPause: Bool { hasItem && commandCenter.pauseCommand.isActive }
+    public var canSeek: Bool {
+        guard let info = infoCenter.nowPlayingInfo, !info.isLiveStream, info.duration != nil else { return false }
+        return commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
+    }
+    public var canGoNext: Bool { commandCenter.nextTrackCommand.isActive }
+    public var canGoPrevious: Bool { commandCenter.previousTrackCommand.isActive }
+
+    /// The `mpris:trackid` of the current item.
+    public var currentTrackID: ObjectPath {
+        guard let id = infoCenter.nowPlayingInfo?.queueItemID else { return Self.noTrack }
+        return trackID(for: id)
+    }
+
+    public func trackID(for itemID: UInt64) -> ObjectPath {
+        configuration.trackIDPrefix.appending(String(itemID))!
+    }
+
+    /// The whole `Metadata` map, with the types clients require.
+    public var metadata: Value {
+        guard let info = infoCenter.nowPlayingInfo else {
+            return .stringVariantDictionary(["mpris:trackid": .objectPath(Self.noTrack)])
+        }
+        var map: [String: Value] = ["mpris:trackid": .objectPath(trackID(for: info.queueItemID))]
+        if let duration = info.duration, !info.isLiveStream { map["mpris:length"] = .int64(duration.microseconds) }
+        if let title = info.title, !title.isEmpty { map["xesam:title"] = .string(title) }
+        let artists = info.artists.filter { !$0.isEmpty }
+        if !artists.isEmpty { map["xesam:artist"] = .strings(artists) }
+        if let album = info.album, !album.isEmpty { map["xesam:album"] = .string(album) }
+        let albumArtists = info.albumArtists.filter { !$0.isEmpty }
+        if !albumArtists.isEmpty { map["xesam:albumArtist"] = .strings(albumArtists) }
+        let genres = info.genres.filter { !$0.isEmpty }
+        if !genres.isEmpty { map["xesam:genre"] = .strings(genres) }
+        if let number = info.trackNumber, let n = Int32(exactly: number), n > 0 { map["xesam:trackNumber"] = .int32(n) }
+        if let number = info.discNumber, let n = Int32(exactly: number), n > 0 { map["xesam:discNumber"] = .int32(n) }
+        if let art = info.artworkURL, !art.isEmpty { map["mpris:artUrl"] = .string(art) }
+        if let url = info.assetURL, !url.isEmpty { map["xesam:url"] = .string(url) }
+        return .stringVariantDictionary(map)
+    }
+
+    private var rate: Double {
+        let nominal = infoCenter.nowPlayingInfo?.defaultPlaybackRate ?? 1
+        return nominal > 0 && nominal.isFinite ? nominal : 1
+    }
+
+    // MARK: - Interfaces
+
+    private func makeInterfaces() -> [Interface] {
+        [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
+            SignalDeclaration("Seeked", [Argument("Position", .int64)])
+        ])]
+    }
+
+    private func rootInterfaceDeclaration() -> Interface {
+        Interface(
+            Self.rootInterface,
+            methods: [
+                Method("Raise") { [weak self] _ in
+                    self?.raiseHandler?()
+                    return []
+                },
+                Method("Quit") { [weak self] _ throws(BusError) in
+                    guard let handler = self?.quitHandler else {
+                        throw BusError(.notSupported, "this player cannot quit")
+                    }
+                    // Reply first, then quit on the next turn.
+                    DispatchQueue.main.async { MainActor.assumeIsolated { handler() } }
+                    return []
+                },
+            ],
+            properties: [
+                Property("CanQuit", .boolean) { [unowned self] in .boolean(quitHandler != nil) },
+                Property("CanRaise", .boolean) { [unowned self] in .boolean(raiseHandler != nil) },
+                Property("HasTrackList", .boolean) { .boolean(false) },
+                Property("Identity", .string) { [unowned self] in .string(configuration.identity) },
+                Property("DesktopEntry", .string) { [unowned self] in .string(configuration.desktopEntry ?? "") },
+                Property("SupportedUriSchemes", .array(.string)) { [unowned self] in .strings(configuration.supportedURISchemes) },
+                Property("SupportedMimeTypes", .array(.string)) { [unowned self] in .strings(configuration.supportedMIMETypes) },
+            ])
+    }
+
+    private func playerProperties() -> [Property] {
+        var properties: [Property] = [
+            Property("PlaybackStatus", .string) { [unowned self] in .string(playbackStatus) },
+        ]
+        if commandCenter.changeRepeatModeCommand.hasTargets {
+            properties.append(Property("LoopStatus", .string, get: { [unowned self] in
+                .string(Self.loopStatus(commandCenter.currentRepeatType))
+            }, set: { [unowned self] value throws(BusError) in
+                guard let text = value.string, let type = Self.repeatType(text) else {
+                    throw BusError(.invalidArgs, "LoopStatus must be None, Track or Playlist")
+                }
+                try run(commandCenter.changeRepeatModeCommand, ChangeRepeatModeCommandEvent(repeatType: type))
+            }))
+        }
+        properties.append(Property("Rate", .double, get: { [unowned self] in .double(rate) }, set: { [unowned self] value throws(BusError) in
+            let requested = value.double ?? .nan
+            guard requested.isFinite else { throw BusError(.invalidArgs, "Rate must be a finite number") }
+            if requested == 0 {  // the spec: Rate 0 means Pause
+                try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                return
+            }
+            let range = commandCenter.supportedPlaybackRates
+            guard range.contains(requested) else {
+                throw BusError(.invalidArgs, "Rate \(requested) is outside \(range.lowerBound)...\(range.upperBound)")
+            }
+            try run(commandCenter.changePlaybackRateCommand, ChangePlaybackRateCommandEvent(playbackRate: requested))
+        }))
+        if commandCenter.changeShuffleModeCommand.hasTargets {
+            properties.append(Property("Shuffle", .boolean, get: { [unowned self] in
+                .boolean(commandCenter.currentShuffleType != .off)
+            }, set: { [unowned self] value throws(BusError) in
+                let type: ShuffleType = value.boolean == true ? .items : .off
+                try run(commandCenter.changeShuffleModeCommand, ChangeShuffleModeCommandEvent(shuffleType: type))
+            }))
+        }
+        properties += [
+            Property("Metadata", .dictionary(key: .string, value: .variant)) { [unowned self] in metadata },
+            Property("Volume", .double, get: { [unowned self] in .double(infoCenter.volume) }, set: { [unowned self] value throws(BusError) in
+                guard let requested = value.double, requested.isFinite else {
+                    throw BusError(.invalidArgs, "Volume must be a finite number")
+                }
+                try run(commandCenter.changeVolumeCommand, ChangeVolumeCommandEvent(volume: min(max(requested, 0), 1)))
+            }),
+            Property("Position", .int64, emitsChangedSignal: .false) { [unowned self] in
+                .int64(infoCenter.currentPosition.microseconds)
+            },
+            Property("MinimumRate", .double) { [unowned self] in .double(min(commandCenter.supportedPlaybackRates.lowerBound, 1)) },
+            Property("MaximumRate", .double) { [unowned self] in .double(max(commandCenter.supportedPlaybackRates.upperBound, 1)) },
+            Property("CanGoNext", .boolean) { [unowned self] in .boolean(canGoNext) },
+            Property("CanGoPrevious", .boolean) { [unowned self] in .boolean(canGoPrevious) },
+            Property("CanPlay", .boolean) { [unowned self] in .boolean(canPlay) },
+            Property("CanPause", .boolean) { [unowned self] in .boolean(canPause) },
+            Property("CanSeek", .boolean) { [unowned self] in .boolean(canSeek) },
+            Property("CanControl", .boolean, emitsChangedSignal: .false) { .boolean(true) },
+        ]
+        return properties
+    }
+
+    private func playerMethods() -> [Method] {
+        [
+            Method("Next") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Previous") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Pause") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("PlayPause") { [unowned self] _ throws(BusError) in
+                if commandCenter.togglePlayPauseCommand.isActive {
+                    try run(commandCenter.togglePlayPauseCommand, RemoteCommandEvent())
+                } else if playbackStatus == "Playing" {
+                    try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                } else {
+                    try run(commandCenter.playCommand, RemoteCommandEvent())
+                }
+                return []
+            },
+            Method("Stop") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.stopCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Play") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.playCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Seek", in: [Argument("Offset", .int64)]) { [unowned self] arguments throws(BusError) in
+                try seek(offset: .microseconds(arguments[0].int64!))
+                return []
+            },
+            Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) { [unowned self] arguments throws(BusError) in
+                try setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!)
+                return []
+            },
+            Method("OpenUri", in: [Argument("Uri", .string)]) { [unowned self] arguments throws(BusError) in
+                try openURI(arguments[0].string!)
+                return []
+            },
+        ]
+    }
+
+    private func seek(offset: Duration) throws(BusError) {
+        guard canSeek, let info = infoCenter.nowPlayingInfo else {
+            logger.debug("Seek ignored: the current item cannot seek")
+            return
+        }
+        let target = max(infoCenter.currentPosition + offset, .zero)
+        if let duration = info.duration, target >= duration {
+            // Past the end acts as Next; with no next item, playback stops.
+            if commandCenter.nextTrackCommand.isActive {
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+            } else {
+                try run(commandCenter.stopCommand, RemoteCommandEvent())
+            }
+            return
+        }
+        if commandCenter.seekCommand.isActive {
+            try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target))
+        } else {
+            try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+        }
+    }
+
+    private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
+        guard let info = infoCenter.nowPlayingInfo, trackID == self.trackID(for: info.queueItemID) else {
+            logger.debug("SetPosition ignored: \(trackID) is not the current track")
+            return
+        }
+        let target = Duration.microseconds(position)
+        guard position >= 0, let duration = info.duration, target <= duration, canSeek else {
+            logger.debug("SetPosition ignored: \(position) µs is outside the track")
+            return
+        }
+        try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+    }
+
+    private func openURI(_ uri: String) throws(BusError) {
+        guard let colon = uri.firstIndex(of: ":"),
+            configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
+        else {
+            throw BusError(.invalidArgs, "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))")
+        }
+        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
+    }
+
+    /// Runs a command and turns its status into a reply: success or a no-op is a normal
+    /// reply; a failure is an error under `configuration.errorNamespace`.
+    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) {
+        guard let status = command.perform(event) else {
+            logger.debug("\(command.name) ignored: the command is disabled or has no handler")
+            return
+        }
+        switch status {
+        case .success:
+            return
+        case .noSuchContent:
+            throw BusError(BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
+        case .noActionableNowPlayingItem:
+            throw BusError(BusError.Name(configuration.errorNamespace + ".NoActionableNowPlayingItem"), "\(command.name): nothing is loaded")
+        case .commandFailed(let reason):
+            throw BusError(BusError.Name(configuration.errorNamespace + ".CommandFailed"), "\(command.name) failed: \(reason)")
+        }
+    }
+
+    static func loopStatus(_ type: RepeatType) -> String {
+        switch type {
+        case .off: "None"
+        case .one: "Track"
+        case .all: "Playlist"
+        }
+    }
+
+    static func repeatType(_ status: String) -> RepeatType? {
+        switch status {
+        case "None": .off
+        case "Track": .one
+        case "Playlist": .all
+        default: nil
+        }
+    }
+}
+
+extension Duration {
+    /// Whole microseconds, truncated toward zero, saturating at the Int64 range.
+    public var microseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        if overflow { return seconds < 0 ? .min : .max }
+        let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000)
+        return overflow2 ? (seconds < 0 ? .min : .max) : sum
+    }
+}

@@ -1,0 +1,114 @@
+/// What is playing, in the shape of Apple's now-playing info dictionary, typed.
+///
+/// Timing follows Apple: `elapsedPlaybackTime` and `playbackRate` (1.0 playing, 0.0 paused)
+/// are set together at the moments that change them (play, pause, seek, rate and item
+/// change), never on a timer; readers extrapolate `elapsed + (now - timestamp) * rate`.
+public struct NowPlayingInfo: Sendable, Equatable {
+    /// Identifies this entry of the play queue. A new id for every new entry, never reused,
+    /// even when the same file is queued twice (it becomes `mpris:trackid`).
+    public var queueItemID: UInt64
+    public var title: String?
+    public var artists: [String] = []
+    public var album: String?
+    public var albumArtists: [String] = []
+    public var trackNumber: Int?
+    public var discNumber: Int?
+    public var genres: [String] = []
+    /// nil when unknown (a live stream).
+    public var duration: Duration?
+    /// A `file://` URL of an image that exists.
+    public var artworkURL: String?
+    /// The URI of the media itself (`xesam:url`).
+    public var assetURL: String?
+    public var isLiveStream = false
+
+    /// Where playback was when `timestamp` was taken.
+    public var elapsedPlaybackTime: Duration = .zero
+    /// 1.0 (or the chosen speed) while playing, 0.0 while paused, like Apple's.
+    public var playbackRate: Double = 0
+    /// The speed playback runs at when playing (MPRIS `Rate`), kept while paused.
+    public var defaultPlaybackRate: Double = 1
+
+    public init(queueItemID: UInt64) {
+        self.queueItemID = queueItemID
+    }
+}
+
+/// The state Apple's macOS `MPNowPlayingInfoCenter.playbackState` describes.
+public enum PlaybackState: String, Sendable {
+    case playing, paused, stopped
+}
+
+/// Holds what is playing and how, like Apple's `MPNowPlayingInfoCenter`.
+///
+/// Assign a whole `NowPlayingInfo` at each moment that matters; the center stamps it with
+/// the time when `elapsedPlaybackTime` or `playbackRate` changed (and only then, so updating
+/// the artwork does not disturb the timing).
+@MainActor
+public final class NowPlayingInfoCenter {
+    private var observers: [@MainActor () -> Void] = []
+    private let clock: @MainActor @Sendable () -> ContinuousClock.Instant
+
+    public init(clock: @escaping @MainActor @Sendable () -> ContinuousClock.Instant = { ContinuousClock.now }) {
+        self.clock = clock
+        self.timestamp = clock()
+    }
+
+    public var nowPlayingInfo: NowPlayingInfo? {
+        didSet {
+            if nowPlayingInfo?.elapsedPlaybackTime != oldValue?.elapsedPlaybackTime
+                || nowPlayingInfo?.playbackRate != oldValue?.playbackRate
+                || nowPlayingInfo?.queueItemID != oldValue?.queueItemID
+            {
+                timestamp = clock()
+            }
+            if nowPlayingInfo != oldValue { notify() }
+        }
+    }
+
+    /// Whether a loaded item plays, is paused, or is stopped. With no item it reads `.stopped`.
+    public var playbackState: PlaybackState {
+        get { nowPlayingInfo == nil ? .stopped : storedState }
+        set {
+            guard newValue != storedState else { return }
+            storedState = newValue
+            timestamp = clock()
+            notify()
+        }
+    }
+    private var storedState = PlaybackState.stopped
+
+    /// The output volume, 0...1, on the player's own (documented) scale.
+    public var volume: Double = 1 { didSet { if volume != oldValue { notify() } } }
+
+    /// When the timing fields were last set.
+    public private(set) var timestamp: ContinuousClock.Instant
+
+    /// Optional live position source (the daemon asks its pipeline). When nil or when it
+    /// returns nil, the position is extrapolated from the info.
+    public var positionProvider: (@MainActor () -> Duration?)?
+
+    /// The position now: from the provider, else extrapolated; zero when stopped.
+    public var currentPosition: Duration {
+        guard let info = nowPlayingInfo, playbackState != .stopped else { return .zero }
+        if let live = positionProvider?() { return max(live, .zero) }
+        return extrapolatedPosition(of: info, at: clock())
+    }
+
+    /// `elapsed + (now - timestamp) * rate` while playing; the elapsed time otherwise.
+    public func extrapolatedPosition(of info: NowPlayingInfo, at instant: ContinuousClock.Instant) -> Duration {
+        let rate = playbackState == .playing ? info.playbackRate : 0
+        var position = info.elapsedPlaybackTime + (instant - timestamp) * rate
+        if let duration = info.duration, position > duration { position = duration }
+        return max(position, .zero)
+    }
+
+    /// Registers a closure called after any change.
+    public func observe(_ observer: @escaping @MainActor () -> Void) {
+        observers.append(observer)
+    }
+
+    private func notify() {
+        for observer in observers { observer() }
+    }
+}

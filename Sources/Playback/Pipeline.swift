@@ -1,0 +1,320 @@
+internal import CGStreamer
+internal import CShims
+import Dispatch
+import Synchronization
+
+/// Starts GStreamer once per process. Safe to call repeatedly.
+public enum GStreamer {
+    nonisolated(unsafe) private static var started = false
+    private static let lock = Mutex(())
+
+    public static func initialize() {
+        lock.withLock { _ in
+            guard !started else { return }
+            gst_init(nil, nil)
+            started = true
+        }
+    }
+
+    /// The GStreamer version in use, e.g. "1.22.0".
+    public static var version: String {
+        initialize()
+        guard let raw = gst_version_string() else { return "unknown" }
+        defer { g_free(raw) }
+        return String(cString: raw)
+    }
+}
+
+/// The next URI for gapless playback, prepared by the main actor and read by GStreamer's
+/// `about-to-finish` handler on a streaming thread. The lock is the only shared state.
+final class GaplessHandoff: Sendable {
+    struct Item: Sendable, Equatable {
+        var entryID: UInt64
+        var uri: String
+    }
+    private struct State {
+        var prepared: Item?
+        var committed: Item?
+    }
+    private let state = Mutex(State())
+
+    /// Main actor: what should follow the current stream (nil: nothing, let it end).
+    func prepare(_ item: Item?) { state.withLock { $0.prepared = item } }
+
+    /// Streaming thread: hands over the prepared URI and remembers it was handed over.
+    func commit() -> String? {
+        state.withLock { state in
+            guard let item = state.prepared else { return nil }
+            state.committed = item
+            state.prepared = nil
+            return item.uri
+        }
+    }
+
+    /// Main actor, on stream start: the item that playbin switched to gaplessly, if any.
+    func takeCommitted() -> Item? {
+        state.withLock { state in
+            defer { state.committed = nil }
+            return state.committed
+        }
+    }
+
+    /// Main actor: forget everything (a new track is loaded by hand).
+    func reset() { state.withLock { $0 = State() } }
+}
+
+/// A GStreamer `playbin` configured for audio only, whose bus messages arrive on the main
+/// queue through a dispatch source on the bus's file descriptor (nothing polls).
+@MainActor
+final class Pipeline {
+    enum State: Int, Sendable, Comparable {
+        case voidPending = 0, null, ready, paused, playing
+        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
+        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
+        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
+    }
+
+    enum Event: Sendable {
+        /// The whole pipeline's state changed (not one of its elements').
+        case stateChanged(old: State, new: State, pending: State)
+        case asyncDone
+        case endOfStream
+        case error(message: String, debug: String?)
+        case warning(message: String, source: String)
+        case streamStart
+        case durationChanged
+        case buffering(percent: Int)
+        case clockLost
+    }
+
+    enum StateChange { case success, async, noPreroll, failure }
+
+    private let playbin: UnsafeMutablePointer<GstElement>
+    private let bus: UnsafeMutablePointer<GstBus>
+    private var busSource: (any DispatchSourceRead)?
+    let handoff = GaplessHandoff()
+    private var aboutToFinishHandler: gulong = 0
+    var onEvent: (@MainActor (Event) -> Void)?
+
+    struct SetupError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// - Parameter audioSink: a GStreamer bin description (`fakesink sync=true`), or nil for
+    ///   the system's audio output (`autoaudiosink`, which falls back to a null sink).
+    init(audioSink: String?) throws(SetupError) {
+        GStreamer.initialize()
+        guard let element = gst_element_factory_make("playbin", "quaver-playbin") else {
+            throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
+        }
+        gst_object_ref_sink(element)
+        playbin = element
+        // Audio only: video and subtitle streams are never decoded or shown.
+        gst_util_set_object_arg(OpaquePointer(element).gObject, "flags", "audio+soft-volume")
+
+        if let scaletempo = gst_element_factory_make("scaletempo", nil) {
+            cshims_object_set_object(element, "audio-filter", scaletempo)  // keeps pitch when the rate changes
+        }
+        let sink: UnsafeMutablePointer<GstElement>?
+        if let audioSink {
+            var error: UnsafeMutablePointer<GError>?
+            sink = gst_parse_bin_from_description(audioSink, 1, &error).map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstElement.self) }
+            if sink == nil {
+                let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                if let error { g_error_free(error) }
+                gst_object_unref(element)
+                throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(reason)")
+            }
+        } else {
+            sink = gst_element_factory_make("autoaudiosink", "quaver-audio-sink")
+        }
+        if let sink { cshims_object_set_object(element, "audio-sink", sink) }
+
+        bus = gst_element_get_bus(element)
+        var pollFD = GPollFD()
+        gst_bus_get_pollfd(bus, &pollFD)
+        let source = DispatchSource.makeReadSource(fileDescriptor: pollFD.fd, queue: .main)
+        source.setEventHandler { [weak self] in
+            MainActor.assumeIsolated { self?.drainBus() }
+        }
+        source.resume()
+        busSource = source
+
+        let handoffPointer = Unmanaged.passRetained(handoff).toOpaque()
+        aboutToFinishHandler = cshims_connect_element_signal(
+            element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk)
+    }
+
+    isolated deinit {
+        busSource?.cancel()
+        if aboutToFinishHandler != 0 { cshims_disconnect(playbin, aboutToFinishHandler) }
+        gst_element_set_state(playbin, GST_STATE_NULL)
+        gst_object_unref(bus)
+        gst_object_unref(playbin)
+    }
+
+    // MARK: Control
+
+    var uri: String? {
+        didSet { cshims_object_set_string(playbin, "uri", uri) }
+    }
+
+    @discardableResult
+    func setState(_ state: State) -> StateChange {
+        switch gst_element_set_state(playbin, state.gst) {
+        case GST_STATE_CHANGE_SUCCESS: .success
+        case GST_STATE_CHANGE_ASYNC: .async
+        case GST_STATE_CHANGE_NO_PREROLL: .noPreroll
+        default: .failure
+        }
+    }
+
+    /// The state reached and the one pending, without waiting.
+    var currentState: (current: State, pending: State) {
+        var current = GST_STATE_VOID_PENDING
+        var pending = GST_STATE_VOID_PENDING
+        gst_element_get_state(playbin, &current, &pending, 0)
+        return (State(current), State(pending))
+    }
+
+    /// A flushing, accurate seek that also sets the playback rate.
+    @discardableResult
+    func seek(to position: Duration, rate: Double) -> Bool {
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+        return gst_element_seek(
+            playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(position.nanoseconds),
+            GST_SEEK_TYPE_NONE, -1) != 0
+    }
+
+    var position: Duration? {
+        var value: gint64 = -1
+        guard gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0, value >= 0 else { return nil }
+        return .nanoseconds(Int64(value))
+    }
+
+    var duration: Duration? {
+        var value: gint64 = -1
+        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
+        return .nanoseconds(Int64(value))
+    }
+
+    /// Whether the current stream can seek (false for live streams).
+    var isSeekable: Bool {
+        guard let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
+        defer { gst_query_unref(query) }
+        guard gst_element_query(playbin, query) != 0 else { return false }
+        var seekable: gboolean = 0
+        gst_query_parse_seeking(query, nil, &seekable, nil, nil)
+        return seekable != 0
+    }
+
+    /// Volume on the cubic scale used by PulseAudio and desktop mixers (0...1).
+    var volume: Double = 1 {
+        didSet {
+            let linear = gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_CUBIC, GST_STREAM_VOLUME_FORMAT_LINEAR, volume)
+            cshims_object_set_double(playbin, "volume", linear)
+        }
+    }
+
+    /// The names of the elements inside the pipeline, recursively (for tests and doctor).
+    var elementFactoryNames: [String] {
+        var names: [String] = []
+        guard let iterator = gst_bin_iterate_recurse(OpaquePointer(playbin).bin) else { return names }
+        defer { gst_iterator_free(iterator) }
+        var value = GValue()
+        while gst_iterator_next(iterator, &value) == GST_ITERATOR_OK {
+            if let object = g_value_get_object(&value) {
+                let element = object.assumingMemoryBound(to: GstElement.self)
+                if let factory = gst_element_get_factory(element), let name = cshims_object_name(UnsafeMutableRawPointer(factory)) {
+                    names.append(String(cString: name))
+                }
+            }
+            g_value_reset(&value)
+        }
+        g_value_unset(&value)
+        return names
+    }
+
+    // MARK: Bus
+
+    private func drainBus() {
+        while let message = gst_bus_pop(bus) {
+            let event = translate(message)
+            gst_message_unref(message)
+            if let event { onEvent?(event) }
+        }
+    }
+
+    private func translate(_ message: UnsafeMutablePointer<GstMessage>) -> Event? {
+        let fromPipeline = cshims_message_source(message) == UnsafeMutableRawPointer(playbin)
+        switch message.pointee.type {
+        case GST_MESSAGE_STATE_CHANGED:
+            guard fromPipeline else { return nil }
+            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            return .stateChanged(old: State(old), new: State(new), pending: State(pending))
+        case GST_MESSAGE_ASYNC_DONE:
+            return fromPipeline ? .asyncDone : nil
+        case GST_MESSAGE_EOS:
+            return .endOfStream
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            return .error(
+                message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
+                debug: debug.map { String(cString: $0) })
+        case GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_warning(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            let source = cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
+            return .warning(message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
+        case GST_MESSAGE_STREAM_START:
+            return .streamStart
+        case GST_MESSAGE_DURATION_CHANGED:
+            return .durationChanged
+        case GST_MESSAGE_BUFFERING:
+            var percent: gint = 0
+            gst_message_parse_buffering(message, &percent)
+            return .buffering(percent: Int(percent))
+        case GST_MESSAGE_CLOCK_LOST:
+            return .clockLost
+        default:
+            return nil
+        }
+    }
+}
+
+private let aboutToFinishThunk: cshims_element_callback = { element, data in
+    guard let element, let data else { return }
+    let handoff = Unmanaged<GaplessHandoff>.fromOpaque(data).takeUnretainedValue()
+    if let uri = handoff.commit() {
+        cshims_object_set_string(element, "uri", uri)
+    }
+}
+
+private let releaseHandoffThunk: GClosureNotify = { data, _ in
+    guard let data else { return }
+    Unmanaged<GaplessHandoff>.fromOpaque(data).release()
+}
+
+extension OpaquePointer {
+    var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
+    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
