@@ -59,6 +59,9 @@ final class GaplessHandoff: Sendable {
         }
     }
 
+    /// Main actor: whether playbin already took the prepared URI and has not started it yet.
+    var hasCommitted: Bool { state.withLock { $0.committed != nil } }
+
     /// Main actor: forget everything (a new track is loaded by hand).
     func reset() { state.withLock { $0 = State() } }
 }
@@ -177,8 +180,8 @@ final class Pipeline {
         return (State(current), State(pending))
     }
 
-    /// A flushing, accurate seek that also sets the playback rate.
-    @discardableResult
+    /// A flushing, accurate seek that also sets the playback rate; it completes with the
+    /// next ASYNC_DONE.
     func seek(to position: Duration, rate: Double) -> Bool {
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
         return gst_element_seek(

@@ -64,6 +64,7 @@ public final class MPRISServer {
 
     private struct Timing {
         var itemID: UInt64?
+        var isStopped: Bool
         var elapsed: Duration
         var rate: Double
         var instant: ContinuousClock.Instant
@@ -157,17 +158,18 @@ public final class MPRISServer {
 
     private func timing() -> Timing {
         guard let info = infoCenter.nowPlayingInfo, infoCenter.playbackState != .stopped else {
-            return Timing(itemID: infoCenter.nowPlayingInfo?.queueItemID, elapsed: .zero, rate: 0, instant: infoCenter.timestamp, duration: nil)
+            return Timing(itemID: infoCenter.nowPlayingInfo?.queueItemID, isStopped: true, elapsed: .zero, rate: 0, instant: infoCenter.timestamp, duration: nil)
         }
         let rate = infoCenter.playbackState == .playing ? info.playbackRate : 0
-        return Timing(itemID: info.queueItemID, elapsed: info.elapsedPlaybackTime, rate: rate, instant: infoCenter.timestamp, duration: info.duration)
+        return Timing(itemID: info.queueItemID, isStopped: false, elapsed: info.elapsedPlaybackTime, rate: rate, instant: infoCenter.timestamp, duration: info.duration)
     }
 
     /// The new position if it is not what the previous timing predicts (a seek, a loop back
     /// to the start, a resume somewhere else); nil for ordinary progress.
     private func discontinuity(from old: Timing?, to new: Timing) -> Duration? {
-        guard let old, new.itemID != nil else { return nil }
-        let expected: Duration = old.itemID == new.itemID ? old.predicted(at: new.instant) : .zero
+        // Stopping resets the position to zero, which clients expect: no Seeked.
+        guard let old, new.itemID != nil, !new.isStopped else { return nil }
+        let expected: Duration = old.itemID == new.itemID && !old.isStopped ? old.predicted(at: new.instant) : .zero
         let difference = new.elapsed - expected
         let tolerance = configuration.seekTolerance
         return (difference > tolerance || difference < .zero - tolerance) ? new.elapsed : nil

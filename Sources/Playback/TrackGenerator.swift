@@ -1,0 +1,159 @@
+internal import CGStreamer
+internal import CShims
+public import Foundation
+
+/// Renders short tagged FLAC tracks with GStreamer: the built-in demo playlist, and the
+/// media the tests play.
+public enum TrackGenerator {
+    public struct Track: Sendable {
+        public var fileName: String
+        public var title: String
+        public var artist: String
+        public var album: String
+        public var genre: String
+        public var trackNumber: Int
+        public var frequency: Double
+        public var seconds: Double
+
+        public init(fileName: String, title: String, artist: String, album: String, genre: String = "Test Tones",
+                    trackNumber: Int, frequency: Double, seconds: Double) {
+            self.fileName = fileName
+            self.title = title
+            self.artist = artist
+            self.album = album
+            self.genre = genre
+            self.trackNumber = trackNumber
+            self.frequency = frequency
+            self.seconds = seconds
+        }
+    }
+
+    /// The demo playlist: a few gentle tones, tagged so every widget has something to show.
+    public static let demo: [Track] = [
+        Track(fileName: "01 A Quiet A.flac", title: "A Quiet A", artist: "Quaver", album: "Quaver Demo", trackNumber: 1, frequency: 440, seconds: 30),
+        Track(fileName: "02 Middle C.flac", title: "Middle C", artist: "Quaver", album: "Quaver Demo", trackNumber: 2, frequency: 261.63, seconds: 30),
+        Track(fileName: "03 E Above.flac", title: "E Above", artist: "Quaver", album: "Quaver Demo", trackNumber: 3, frequency: 329.63, seconds: 30),
+    ]
+
+    /// Tracks named "Track N" by "Artist N" on "Test Album", N from 1.
+    public static func numbered(count: Int, seconds: Double) -> [Track] {
+        (1...max(count, 1)).map { n in
+            Track(fileName: String(format: "%02d Track %d.flac", n, n), title: "Track \(n)", artist: "Artist \(n)",
+                  album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds)
+        }
+    }
+
+    /// Writes `tracks` into `folder` (created if needed), skipping files that already exist.
+    /// Returns the files in order.
+    public static func generate(_ tracks: [Track], into folder: URL) throws -> [URL] {
+        GStreamer.initialize()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        var files: [URL] = []
+        for track in tracks {
+            let file = folder.appendingPathComponent(track.fileName)
+            files.append(file)
+            if FileManager.default.fileExists(atPath: file.path) { continue }
+            let partial = folder.appendingPathComponent("." + track.fileName + ".part")
+            try render(track, to: partial)
+            _ = try? FileManager.default.removeItem(at: file)
+            try FileManager.default.moveItem(at: partial, to: file)
+        }
+        return files
+    }
+
+    private static func render(_ track: Track, to file: URL) throws {
+        let samplesPerBuffer = 4410
+        let buffers = Int((track.seconds * 44100 / Double(samplesPerBuffer)).rounded(.up))
+        let description = """
+            audiotestsrc wave=sine volume=0.25 freq=\(track.frequency) samplesperbuffer=\(samplesPerBuffer) num-buffers=\(buffers) \
+            ! audio/x-raw,rate=44100,channels=2 ! audioconvert ! taginject name=tags ! flacenc ! filesink name=out
+            """
+        var error: UnsafeMutablePointer<GError>?
+        guard let pipeline = gst_parse_launch(description, &error) else {
+            defer { if let error { g_error_free(error) } }
+            throw MediaError("cannot build the generator pipeline: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
+        }
+        if let error { g_error_free(error) }
+        defer {
+            gst_element_set_state(pipeline, GST_STATE_NULL)
+            gst_object_unref(pipeline)
+        }
+        let bin = OpaquePointer(pipeline).bin
+        guard let tags = gst_bin_get_by_name(bin, "tags"), let sink = gst_bin_get_by_name(bin, "out") else {
+            throw MediaError("generator pipeline is incomplete")
+        }
+        defer {
+            gst_object_unref(tags)
+            gst_object_unref(sink)
+        }
+        func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "").replacingOccurrences(of: "\"", with: "") + "\"" }
+        let tagText = "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
+        cshims_object_set_string(tags, "tags", tagText)
+        cshims_object_set_string(sink, "location", file.path)
+        guard gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE else {
+            throw MediaError("cannot start the generator pipeline (is gstreamer1.0-plugins-good installed?)")
+        }
+        let bus = gst_element_get_bus(pipeline)
+        defer { gst_object_unref(bus) }
+        let types = GstMessageType(rawValue: GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue)
+        guard let message = gst_bus_timed_pop_filtered(bus, 60 * 1_000_000_000, types) else {
+            throw MediaError("rendering \(track.fileName) timed out")
+        }
+        defer { gst_message_unref(message) }
+        if message.pointee.type == GST_MESSAGE_ERROR {
+            var gerror: UnsafeMutablePointer<GError>?
+            gst_message_parse_error(message, &gerror, nil)
+            defer { if let gerror { g_error_free(gerror) } }
+            throw MediaError("rendering \(track.fileName) failed: \(gerror.map { String(cString: $0.pointee.message) } ?? "?")")
+        }
+    }
+}
+
+/// What the installed GStreamer plugins can decode.
+public enum MediaTypes {
+    /// MIME types of every audio format a decoder, demuxer or parser accepts.
+    public static func supported() -> [String] {
+        GStreamer.initialize()
+        var types = Set<String>()
+        guard let factories = gst_element_factory_list_get_elements(cshims_factory_type_audio_decodable(), GST_RANK_MARGINAL) else {
+            return []
+        }
+        defer { gst_plugin_feature_list_free(factories) }
+        var node: UnsafeMutablePointer<GList>? = factories
+        while let current = node {
+            if let data = current.pointee.data {
+                let factory = OpaquePointer(data)
+                var template = gst_element_factory_get_static_pad_templates(factory)
+                while let item = template {
+                    if let raw = item.pointee.data {
+                        let padTemplate = raw.assumingMemoryBound(to: GstStaticPadTemplate.self)
+                        if padTemplate.pointee.direction == GST_PAD_SINK, let caps = gst_static_pad_template_get_caps(padTemplate) {
+                            for index in 0..<gst_caps_get_size(caps) {
+                                if let name = gst_structure_get_name(gst_caps_get_structure(caps, index)) {
+                                    types.formUnion(aliases(String(cString: name)))
+                                }
+                            }
+                            gst_caps_unref(caps)
+                        }
+                    }
+                    template = item.pointee.next.map { UnsafePointer($0) }
+                }
+            }
+            node = current.pointee.next
+        }
+        return types.sorted()
+    }
+
+    static func aliases(_ name: String) -> [String] {
+        switch name {
+        case "audio/x-raw", "audio/x-unaligned-raw": []
+        case "application/ogg", "application/x-ogg": ["application/ogg", "audio/ogg"]
+        case "video/quicktime": ["audio/mp4", "audio/x-m4a"]
+        case "audio/x-flac": ["audio/flac", "audio/x-flac"]
+        case "audio/x-wav": ["audio/wav", "audio/x-wav"]
+        case "audio/x-matroska", "video/x-matroska": ["audio/x-matroska"]
+        case "video/webm": ["audio/webm"]
+        default: name.hasPrefix("audio/") ? [name] : []
+        }
+    }
+}

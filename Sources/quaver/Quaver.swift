@@ -1,0 +1,96 @@
+public import ArgumentParser
+import Foundation
+public import Logging
+import Playback
+
+@main
+struct Quaver: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "quaver",
+        abstract: "Play music in the background and publish it to every desktop media control (MPRIS).",
+        discussion: """
+            Quaver plays the files, folders, playlists (.m3u, .m3u8, .pls) and http(s) streams you \
+            name, in order. Folders are searched recursively. With nothing named, it plays your music \
+            folder, or a short built-in demo playlist when that folder has no audio.
+
+            Control it from media keys, GNOME or KDE media widgets, or a shell:
+              playerctl -p quaver play-pause | next | previous | metadata | position 30 | volume 0.5
+
+            Examples:
+              quaver ~/Music/Albums/Blue            play a folder
+              quaver --paused party.m3u             load a playlist, wait for Play
+              quaver --audio-sink "fakesink sync=true"   play silently (no sound card needed)
+            """,
+        version: "0.1.0"
+    )
+
+    @Argument(help: ArgumentHelp("Files, folders, playlists or file/http/https URIs to play.", valueName: "path-or-uri"))
+    var items: [String] = []
+
+    @Option(help: ArgumentHelp("Bus name suffix: Quaver owns org.mpris.MediaPlayer2.<name>.", valueName: "name"))
+    var name = "quaver"
+
+    @Option(help: ArgumentHelp(
+        "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
+        valueName: "pipeline"))
+    var audioSink: String?
+
+    @Flag(help: "Load the first track but do not start playing.")
+    var paused = false
+
+    @Option(help: ArgumentHelp("Start volume, 0 to 1 on the mixer (cubic) scale.", valueName: "level"))
+    var volume: Double = 1
+
+    @Option(help: ArgumentHelp("Log detail: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel: Logger.Level = .info
+
+    @Option(help: .hidden)
+    var makeTestTracks: String?
+
+    @Option(help: .hidden)
+    var trackCount = 3
+
+    @Option(help: .hidden)
+    var trackSeconds = 10.0
+
+    @Flag(help: .hidden)
+    var printIntrospection = false
+
+    func validate() throws {
+        guard volume.isFinite, (0...1).contains(volume) else { throw ValidationError("--volume must be between 0 and 1") }
+        guard !name.isEmpty, name.utf8.count < 100,
+            name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
+            !(name.first?.isNumber ?? true)
+        else {
+            throw ValidationError("--name must be letters, digits or _ and must not start with a digit")
+        }
+    }
+
+    func run() throws {
+        let level = logLevel
+        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
+        let logger = Logger(label: "quaver")
+
+        if let folder = makeTestTracks {
+            let files = try TrackGenerator.generate(
+                TrackGenerator.numbered(count: trackCount, seconds: trackSeconds),
+                into: URL(fileURLWithPath: folder, isDirectory: true))
+            for file in files { print(file.path) }
+            return
+        }
+        let options = Daemon.Options(
+            items: items, name: name, audioSink: audioSink, startPaused: paused, volume: volume)
+        try MainActor.assumeIsolated {
+            if printIntrospection {
+                print(Daemon.introspectionXML(options: options), terminator: "")
+                return
+            }
+            let daemon = try Daemon(options: options, logger: logger)
+            try daemon.start()
+            Daemon.current = daemon
+        }
+        dispatchMain()
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
