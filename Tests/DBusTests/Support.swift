@@ -1,0 +1,198 @@
+import CDBus
+@testable import DBus
+import Dispatch
+import Foundation
+import Testing
+
+// MARK: - Building messages
+
+/// The path, interface and member every round-trip message uses.
+let testPath = ObjectPath("/org/example/Test")!
+let testInterface = "org.example.Test"
+
+/// A signal message carrying `arguments`, built by libdbus.
+func signalMessage(_ arguments: [Value]) throws(BusError) -> Message {
+    try Message.signal(path: testPath, interface: testInterface, member: "Probe", arguments: arguments)
+}
+
+/// Sends `arguments` through a libdbus message and reads them back.
+func roundTrip(_ arguments: [Value]) throws(BusError) -> [Value] {
+    try signalMessage(arguments).arguments
+}
+
+/// Serializes `message` to the wire format and parses it back with
+/// `dbus_message_demarshal`, which validates the whole message exactly like a receiving
+/// peer (or the bus daemon) would. Returns nil, and the reason, when libdbus rejects it.
+func wireCopy(of message: Message) -> (message: Message?, rejection: String?) {
+    dbus_message_set_serial(message.raw, 1)
+    var data: UnsafeMutablePointer<CChar>?
+    var length: Int32 = 0
+    guard dbus_message_marshal(message.raw, &data, &length) != 0, let data else {
+        return (nil, "dbus_message_marshal failed")
+    }
+    defer { dbus_free(data) }
+    let error = ErrorBox()
+    guard let copy = dbus_message_demarshal(data, length, &error.raw) else {
+        return (nil, error.take()?.message ?? "rejected")
+    }
+    return (Message(owning: copy), nil)
+}
+
+/// What libdbus thinks of a signature (`dbus_signature_validate`).
+func libdbusAcceptsSignature(_ signature: String) -> Bool {
+    dbus_signature_validate(signature, nil) != 0
+}
+
+// MARK: - Nesting builders
+
+/// `n` arrays around `element`: `aa…ai`.
+func nestedArrayType(_ n: Int, of element: DataType = .int32) -> DataType {
+    (0..<n).reduce(element) { inner, _ in .array(inner) }
+}
+
+/// `n` single-field structs around `value`.
+func nestedStructs(_ n: Int, around value: Value) -> Value {
+    (0..<n).reduce(value) { inner, _ in .structure([inner]) }
+}
+
+/// `n` variants around `value`.
+func nestedVariants(_ n: Int, around value: Value) -> Value {
+    (0..<n).reduce(value) { inner, _ in .variant(inner) }
+}
+
+/// `n` copies of `open`, then `middle`, then `n` copies of `close`.
+func repeated(_ n: Int, _ open: String, _ middle: String, _ close: String) -> String {
+    String(repeating: open, count: n) + middle + String(repeating: close, count: n)
+}
+
+// MARK: - Expectations
+
+/// Expects `body` to throw a `BusError` named `name`.
+func expectBusError<R>(
+    _ name: BusError.Name, _ comment: Comment? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () throws -> R
+) {
+    do {
+        let result = try body()
+        Issue.record("expected \(name), got \(result)", sourceLocation: sourceLocation)
+    } catch let error as BusError {
+        #expect(error.name == name, comment, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected a BusError \(name), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// Expects `result` to be a failure with a `BusError` named `name`.
+func expectFailure(
+    _ result: Result<[Value], BusError>, _ name: BusError.Name,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    switch result {
+    case .success(let values):
+        Issue.record("expected \(name), got success \(values)", sourceLocation: sourceLocation)
+    case .failure(let error):
+        #expect(error.name == name, "\(error)", sourceLocation: sourceLocation)
+    }
+}
+
+/// The values of a successful result; records an issue and returns nil on failure.
+func success(_ result: Result<[Value], BusError>, sourceLocation: SourceLocation = #_sourceLocation) -> [Value]? {
+    switch result {
+    case .success(let values): return values
+    case .failure(let error):
+        Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+// MARK: - Waiting without sleeping
+
+/// Collects events and lets a test wait for one with a deadline. Waiters are resumed by
+/// `record(_:)` as soon as their condition holds, or with `false` when the deadline passes.
+@MainActor
+final class EventRecorder<Event> {
+    private(set) var events: [Event] = []
+    private var waiters: [UUID: (check: ([Event]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
+
+    func record(_ event: Event) {
+        events.append(event)
+        for (id, waiter) in waiters where waiter.check(events) {
+            waiters[id] = nil
+            waiter.continuation.resume(returning: true)
+        }
+    }
+
+    /// Returns true once `check` holds for the recorded events, false after `timeout`.
+    func wait(timeout: Duration = .seconds(5), until check: @escaping ([Event]) -> Bool) async -> Bool {
+        if check(events) { return true }
+        return await withCheckedContinuation { continuation in
+            let id = UUID()
+            waiters[id] = (check, continuation)
+            let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+            DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
+                MainActor.assumeIsolated {
+                    guard let waiter = self?.waiters.removeValue(forKey: id) else { return }
+                    waiter.continuation.resume(returning: false)
+                }
+            }
+        }
+    }
+
+    /// Waits until at least `count` events were recorded.
+    func wait(forCount count: Int, timeout: Duration = .seconds(5)) async -> Bool {
+        await wait(timeout: timeout) { $0.count >= count }
+    }
+}
+
+// MARK: - A private bus
+
+struct PrivateBusError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A throwaway `dbus-daemon --session` for one test, killed by `stop()`.
+final class PrivateBus {
+    let process = Process()
+    let address: String
+
+    /// `dbus-daemon` from `PATH`, or nil when it is not installed.
+    static var daemon: URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("dbus-daemon") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    init(daemon: URL) throws {
+        process.executableURL = daemon
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // The address line comes first. If the daemon fails it exits and the read ends at
+        // EOF, so this cannot hang.
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        address = String(decoding: line, as: UTF8.self)
+        guard address.hasPrefix("unix:") else {
+            stop()
+            throw PrivateBusError(description: "dbus-daemon printed no address (got '\(address)')")
+        }
+    }
+
+    /// Kills the daemon. SIGKILL, because a child started by `Process` inherits the test
+    /// process's blocked signals, SIGTERM among them.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    deinit { stop() }
+}

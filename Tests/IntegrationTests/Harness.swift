@@ -1,0 +1,320 @@
+import DBus
+import Dispatch
+import Foundation
+import Testing
+
+/// Errors the harness reports instead of hanging.
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Lets tests wait for a condition with a deadline: the condition is re-checked each time
+/// `poke()` reports a new event (a signal, an exit), never on a timer.
+@MainActor
+final class Waiter {
+    private var pending: [UUID: (check: () -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
+
+    /// Re-evaluates every pending wait (call after each new event).
+    func poke() {
+        for (id, waiter) in pending where waiter.check() {
+            pending[id] = nil
+            waiter.continuation.resume(returning: true)
+        }
+    }
+
+    /// Returns true once `check` holds, false when `timeout` passes first.
+    func wait(timeout: Duration, until check: @escaping () -> Bool) async -> Bool {
+        if check() { return true }
+        return await withCheckedContinuation { continuation in
+            let id = UUID()
+            pending[id] = (check, continuation)
+            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+                MainActor.assumeIsolated {
+                    guard let waiter = self?.pending.removeValue(forKey: id) else { return }
+                    waiter.continuation.resume(returning: false)
+                }
+            }
+        }
+    }
+}
+
+/// A private `dbus-daemon` for one test.
+final class PrivateBus {
+    let process = Process()
+    let address: String
+    let directory: URL
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        guard let daemon = Tools.find("dbus-daemon") else { throw HarnessError("dbus-daemon is not installed") }
+        process.executableURL = daemon
+        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The address line is the first thing it prints; read it byte by byte.
+        var line = Data()
+        while true {
+            let byte = output.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
+        }
+        address = String(decoding: line, as: UTF8.self)
+        guard address.hasPrefix("unix:") else { throw HarnessError("dbus-daemon printed no address") }
+    }
+
+    /// Kills the bus (it is throwaway) and removes its folder.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    deinit { stop() }
+}
+
+enum Tools {
+    static func find(_ name: String) -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for folder in path.split(separator: ":").map(String.init) + ["/usr/bin", "/usr/local/bin"] {
+            let candidate = URL(fileURLWithPath: folder).appendingPathComponent(name)
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        }
+        return nil
+    }
+
+    /// The `quaver` executable built beside this test bundle (or `$QUAVER_BINARY`).
+    static var quaver: URL {
+        if let explicit = ProcessInfo.processInfo.environment["QUAVER_BINARY"] { return URL(fileURLWithPath: explicit) }
+        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return me.deletingLastPathComponent().appendingPathComponent("quaver")
+    }
+
+    /// Runs a program to completion without blocking the main actor.
+    static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String, error: String) {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = environment
+        let output = Pipe(), error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        process.standardInput = FileHandle.nullDevice
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let err = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        return (status, out, err)
+    }
+}
+
+/// Tagged FLAC tracks made once per process by `quaver --make-test-tracks`.
+enum TestMedia {
+    nonisolated(unsafe) private static var made: [String: [URL]] = [:]
+    private static let lock = NSLock()
+
+    /// `count` tracks of `seconds` each, "Track N" by "Artist N" on "Test Album".
+    static func tracks(count: Int, seconds: Double) async throws -> [URL] {
+        let key = "\(count)x\(seconds)"
+        if let cached = lock.withLock({ made[key] }) { return cached }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
+        let result = try await Tools.run(
+            Tools.quaver, ["--make-test-tracks", folder.path, "--track-count", "\(count)", "--track-seconds", "\(seconds)"],
+            environment: ProcessInfo.processInfo.environment)
+        guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
+        let files = result.output.split(separator: "\n").map { URL(fileURLWithPath: String($0)) }
+        lock.withLock { made[key] = files }
+        return files
+    }
+}
+
+/// One running `quaver` on a private bus, plus a client connection that records its signals.
+@MainActor
+final class Session {
+    let bus: PrivateBus
+    let client: Connection
+    let waiter = Waiter()
+    let home: URL
+    var daemon: Process?
+    var daemonStatus: Int32?
+    let logFile: URL
+    private(set) var signals: [RecordedSignal] = []
+    private(set) var owners: [String: String] = [:]
+    let name: String
+
+    struct RecordedSignal: CustomStringConvertible {
+        var member: String
+        var interface: String?
+        var arguments: [Value]
+        var sender: String?
+        var description: String { "\(member)\(arguments)" }
+
+        /// For PropertiesChanged: the changed map.
+        var changed: [String: Value] { arguments.count > 1 ? arguments[1].stringVariantDictionary ?? [:] : [:] }
+        var changedInterface: String? { arguments.first?.string }
+    }
+
+    init(name: String = "quaver") throws {
+        self.name = name
+        bus = try PrivateBus()
+        home = bus.directory.appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        logFile = bus.directory.appendingPathComponent("quaver.log")
+        client = try Connection(address: bus.address)
+        try client.onSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: ObjectPath("/org/mpris/MediaPlayer2")!) { [weak self] message in
+            self?.record(message)
+        }
+        try client.onSignal(interface: "org.mpris.MediaPlayer2.Player", member: "Seeked") { [weak self] message in
+            self?.record(message)
+        }
+        try client.onSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged") { [weak self] message in
+            let args = message.arguments
+            guard let self, args.count == 3, let name = args[0].string, let owner = args[2].string else { return }
+            self.owners[name] = owner
+            self.waiter.poke()
+        }
+    }
+
+    private func record(_ message: Message) {
+        signals.append(RecordedSignal(member: message.member ?? "", interface: message.interface, arguments: message.arguments, sender: message.sender))
+        waiter.poke()
+    }
+
+    var environment: [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        env["HOME"] = home.path
+        env["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
+        env["XDG_CONFIG_HOME"] = home.appendingPathComponent(".config").path
+        env["XDG_STATE_HOME"] = home.appendingPathComponent(".local/state").path
+        env["XDG_DATA_HOME"] = home.appendingPathComponent(".local/share").path
+        env.removeValue(forKey: "JOURNAL_STREAM")
+        return env
+    }
+
+    var busName: String { "org.mpris.MediaPlayer2." + name }
+
+    /// Starts quaver with a silent real-time sink and waits until it owns its bus name.
+    func launch(_ arguments: [String], sink: String = "fakesink sync=true", expectName: String? = nil) async throws {
+        let process = Process()
+        process.executableURL = Tools.quaver
+        process.arguments = ["--audio-sink", sink, "--name", name] + arguments
+        process.environment = environment
+        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let log = try FileHandle(forWritingTo: logFile)
+        process.standardError = log
+        process.standardOutput = log
+        process.terminationHandler = { [weak self] finished in
+            let status = finished.terminationStatus
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated {
+                    self?.daemonStatus = status
+                    self?.waiter.poke()
+                }
+            }
+        }
+        try process.run()
+        daemon = process
+        let wanted = expectName ?? busName
+        let owned = await waiter.wait(timeout: .seconds(20)) { [unowned self] in
+            (owners[wanted].map { !$0.isEmpty } ?? false) || daemonStatus != nil
+        }
+        guard owned, daemonStatus == nil else {
+            throw HarnessError("quaver did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running")); log:\n\(self.log())")
+        }
+    }
+
+    func log() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Waits for a recorded signal satisfying `match` at index `from` or later.
+    @discardableResult
+    func waitForSignal(after from: Int = 0, timeout: Duration = .seconds(10), _ what: String, where match: @escaping (RecordedSignal) -> Bool) async throws -> RecordedSignal {
+        let found = await waiter.wait(timeout: timeout) { [unowned self] in
+            signals.dropFirst(from).contains(where: match)
+        }
+        guard found, let signal = signals.dropFirst(from).first(where: match) else {
+            throw HarnessError("no \(what) within \(timeout); signals since #\(from): \(signals.dropFirst(from).map(\.description))\nlog:\n\(self.log())")
+        }
+        return signal
+    }
+
+    /// Waits for a PropertiesChanged of the Player interface whose changes satisfy `match`.
+    @discardableResult
+    func waitForPlayerChange(after from: Int, timeout: Duration = .seconds(10), _ what: String, where match: @escaping ([String: Value]) -> Bool) async throws -> RecordedSignal {
+        try await waitForSignal(after: from, timeout: timeout, what) {
+            $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player" && match($0.changed)
+        }
+    }
+
+    func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(10)) async throws {
+        if from == 0, try await get("PlaybackStatus").string == status { return }
+        try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") { $0["PlaybackStatus"]?.string == status }
+    }
+
+    /// Waits for the daemon to exit and returns its status.
+    func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32 {
+        let exited = await waiter.wait(timeout: timeout) { [unowned self] in daemonStatus != nil }
+        guard exited, let daemonStatus else { throw HarnessError("quaver did not exit within \(timeout)") }
+        return daemonStatus
+    }
+
+    // MARK: Calls
+
+    func call(_ member: String, interface: String = "org.mpris.MediaPlayer2.Player", _ arguments: [Value] = [], destination: String? = nil) async throws -> [Value] {
+        try await client.call(
+            destination: destination ?? busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: interface,
+            member: member, arguments: arguments, timeout: .seconds(10))
+    }
+
+    func get(_ property: String, interface: String = "org.mpris.MediaPlayer2.Player") async throws -> Value {
+        let reply = try await call("Get", interface: "org.freedesktop.DBus.Properties", [.string(interface), .string(property)])
+        return reply.first?.unwrapped ?? .string("")
+    }
+
+    func set(_ property: String, _ value: Value, interface: String = "org.mpris.MediaPlayer2.Player") async throws {
+        _ = try await call("Set", interface: "org.freedesktop.DBus.Properties", [.string(interface), .string(property), .variant(value)])
+    }
+
+    func metadata() async throws -> [String: Value] {
+        try await get("Metadata").stringVariantDictionary ?? [:]
+    }
+
+    func position() async throws -> Int64 {
+        try await get("Position").int64 ?? -1
+    }
+
+    /// Runs `playerctl -p <name> ARGS` against this bus.
+    @discardableResult
+    func playerctl(_ arguments: String...) async throws -> String {
+        guard let playerctl = Tools.find("playerctl") else { throw HarnessError("playerctl is not installed") }
+        let result = try await Tools.run(playerctl, ["-p", name] + arguments, environment: environment)
+        guard result.status == 0 else {
+            throw HarnessError("playerctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.error)")
+        }
+        return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Every PropertiesChanged recorded so far must not carry Position.
+    func expectNoPositionInPropertiesChanged(sourceLocation: SourceLocation = #_sourceLocation) {
+        for signal in signals where signal.member == "PropertiesChanged" {
+            #expect(signal.changed["Position"] == nil, "Position in PropertiesChanged: \(signal)", sourceLocation: sourceLocation)
+        }
+    }
+
+    func stop() {
+        if let daemon, daemon.isRunning {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+        client.close()
+        bus.stop()
+    }
+}
