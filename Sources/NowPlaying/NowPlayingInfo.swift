@@ -22,10 +22,14 @@ public struct NowPlayingInfo: Sendable, Equatable {
     public var assetURL: String?
     public var isLiveStream = false
 
-    /// Where playback was when `timestamp` was taken.
-    public var elapsedPlaybackTime: Duration = .zero
+    /// Where playback was when `timestamp` was taken. Assigning it, even the same value,
+    /// republishes the timing: a track that loops onto itself sets 0 again and is restamped.
+    public var elapsedPlaybackTime: Duration = .zero { didSet { timingRevision &+= 1 } }
     /// 1.0 (or the chosen speed) while playing, 0.0 while paused, like Apple's.
-    public var playbackRate: Double = 0
+    public var playbackRate: Double = 0 { didSet { timingRevision &+= 1 } }
+    /// Counts assignments of the timing fields, so the center can tell "set again" from
+    /// "copied unchanged" (an artwork update of a copy leaves it as it was).
+    public private(set) var timingRevision: UInt64 = 0
     /// The speed playback runs at when playing (MPRIS `Rate`), kept while paused.
     public var defaultPlaybackRate: Double = 1
 
@@ -42,8 +46,8 @@ public enum PlaybackState: String, Sendable {
 /// Holds what is playing and how, like Apple's `MPNowPlayingInfoCenter`.
 ///
 /// Assign a whole `NowPlayingInfo` at each moment that matters; the center stamps it with
-/// the time when `elapsedPlaybackTime` or `playbackRate` changed (and only then, so updating
-/// the artwork does not disturb the timing).
+/// the time when `elapsedPlaybackTime` or `playbackRate` were assigned or the item changed
+/// (and only then: updating the artwork of a copy of the current info leaves the timing be).
 @MainActor
 public final class NowPlayingInfoCenter {
     private var observers: [@MainActor () -> Void] = []
@@ -58,6 +62,7 @@ public final class NowPlayingInfoCenter {
         didSet {
             if nowPlayingInfo?.elapsedPlaybackTime != oldValue?.elapsedPlaybackTime
                 || nowPlayingInfo?.playbackRate != oldValue?.playbackRate
+                || nowPlayingInfo?.timingRevision != oldValue?.timingRevision
                 || nowPlayingInfo?.queueItemID != oldValue?.queueItemID
             {
                 timestamp = clock()

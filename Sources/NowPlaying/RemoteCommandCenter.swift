@@ -42,22 +42,22 @@ public final class RemoteCommand<Event: Sendable> {
     @discardableResult
     public func addTarget(handler: @escaping Handler) -> RemoteCommandTarget {
         let token = RemoteCommandTarget()
-        let wasActive = isActive
+        let hadTargets = hasTargets
         targets.append((token, handler))
-        if isActive != wasActive { didChange() }
+        if hasTargets != hadTargets { didChange() }
         return token
     }
 
     public func removeTarget(_ target: RemoteCommandTarget) {
-        let wasActive = isActive
+        let hadTargets = hasTargets
         targets.removeAll { $0.token == target }
-        if isActive != wasActive { didChange() }
+        if hasTargets != hadTargets { didChange() }
     }
 
     public func removeAllTargets() {
-        let wasActive = isActive
+        let hadTargets = hasTargets
         targets.removeAll()
-        if isActive != wasActive { didChange() }
+        if hasTargets != hadTargets { didChange() }
     }
 
     public var hasTargets: Bool { !targets.isEmpty }

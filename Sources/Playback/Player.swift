@@ -91,7 +91,9 @@ public final class Player {
         if shuffle { shuffleOrder += new.map(\.id).shuffled() }
         if selectedIndex == nil, !entries.isEmpty {
             selectedIndex = firstIndex()
-            if let selectedIndex { current = entries[selectedIndex] }
+            // A local file becomes `current` once its tags are read, so that clients see
+            // one Metadata for it, not a file name followed by the real title.
+            if let selectedIndex, !needsDiscovery(entries[selectedIndex]) { current = entries[selectedIndex] }
             discoverCurrentIfNeeded()
         }
         prepareNext()
@@ -312,6 +314,10 @@ public final class Player {
         pipeline.setState(.ready)
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
+        // playbin asks for the next URI as soon as it has read this one, which for a short
+        // file is during preroll: have the answer ready before starting.
+        selectedIndex = index
+        prepareNext()
         seekPending = false
         seekAfterPreroll = position ?? (rate != 1 ? .zero : nil)
         isPrerolling = true
@@ -358,8 +364,12 @@ public final class Player {
         onChange?(.transport)
     }
 
+    private func needsDiscovery(_ entry: Entry) -> Bool {
+        entry.info == nil && entry.failure == nil && isLocal(entry.uri)
+    }
+
     private func discoverCurrentIfNeeded() {
-        guard let index = selectedIndex, entries[index].info == nil, entries[index].failure == nil, isLocal(entries[index].uri) else { return }
+        guard let index = selectedIndex, needsDiscovery(entries[index]) else { return }
         let id = entries[index].id
         discoverer.discover(entries[index].uri) { [weak self] result in
             guard let self, let index = self.entries.firstIndex(where: { $0.id == id }) else { return }
@@ -367,7 +377,8 @@ public final class Player {
             case .success(let info): self.entries[index].info = info
             case .failure(let error): self.entries[index].failure = error.reason
             }
-            if self.current?.id == id {
+            let stillSelected = self.selectedIndex == index && (self.current == nil || self.current?.id == id)
+            if stillSelected {
                 self.current = self.entries[index]
                 self.onChange?(.metadata)
             }

@@ -28,7 +28,6 @@ final class Daemon {
     let mpris: MPRISServer
     private var connection: Connection?
     private var signalSources: [any DispatchSourceSignal] = []
-    private var lastElapsed: Duration = .zero
 
     init(options: Options, logger: Logger) throws {
         self.options = options
@@ -77,7 +76,7 @@ final class Daemon {
             exit(1)
         }
         let name = try mpris.register(on: connection, processID: getpid())
-        logger.info("Quaver \(Quaver.configuration.version) on GStreamer \(GStreamer.version): \(player.entries.count) tracks queued, bus name \(name)")
+        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version): \(player.entries.count) tracks queued, bus name \(name)")
         installSignalHandlers()
 
         if options.startPaused { player.preroll() } else { player.play() }
@@ -191,7 +190,11 @@ final class Daemon {
             info.playbackState = .stopped
             return
         }
-        var now = NowPlayingInfo(queueItemID: entry.id)
+        // Start from the published info of the same entry so that the timing fields are
+        // assigned (and so restamped) only at transport moments.
+        let published = info.nowPlayingInfo.flatMap { $0.queueItemID == entry.id ? $0 : nil }
+        let sameItem = published != nil
+        var now = published ?? NowPlayingInfo(queueItemID: entry.id)
         let track = entry.info ?? TrackInfo()
         now.title = track.title ?? Self.fileTitle(entry.uri)
         now.artists = track.artists
@@ -204,12 +207,11 @@ final class Daemon {
         now.isLiveStream = track.isLive
         now.assetURL = entry.uri
         now.defaultPlaybackRate = player.rate
-        now.playbackRate = player.status == .playing ? player.rate : 0
-        let sameItem = info.nowPlayingInfo?.queueItemID == entry.id
-        if republishTiming || !sameItem {
-            lastElapsed = player.status == .stopped ? .zero : (player.position ?? (sameItem ? lastElapsed : .zero))
+        let rate = player.status == .playing ? player.rate : 0
+        if republishTiming || !sameItem || now.playbackRate != rate {
+            now.playbackRate = rate
+            now.elapsedPlaybackTime = player.status == .stopped ? .zero : (player.position ?? (sameItem ? now.elapsedPlaybackTime : .zero))
         }
-        now.elapsedPlaybackTime = lastElapsed
         info.nowPlayingInfo = now
         info.playbackState = PlaybackState(rawValue: player.status.rawValue) ?? .stopped
     }

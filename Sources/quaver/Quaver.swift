@@ -80,11 +80,11 @@ struct Quaver: ParsableCommand {
         }
         let options = Daemon.Options(
             items: items, name: name, audioSink: audioSink, startPaused: paused, volume: volume)
+        if printIntrospection {
+            MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
+            return
+        }
         try MainActor.assumeIsolated {
-            if printIntrospection {
-                print(Daemon.introspectionXML(options: options), terminator: "")
-                return
-            }
             let daemon = try Daemon(options: options, logger: logger)
             try daemon.start()
             Daemon.current = daemon

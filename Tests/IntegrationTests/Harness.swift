@@ -118,21 +118,27 @@ enum Tools {
 
 /// Tagged FLAC tracks made once per process by `quaver --make-test-tracks`.
 enum TestMedia {
-    nonisolated(unsafe) private static var made: [String: [URL]] = [:]
+    /// One generation per shape, shared by every test that asks for it (tests run in parallel).
+    nonisolated(unsafe) private static var made: [String: Task<[URL], any Error>] = [:]
     private static let lock = NSLock()
 
     /// `count` tracks of `seconds` each, "Track N" by "Artist N" on "Test Album".
     static func tracks(count: Int, seconds: Double) async throws -> [URL] {
         let key = "\(count)x\(seconds)"
-        if let cached = lock.withLock({ made[key] }) { return cached }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
-        let result = try await Tools.run(
-            Tools.quaver, ["--make-test-tracks", folder.path, "--track-count", "\(count)", "--track-seconds", "\(seconds)"],
-            environment: ProcessInfo.processInfo.environment)
-        guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
-        let files = result.output.split(separator: "\n").map { URL(fileURLWithPath: String($0)) }
-        lock.withLock { made[key] = files }
-        return files
+        let task = lock.withLock {
+            if let existing = made[key] { return existing }
+            let task = Task {
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
+                let result = try await Tools.run(
+                    Tools.quaver, ["--make-test-tracks", folder.path, "--track-count", "\(count)", "--track-seconds", "\(seconds)"],
+                    environment: ProcessInfo.processInfo.environment)
+                guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
+                return result.output.split(separator: "\n").map { URL(fileURLWithPath: String($0)) }
+            }
+            made[key] = task
+            return task
+        }
+        return try await task.value
     }
 }
 
@@ -204,14 +210,8 @@ final class Session {
 
     /// Starts quaver with a silent real-time sink and waits until it owns its bus name.
     func launch(_ arguments: [String], sink: String = "fakesink sync=true", expectName: String? = nil) async throws {
-        let process = Process()
-        process.executableURL = Tools.quaver
-        process.arguments = ["--audio-sink", sink, "--name", name] + arguments
-        process.environment = environment
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let log = try FileHandle(forWritingTo: logFile)
-        process.standardError = log
-        process.standardOutput = log
+        let process = try spawn(arguments, sink: sink, log: logFile)
         process.terminationHandler = { [weak self] finished in
             let status = finished.terminationStatus
             DispatchQueue.main.async {
@@ -221,7 +221,6 @@ final class Session {
                 }
             }
         }
-        try process.run()
         daemon = process
         let wanted = expectName ?? busName
         let owned = await waiter.wait(timeout: .seconds(20)) { [unowned self] in
@@ -231,6 +230,22 @@ final class Session {
             throw HarnessError("quaver did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running")); log:\n\(self.log())")
         }
     }
+
+    /// Starts another quaver on this bus (stopped with the session); its output goes to `log`.
+    func spawn(_ arguments: [String], sink: String = "fakesink sync=true", log: URL) throws -> Process {
+        let process = Process()
+        process.executableURL = Tools.quaver
+        process.arguments = ["--audio-sink", sink, "--name", name] + arguments
+        process.environment = environment
+        if !FileManager.default.fileExists(atPath: log.path) { FileManager.default.createFile(atPath: log.path, contents: nil) }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardError = handle
+        process.standardOutput = handle
+        try process.run()
+        extras.append(process)
+        return process
+    }
+    private var extras: [Process] = []
 
     func log() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 
@@ -294,8 +309,13 @@ final class Session {
     /// Runs `playerctl -p <name> ARGS` against this bus.
     @discardableResult
     func playerctl(_ arguments: String...) async throws -> String {
+        try await playerctlRaw(["-p", name] + arguments)
+    }
+
+    /// Runs `playerctl ARGS` against this bus and returns its trimmed output.
+    func playerctlRaw(_ arguments: [String]) async throws -> String {
         guard let playerctl = Tools.find("playerctl") else { throw HarnessError("playerctl is not installed") }
-        let result = try await Tools.run(playerctl, ["-p", name] + arguments, environment: environment)
+        let result = try await Tools.run(playerctl, arguments, environment: environment)
         guard result.status == 0 else {
             throw HarnessError("playerctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.error)")
         }
@@ -310,9 +330,9 @@ final class Session {
     }
 
     func stop() {
-        if let daemon, daemon.isRunning {
-            daemon.terminate()
-            daemon.waitUntilExit()
+        for process in extras where process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
         }
         client.close()
         bus.stop()

@@ -33,10 +33,19 @@ public final class MPRISServer {
             self.playerName = playerName
             self.identity = identity
             self.desktopEntry = desktopEntry
-            let element = playerName.map { $0.isLetter || $0.isNumber ? $0 : "_" }
-            let safe = String(element).isEmpty ? "player" : String(element)
+            let safe = Self.nameElement(playerName)
             self.trackIDPrefix = ObjectPath("/" + safe + "/track") ?? ObjectPath("/player/track")!
-            self.errorNamespace = "org.mpris.MediaPlayer2." + playerName + ".Error"
+            self.errorNamespace = "org.mpris.MediaPlayer2." + safe + ".Error"
+        }
+
+        /// `name` as one element valid in both object paths and error names: ASCII letters,
+        /// digits and `_`, not starting with a digit (a bus name may hold `-`, these may not).
+        static func nameElement(_ name: String) -> String {
+            let mapped = String(name.unicodeScalars.map { scalar in
+                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) ? Character(scalar) : "_"
+            })
+            guard let first = mapped.first else { return "player" }
+            return first.isNumber ? "_" + mapped : mapped
         }
     }
 
@@ -52,9 +61,9 @@ public final class MPRISServer {
     private let logger: Logger
 
     /// Called by `Quit`; nil makes `CanQuit` false.
-    public var quitHandler: (@MainActor () -> Void)?
+    public var quitHandler: (@MainActor () -> Void)? { didSet { setNeedsPublish() } }
     /// Called by `Raise`; nil makes `CanRaise` false.
-    public var raiseHandler: (@MainActor () -> Void)?
+    public var raiseHandler: (@MainActor () -> Void)? { didSet { setNeedsPublish() } }
 
     private var published: [String: [String: Value]] = [:]
     private var publishedTiming: Timing?
