@@ -41,6 +41,30 @@ import Testing
         #expect(signals.first?.arguments == [.int64(30_000_000)])
     }
 
+    /// A client's seek is always answered with Seeked, even when it lands within the
+    /// tolerance of where playback would have been (GNOME Shell resyncs its slider on it).
+    @Test func aRequestedSeekWithinToleranceStillEmitsSeeked() {
+        let h = playingAtTen()
+        h.clock.advance(by: .milliseconds(50))
+        _ = h.flush()
+        #expect(h.call("Seek", [.int64(-50_000)]) == .success([]))
+        let signals = seeked(h.flush())
+        #expect(signals.count == 1, "\(signals)")
+        #expect(signals.first?.arguments == [.int64(10_000_000)])
+        // The request is used up: ordinary progress afterwards is not a seek.
+        h.clock.advance(by: .seconds(1))
+        h.engine.setElapsed(.milliseconds(11_000))
+        #expect(seeked(h.flush()).isEmpty)
+    }
+
+    @Test func anIgnoredSetPositionLeavesNoPendingSeeked() {
+        let h = playingAtTen()
+        #expect(h.call("SetPosition", [.objectPath(ObjectPath("/quaver/track/999999")!), .int64(0)]) == .success([]))
+        h.clock.advance(by: .seconds(1))
+        h.engine.setElapsed(.seconds(11))
+        #expect(seeked(h.flush()).isEmpty)
+    }
+
     @Test func backwardJumpEmitsSeeked() {
         let h = playingAtTen()
         h.clock.advance(by: .seconds(20))

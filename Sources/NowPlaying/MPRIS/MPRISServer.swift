@@ -67,6 +67,9 @@ public final class MPRISServer {
 
     private var published: [String: [String: Value]] = [:]
     private var publishedTiming: Timing?
+    /// A client's seek was accepted: its landing is announced with `Seeked` even when it is
+    /// closer to the predicted position than `seekTolerance` (a seek to 0 from 0.05 s).
+    private var seekRequested = false
     private var publishScheduled = false
     private var connection: Connection?
     public private(set) var busName: String?
@@ -159,9 +162,12 @@ public final class MPRISServer {
         published = current
 
         let newTiming = timing()
-        if let jump = discontinuity(from: publishedTiming, to: newTiming) {
+        let restamped = newTiming.instant != publishedTiming?.instant || newTiming.itemID != publishedTiming?.itemID
+        let requested = seekRequested && restamped && !newTiming.isStopped && newTiming.itemID == publishedTiming?.itemID
+        if let jump = discontinuity(from: publishedTiming, to: newTiming) ?? (requested ? newTiming.elapsed : nil) {
             object.emit(interface: Self.playerInterface, member: "Seeked", arguments: [.int64(jump.microseconds)])
         }
+        if restamped { seekRequested = false }
         publishedTiming = newTiming
     }
 
@@ -411,9 +417,9 @@ public final class MPRISServer {
             return
         }
         if commandCenter.seekCommand.isActive {
-            try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target))
+            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target))
         } else {
-            try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
         }
     }
 
@@ -427,7 +433,7 @@ public final class MPRISServer {
             logger.debug("SetPosition ignored: \(position) µs is outside the track")
             return
         }
-        try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
     }
 
     private func openURI(_ uri: String) throws(BusError) {
@@ -440,15 +446,17 @@ public final class MPRISServer {
     }
 
     /// Runs a command and turns its status into a reply: success or a no-op is a normal
-    /// reply; a failure is an error under `configuration.errorNamespace`.
-    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) {
+    /// reply; a failure is an error under `configuration.errorNamespace`. Returns whether a
+    /// handler ran and succeeded.
+    @discardableResult
+    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
         guard let status = command.perform(event) else {
             logger.debug("\(command.name) ignored: the command is disabled or has no handler")
-            return
+            return false
         }
         switch status {
         case .success:
-            return
+            return true
         case .noSuchContent:
             throw BusError(BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
         case .noActionableNowPlayingItem:
