@@ -110,6 +110,10 @@ public final class MPRISServer {
     @discardableResult
     public func register(on connection: Connection, processID: Int32) throws(BusError) -> String {
         self.connection = connection
+        // What the object shows when it appears is the baseline: changes made while it was
+        // not on the bus are not announced to clients that could not have seen the old state.
+        published = snapshot()
+        publishedTiming = timing()
         connection.export(object)
         let primary = "org.mpris.MediaPlayer2." + configuration.playerName
         switch try connection.requestName(primary) {
