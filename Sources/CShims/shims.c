@@ -1,4 +1,5 @@
 #include "CShims.h"
+#include <string.h>
 
 void cshims_object_set_string(gpointer object, const char *property, const char *value) {
     g_object_set(object, property, value, NULL);
@@ -42,3 +43,31 @@ GstElementFactoryListType cshims_factory_type_audio_decodable(void) {
 const char *cshims_object_name(gpointer object) { return GST_OBJECT_NAME(object); }
 
 gpointer cshims_message_source(GstMessage *message) { return GST_MESSAGE_SRC(message); }
+
+// decodebin's "autoplug-select" handler: a decoder of video, images or subtitles is
+// skipped, so those streams are never decoded (playbin's flags only stop them being shown).
+// Returns GstAutoplugSelectResult, whose type is private to the playback plugin:
+// 0 = TRY, 2 = SKIP.
+static gint skip_non_audio_decoder(GstElement *bin, GstPad *pad, GstCaps *caps,
+                                   GstElementFactory *factory, gpointer data) {
+    (void)bin; (void)pad; (void)caps; (void)data;
+    const char *klass = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_KLASS);
+    if (klass && strstr(klass, "Decoder") &&
+        (strstr(klass, "Video") || strstr(klass, "Image") || strstr(klass, "Subtitle"))) {
+        return 2;
+    }
+    return 0;
+}
+
+// playbin's "element-setup": fires for every element added to it or to its sub-bins.
+static void on_element_setup(GstElement *playbin, GstElement *element, gpointer data) {
+    (void)playbin; (void)data;
+    GstElementFactory *factory = gst_element_get_factory(element);
+    if (factory && g_strcmp0(GST_OBJECT_NAME(factory), "decodebin") == 0) {
+        g_signal_connect(element, "autoplug-select", G_CALLBACK(skip_non_audio_decoder), NULL);
+    }
+}
+
+void cshims_playbin_decode_audio_only(GstElement *playbin) {
+    g_signal_connect(playbin, "element-setup", G_CALLBACK(on_element_setup), NULL);
+}

@@ -1,6 +1,13 @@
 internal import CDBus
 import Dispatch
 public import Logging
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// A connection to a message bus, driven by dispatch sources on the main queue.
 ///
@@ -166,7 +173,7 @@ public final class Connection {
     public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws(BusError) -> [Value] {
         let reply = try await callReturningMessage(message, timeout: timeout)
         if let error = reply.error { throw error }
-        return reply.arguments
+        return try reply.readArguments()
     }
 
     /// Convenience for `call(Message.methodCall(...))`.
@@ -182,7 +189,7 @@ public final class Connection {
     func callReturningMessage(_ message: Message, timeout: Duration) async throws(BusError) -> Message {
         guard !isClosed else { throw BusError(.disconnected, "connection closed") }
         var pending: OpaquePointer?
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Connection.milliseconds(timeout)
         guard dbus_connection_send_with_reply(raw, message.raw, &pending, milliseconds) != 0, let pending else {
             throw BusError(.disconnected, "could not send \(message.member ?? "call"): not connected")
         }
@@ -197,49 +204,169 @@ public final class Connection {
         return try result.get()
     }
 
+    /// `timeout` in whole milliseconds as libdbus takes it, computed without overflow: a
+    /// partial millisecond counts as one, zero or negative durations become 1 ms (the call
+    /// times out at once), and anything from `Int32.max` ms (about 24.8 days) up becomes
+    /// `DBUS_TIMEOUT_INFINITE`, no timeout at all.
+    static func milliseconds(_ timeout: Duration) -> Int32 {
+        let (seconds, attoseconds) = timeout.components
+        guard seconds > 0 || (seconds == 0 && attoseconds > 0) else { return 1 }
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let partial = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000  // 0...1000
+        guard !overflow, whole < Int64(DBUS_TIMEOUT_INFINITE) - partial else { return DBUS_TIMEOUT_INFINITE }
+        return Int32(whole + partial)
+    }
+
     // MARK: Signals
 
     /// A registration of a signal handler; pass it to `removeSignalHandler` to stop.
     public final class SignalSubscription {
+        let sender: String?
         let interface: String?
         let member: String?
         let path: String?
         let rule: String
         let handler: @MainActor (Message) -> Void
-        init(interface: String?, member: String?, path: String?, rule: String, handler: @escaping @MainActor (Message) -> Void) {
+        /// For a well-known sender name: the match rule for its NameOwnerChanged signals.
+        var ownerRule: String?
+        /// For a well-known sender name: the unique name owning it (nil while nobody does).
+        var senderOwner: String?
+
+        init(
+            sender: String?, interface: String?, member: String?, path: String?, rule: String,
+            handler: @escaping @MainActor (Message) -> Void
+        ) {
+            self.sender = sender
             self.interface = interface
             self.member = member
             self.path = path
             self.rule = rule
             self.handler = handler
         }
+
+        /// Whether the sender name needs tracking: the bus stamps every message with the
+        /// unique name of its sender, never a well-known name (except its own).
+        static func tracksOwner(of sender: String) -> Bool {
+            !sender.hasPrefix(":") && sender != Connection.busName
+        }
+
+        /// Whether `message` is one this subscription asked for. Every field is checked here
+        /// as well as by the bus, because the bus delivers a signal that matches any of this
+        /// connection's rules (and a peer may send a signal straight to us).
+        func matches(_ message: Message) -> Bool {
+            (interface == nil || interface == message.interface)
+                && (member == nil || member == message.member)
+                && (path == nil || path == message.path)
+                && accepts(sender: message.sender)
+        }
+
+        /// Whether a message from `messageSender` (always a unique name, or the bus's own
+        /// name) comes from this subscription's sender or the current owner of that name.
+        private func accepts(sender messageSender: String?) -> Bool {
+            guard let sender else { return true }
+            guard let messageSender else { return false }
+            return messageSender == sender || messageSender == senderOwner
+        }
     }
+
+    /// The bus daemon's own name and object path.
+    nonisolated static let busName = "org.freedesktop.DBus"
+    nonisolated static let busPath = ObjectPath("/org/freedesktop/DBus")!
 
     /// Subscribes to signals matching the given fields (nil matches anything), adding a
     /// match rule on the bus. The corresponding libdbus function is `dbus_bus_add_match`.
+    ///
+    /// `sender` may be a unique name or a well-known name. For a well-known name the
+    /// subscription follows its owner (`GetNameOwner`, then `NameOwnerChanged`), and takes
+    /// signals only from whichever connection owns the name at the time; none while nobody does.
+    /// Throws InvalidArgs for a name that is not valid.
     @discardableResult
     public func onSignal(
         sender: String? = nil, interface: String? = nil, member: String? = nil, path: ObjectPath? = nil,
         _ handler: @escaping @MainActor (Message) -> Void
     ) throws(BusError) -> SignalSubscription {
+        // Valid names also cannot break out of the quotes of the match rule.
+        if let sender, !NameValidation.isValidBusName(sender) {
+            throw BusError(.invalidArgs, "invalid bus name '\(sender)'")
+        }
+        if let interface, !NameValidation.isValidInterfaceName(interface) {
+            throw BusError(.invalidArgs, "invalid interface name '\(interface)'")
+        }
+        if let member, !NameValidation.isValidMemberName(member) {
+            throw BusError(.invalidArgs, "invalid member name '\(member)'")
+        }
         var parts = ["type='signal'"]
         if let sender { parts.append("sender='\(sender)'") }
         if let interface { parts.append("interface='\(interface)'") }
         if let member { parts.append("member='\(member)'") }
         if let path { parts.append("path='\(path.rawValue)'") }
-        let rule = parts.joined(separator: ",")
-        let error = ErrorBox()
-        dbus_bus_add_match(raw, rule, &error.raw)
-        if let failure = error.take() { throw failure }
         let subscription = SignalSubscription(
-            interface: interface, member: member, path: path?.rawValue, rule: rule, handler: handler)
+            sender: sender, interface: interface, member: member, path: path?.rawValue,
+            rule: parts.joined(separator: ","), handler: handler)
+        try addMatch(subscription.rule)
+        if let sender, SignalSubscription.tracksOwner(of: sender) {
+            do throws(BusError) {
+                // The rule first, so that no change of owner after GetNameOwner is missed.
+                let ownerRule = "type='signal',sender='\(Connection.busName)',path='\(Connection.busPath)',"
+                    + "interface='\(Connection.busName)',member='NameOwnerChanged',arg0='\(sender)'"
+                try addMatch(ownerRule)
+                subscription.ownerRule = ownerRule
+                subscription.senderOwner = try currentOwner(of: sender)
+            } catch {
+                removeMatches(of: subscription)
+                throw error
+            }
+        }
         signalHandlers.append(subscription)
         return subscription
     }
 
     public func removeSignalHandler(_ subscription: SignalSubscription) {
         signalHandlers.removeAll { $0 === subscription }
-        if isConnected { dbus_bus_remove_match(raw, subscription.rule, nil) }
+        removeMatches(of: subscription)
+    }
+
+    /// Adds a match rule, waiting for the bus to confirm it.
+    private func addMatch(_ rule: String) throws(BusError) {
+        guard isConnected else { throw BusError(.disconnected, "connection closed") }
+        let error = ErrorBox()
+        dbus_bus_add_match(raw, rule, &error.raw)
+        if let failure = error.take() { throw failure }
+    }
+
+    private func removeMatches(of subscription: SignalSubscription) {
+        guard isConnected else { return }
+        dbus_bus_remove_match(raw, subscription.rule, nil)
+        if let ownerRule = subscription.ownerRule { dbus_bus_remove_match(raw, ownerRule, nil) }
+    }
+
+    /// The unique name that owns `name` now, or nil when nobody does. Blocks for the reply,
+    /// as `dbus_bus_add_match` does.
+    private func currentOwner(of name: String) throws(BusError) -> String? {
+        let message = try Message.methodCall(
+            destination: Connection.busName, path: Connection.busPath, interface: Connection.busName,
+            member: "GetNameOwner", arguments: [.string(name)])
+        let error = ErrorBox()
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, -1, &error.raw) else {
+            let failure = error.take() ?? BusError(.failed, "GetNameOwner gave no reply")
+            if failure.name == .nameHasNoOwner { return nil }
+            throw failure
+        }
+        return try Message(owning: reply).readArguments().first?.string
+    }
+
+    /// Follows the owners of the well-known names that subscriptions name as sender.
+    private func noteOwnerChange(_ message: Message) {
+        guard message.sender == Connection.busName, message.path == Connection.busPath.rawValue,
+            message.interface == Connection.busName, message.member == "NameOwnerChanged",
+            signalHandlers.contains(where: { $0.ownerRule != nil })
+        else { return }
+        // Arguments: the name, its old owner, its new owner ("" for none).
+        let arguments = message.arguments
+        guard arguments.count == 3, let name = arguments[0].string, let newOwner = arguments[2].string else { return }
+        for subscription in signalHandlers where subscription.ownerRule != nil && subscription.sender == name {
+            subscription.senderOwner = newOwner.isEmpty ? nil : newOwner
+        }
     }
 
     // MARK: Incoming messages
@@ -255,11 +382,8 @@ public final class Connection {
                 handler?()
                 return true
             }
-            for subscription in signalHandlers
-            where (subscription.interface == nil || subscription.interface == message.interface)
-                && (subscription.member == nil || subscription.member == message.member)
-                && (subscription.path == nil || subscription.path == message.path)
-            {
+            noteOwnerChange(message)
+            for subscription in signalHandlers where subscription.matches(message) {
                 subscription.handler(message)
             }
             return false
@@ -319,29 +443,42 @@ public final class Connection {
         }
     }
 
-    fileprivate func addWatch(_ watch: OpaquePointer) {
-        watches[watch]?.forEach { $0.cancel() }
-        watches[watch] = nil
-        guard dbus_watch_get_enabled(watch) != 0, !isClosed else { return }
+    /// Starts a dispatch source for each condition of an enabled watch, replacing any it had.
+    ///
+    /// Every source gets its own `dup()` of the watch's descriptor, closed by the source's
+    /// cancel handler. libdispatch unregisters a cancelled source later, on its own queue;
+    /// by then libdbus may have closed its descriptor and the kernel given the same number
+    /// to a new socket, whose fresh source would then never fire. A duplicate that only the
+    /// source owns cannot be reused before libdispatch is done with it.
+    /// Returns false when the descriptor cannot be duplicated (libdbus treats that as out of memory).
+    @discardableResult
+    fileprivate func addWatch(_ watch: OpaquePointer) -> Bool {
+        removeWatch(watch)
+        guard dbus_watch_get_enabled(watch) != 0, !isClosed else { return true }
         let fd = dbus_watch_get_unix_fd(watch)
+        guard fd >= 0 else { return false }
         let flags = dbus_watch_get_flags(watch)
         var sources: [any DispatchSourceProtocol] = []
-        if flags & UInt32(DBUS_WATCH_READABLE.rawValue) != 0 {
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: .main)
-            source.setEventHandler { [weak self] in
-                MainActor.assumeIsolated { self?.handleWatch(watch, flags: UInt32(DBUS_WATCH_READABLE.rawValue)) }
+        for condition in [DBUS_WATCH_READABLE, DBUS_WATCH_WRITABLE] where flags & condition.rawValue != 0 {
+            let descriptor = dup(fd)
+            guard descriptor >= 0 else {
+                logger.error("could not duplicate the D-Bus socket descriptor (errno \(errno))")
+                sources.forEach { $0.cancel() }
+                return false
             }
+            let source: any DispatchSourceProtocol = condition == DBUS_WATCH_READABLE
+                ? DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
+                : DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: .main)
+            let conditionFlags = condition.rawValue
+            source.setEventHandler { [weak self] in
+                MainActor.assumeIsolated { self?.handleWatch(watch, flags: conditionFlags) }
+            }
+            source.setCancelHandler { closeDescriptor(descriptor) }
+            source.resume()
             sources.append(source)
         }
-        if flags & UInt32(DBUS_WATCH_WRITABLE.rawValue) != 0 {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: .main)
-            source.setEventHandler { [weak self] in
-                MainActor.assumeIsolated { self?.handleWatch(watch, flags: UInt32(DBUS_WATCH_WRITABLE.rawValue)) }
-            }
-            sources.append(source)
-        }
-        sources.forEach { $0.resume() }
         watches[watch] = sources
+        return true
     }
 
     private func handleWatch(_ watch: OpaquePointer, flags: UInt32) {
@@ -400,9 +537,17 @@ private func withConnection(_ data: UnsafeMutableRawPointer?, _ body: @MainActor
     }
 }
 
+/// Closes a descriptor a dispatch source owned (`close` inside `Connection` means its own method).
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
+}
+
 private let addWatchThunk: DBusAddWatchFunction = { watch, data in
-    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.addWatch(handle.pointer) } }
-    return 1
+    guard let watch else { return 1 }
+    let handle = Handle(pointer: watch)
+    var added = true
+    withConnection(data) { added = $0.addWatch(handle.pointer) }
+    return added ? 1 : 0
 }
 private let removeWatchThunk: DBusRemoveWatchFunction = { watch, data in
     if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.removeWatch(handle.pointer) } }

@@ -40,6 +40,15 @@ public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether values of this type have a fixed size (every basic type except strings, object
+    /// paths and signatures), as `dbus_type_is_fixed` says.
+    var isFixed: Bool {
+        switch self {
+        case .string, .objectPath, .signature: false
+        default: isBasic
+        }
+    }
+
     /// Parses exactly one complete type; throws when `signature` is not exactly one valid type.
     public init(parsing signature: String) throws(BusError) {
         let types = try Signature.parse(signature)
@@ -47,6 +56,13 @@ public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
             throw BusError(.invalidArgs, "'\(signature)' is not a single complete type")
         }
         self = types[0]
+    }
+
+    /// Throws unless this type is a valid complete type on its own: the rules libdbus
+    /// applies to a contained signature (a struct has fields, a key is basic, nesting and
+    /// length are within the limits). libdbus aborts the process when it meets one that is not.
+    func validate() throws(BusError) {
+        _ = try Signature.parse(signature)
     }
 }
 
@@ -60,14 +76,17 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
-    public init(types: [DataType]) {
-        self.types = types
-        self.rawValue = types.map(\.signature).joined()
+    /// The signature of `types`; throws when they do not make a valid signature (an empty
+    /// struct, a dictionary key that is not basic, too deep or too long).
+    public init(types: [DataType]) throws(BusError) {
+        try self.init(types.map(\.signature).joined())
     }
 
     public var description: String { rawValue }
 
     static let maximumLength = 255
+    /// `DBUS_MAXIMUM_TYPE_RECURSION_DEPTH`: the limit for structs, for dict entries, and for
+    /// arrays, each counted on its own.
     static let maximumContainerDepth = 32
 
     static func parse(_ text: String) throws(BusError) -> [DataType] {
@@ -78,9 +97,23 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
         var parser = Parser(bytes: bytes)
         var types: [DataType] = []
         while !parser.atEnd {
-            types.append(try parser.parseType(arrayDepth: 0, structDepth: 0))
+            types.append(try parser.parseType(Nesting()))
         }
         return types
+    }
+
+    /// Nesting counted the way `dbus_signature_validate` counts it: open structs and open
+    /// dict entries separately, and arrays only as a run of consecutive `a` codes (libdbus
+    /// starts that count again at every other type code, so `a(a(ai))` is one array deep).
+    private struct Nesting {
+        var arrayRun = 0
+        var structs = 0
+        var dictEntries = 0
+
+        /// The nesting inside a struct or dict entry: the array run ends at its bracket.
+        func entering(structs addedStructs: Int = 0, dictEntries addedDictEntries: Int = 0) -> Nesting {
+            Nesting(arrayRun: 0, structs: structs + addedStructs, dictEntries: dictEntries + addedDictEntries)
+        }
     }
 
     private struct Parser {
@@ -92,7 +125,8 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
             BusError(.invalidArgs, "invalid signature '\(String(decoding: bytes, as: UTF8.self))': \(why)")
         }
 
-        mutating func parseType(arrayDepth: Int, structDepth: Int) throws(BusError) -> DataType {
+        /// Parses one complete type; `nesting` is what encloses it.
+        mutating func parseType(_ nesting: Nesting) throws(BusError) -> DataType {
             guard index < bytes.count else { throw fail("ends inside a type") }
             let c = bytes[index]
             index += 1
@@ -112,24 +146,36 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
             case UInt8(ascii: "h"): return .unixFD
             case UInt8(ascii: "v"): return .variant
             case UInt8(ascii: "a"):
-                guard arrayDepth < Signature.maximumContainerDepth else { throw fail("arrays nested too deeply") }
+                guard nesting.arrayRun < Signature.maximumContainerDepth else {
+                    throw fail("more than \(Signature.maximumContainerDepth) arrays in a row")
+                }
                 if index < bytes.count, bytes[index] == UInt8(ascii: "{") {
                     index += 1
-                    let key = try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                    guard nesting.dictEntries < Signature.maximumContainerDepth else {
+                        throw fail("dictionaries nested too deeply")
+                    }
+                    let inner = nesting.entering(dictEntries: 1)
+                    let key = try parseType(inner)
                     guard key.isBasic else { throw fail("dictionary key must be a basic type") }
-                    let value = try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth + 1)
+                    guard index < bytes.count, bytes[index] != UInt8(ascii: "}") else {
+                        throw fail("dictionary entry must hold exactly two types")
+                    }
+                    let value = try parseType(inner)
                     guard index < bytes.count, bytes[index] == UInt8(ascii: "}") else {
                         throw fail("dictionary entry must hold exactly two types")
                     }
                     index += 1
                     return .dictionary(key: key, value: value)
                 }
-                return .array(try parseType(arrayDepth: arrayDepth + 1, structDepth: structDepth))
+                var element = nesting
+                element.arrayRun += 1
+                return .array(try parseType(element))
             case UInt8(ascii: "("):
-                guard structDepth < Signature.maximumContainerDepth else { throw fail("structs nested too deeply") }
+                guard nesting.structs < Signature.maximumContainerDepth else { throw fail("structs nested too deeply") }
+                let inner = nesting.entering(structs: 1)
                 var fields: [DataType] = []
                 while index < bytes.count, bytes[index] != UInt8(ascii: ")") {
-                    fields.append(try parseType(arrayDepth: arrayDepth, structDepth: structDepth + 1))
+                    fields.append(try parseType(inner))
                 }
                 guard index < bytes.count else { throw fail("unclosed struct") }
                 index += 1

@@ -152,7 +152,13 @@ public final class ExportedObject {
     }
 
     func handle(_ message: Message) -> Message? {
-        let result = dispatch(interface: message.interface, member: message.member ?? "", arguments: message.arguments)
+        let result: Result<[Value], BusError>
+        do throws(BusError) {
+            let arguments = try message.readArguments()
+            result = dispatch(interface: message.interface, member: message.member ?? "", arguments: arguments)
+        } catch {
+            result = .failure(error)
+        }
         switch result {
         case .success(let values):
             do {
@@ -237,7 +243,11 @@ public final class ExportedObject {
             guard let setter = property.setter else {
                 throw BusError(.propertyReadOnly, "property \(property.name) is read-only")
             }
-            let value = arguments[2].unwrapped
+            // The D-Bus argument is a `v`: take off exactly that variant. What it holds may
+            // itself be a variant, for a property of type `v`.
+            guard case .variant(let value) = arguments[2] else {
+                throw BusError(.invalidArgs, "Set takes the value as a variant")
+            }
             guard value.type == property.type else {
                 throw BusError(.invalidArgs, "property \(property.name) has type '\(property.type)', got '\(value.type)'")
             }

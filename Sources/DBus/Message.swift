@@ -85,22 +85,31 @@ public final class Message: @unchecked Sendable {
         return dbus_message_new_error(raw, error.name.rawValue, text).map { Message(owning: $0) }
     }
 
-    /// The message's arguments as typed values.
-    public var arguments: [Value] {
+    /// The message's arguments as typed values, or an empty array when one of them cannot be
+    /// read (see `readArguments()`, which says why). A message libdbus accepted can always be read.
+    public var arguments: [Value] { (try? readArguments()) ?? [] }
+
+    /// The message's arguments as typed values. Throws InvalidArgs rather than returning only
+    /// some of them when one cannot be represented as a `Value`.
+    public func readArguments() throws(BusError) -> [Value] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(raw, &iter) != 0 else { return [] }
         var values: [Value] = []
         repeat {
-            guard let value = Marshal.read(&iter) else { break }
-            values.append(value)
+            values.append(try Marshal.read(&iter))
         } while dbus_message_iter_next(&iter) != 0
         return values
     }
 
-    /// Appends arguments after validating them.
+    /// Appends arguments after validating them. Throws InvalidArgs for an invalid value, and
+    /// when the body signature would grow past 255 bytes (libdbus never returns from that).
     public func append(_ arguments: [Value]) throws(BusError) {
         guard !arguments.isEmpty else { return }
         for argument in arguments { try argument.validate() }
+        let signatureLength = arguments.reduce(signature.utf8.count) { $0 + $1.type.signature.utf8.count }
+        guard signatureLength <= Signature.maximumLength else {
+            throw BusError(.invalidArgs, "the arguments' signature would be \(signatureLength) bytes, more than \(Signature.maximumLength)")
+        }
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(raw, &iter)
         for argument in arguments {
@@ -220,9 +229,10 @@ enum Marshal {
         return String(cString: raw)
     }
 
-    /// Reads the value at the iterator. Messages are validated by libdbus on receipt, so
-    /// names and signatures found here are valid.
-    static func read(_ iter: inout DBusMessageIter) -> Value? {
+    /// Reads the value at the iterator. Messages are validated by libdbus on receipt, and the
+    /// Swift validators accept everything libdbus does, so this throws only if that ever stops
+    /// being true; it never skips a value.
+    static func read(_ iter: inout DBusMessageIter) throws(BusError) -> Value {
         let code = dbus_message_iter_get_arg_type(&iter)
         switch code {
         case byteCode: return .byte(readBasic(&iter, as: UInt8.self, zero: 0))
@@ -236,24 +246,26 @@ enum Marshal {
         case doubleCode: return .double(readBasic(&iter, as: Double.self, zero: 0))
         case unixFDCode: return .unixFD(readBasic(&iter, as: Int32.self, zero: -1))
         case stringCode: return .string(readString(&iter))
-        case objectPathCode: return ObjectPath(readString(&iter)).map(Value.objectPath)
-        case signatureCode: return (try? Signature(readString(&iter))).map(Value.signature)
+        case objectPathCode:
+            let text = readString(&iter)
+            guard let path = ObjectPath(text) else { throw unreadable("object path '\(text)'") }
+            return .objectPath(path)
+        case signatureCode: return .signature(try Signature(readString(&iter)))
         case variantCode:
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
-            return read(&sub).map(Value.variant)
+            return .variant(try read(&sub))
         case structCode:
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             var fields: [Value] = []
             while dbus_message_iter_get_arg_type(&sub) != invalidCode {
-                guard let field = read(&sub) else { return nil }
-                fields.append(field)
+                fields.append(try read(&sub))
                 dbus_message_iter_next(&sub)
             }
             return .structure(fields)
         case arrayCode:
-            guard let type = try? DataType(parsing: currentSignature(&iter)) else { return nil }
+            let type = try DataType(parsing: currentSignature(&iter))
             var sub = DBusMessageIter()
             dbus_message_iter_recurse(&iter, &sub)
             switch type {
@@ -262,9 +274,9 @@ enum Marshal {
                 while dbus_message_iter_get_arg_type(&sub) == dictEntryCode {
                     var pair = DBusMessageIter()
                     dbus_message_iter_recurse(&sub, &pair)
-                    guard let key = read(&pair) else { return nil }
+                    let key = try read(&pair)
                     dbus_message_iter_next(&pair)
-                    guard let value = read(&pair) else { return nil }
+                    let value = try read(&pair)
                     entries.append(.init(key, value))
                     dbus_message_iter_next(&sub)
                 }
@@ -272,16 +284,19 @@ enum Marshal {
             case .array(let elementType):
                 var items: [Value] = []
                 while dbus_message_iter_get_arg_type(&sub) != invalidCode {
-                    guard let item = read(&sub) else { return nil }
-                    items.append(item)
+                    items.append(try read(&sub))
                     dbus_message_iter_next(&sub)
                 }
                 return .array(elementType, items)
             default:
-                return nil
+                throw unreadable("array of type '\(type)'")
             }
         default:
-            return nil
+            throw unreadable("type code \(code)")
         }
+    }
+
+    private static func unreadable(_ what: String) -> BusError {
+        BusError(.invalidArgs, "cannot read an argument: \(what)")
     }
 }

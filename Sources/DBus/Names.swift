@@ -25,10 +25,11 @@ public struct ObjectPath: Hashable, Sendable, CustomStringConvertible, Comparabl
 
     public static func < (lhs: ObjectPath, rhs: ObjectPath) -> Bool { lhs.rawValue < rhs.rawValue }
 
-    /// The path with one more element appended. The element must consist of
-    /// `[A-Za-z0-9_]` only; returns nil otherwise.
+    /// The path with one more element appended. The element must be non-empty and consist
+    /// of `[A-Za-z0-9_]` only (so no `/`); returns nil otherwise.
     public func appending(_ element: String) -> ObjectPath? {
-        ObjectPath(rawValue == "/" ? "/" + element : rawValue + "/" + element)
+        guard !element.isEmpty, element.utf8.allSatisfy(\.isNameCharacter) else { return nil }
+        return ObjectPath(rawValue == "/" ? "/" + element : rawValue + "/" + element)
     }
 
     /// Whether `self` lies strictly below `ancestor`.
@@ -77,6 +78,8 @@ public enum NameValidation {
 
     /// A bus name: a unique name (`:1.42`) or a well-known name (`org.mpris.MediaPlayer2.quaver`).
     public static func isValidBusName(_ s: String) -> Bool {
+        // The limit covers the whole name, the ':' of a unique name included.
+        guard s.utf8.count <= maximumLength else { return false }
         if s.hasPrefix(":") {
             return dottedName(String(s.dropFirst()), allowHyphen: true, allowLeadingDigit: true)
         }

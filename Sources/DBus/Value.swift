@@ -55,17 +55,37 @@ public indirect enum Value: Hashable, Sendable {
         }
     }
 
-    /// Checks that every container holds what its type says, so libdbus is never handed a
-    /// value that contradicts its own signature (it would abort).
+    /// The deepest nesting a message body may have (`2 × DBUS_MAXIMUM_TYPE_RECURSION_DEPTH`).
+    static let maximumNesting = 64
+
+    /// Checks that this value can be sent as one message argument: every container holds
+    /// what its type says, every type it carries (array elements, dictionary keys and values,
+    /// struct fields, what a variant holds) is a valid D-Bus type, and it nests no deeper
+    /// than libdbus accepts on receipt. libdbus would abort the process on an invalid
+    /// contained type, or build a message that peers and the bus reject.
+    ///
+    /// `depth` is the number of containers around this value, as libdbus counts them: a
+    /// dictionary entry is a level of its own, and the elements of an array of fixed-size
+    /// values are not counted.
     public func validate(depth: Int = 0) throws(BusError) {
-        guard depth <= 64 else { throw BusError(.invalidArgs, "value nested more than 64 levels") }
+        // The outermost value's type is a whole signature of its own; everything below it
+        // (up to the next variant) is part of that type.
+        try type.validate()
+        try validateContents(depth: depth)
+    }
+
+    private func validateContents(depth: Int) throws(BusError) {
+        guard depth <= Value.maximumNesting else {
+            throw BusError(.invalidArgs, "value nested more than \(Value.maximumNesting) levels")
+        }
         switch self {
         case .array(let element, let items):
             for item in items {
                 guard item.type == element else {
                     throw BusError(.invalidArgs, "array of \(element) holds a \(item.type)")
                 }
-                try item.validate(depth: depth + 1)
+                // libdbus does not descend into arrays of fixed-size values.
+                if !element.isFixed { try item.validateContents(depth: depth + 1) }
             }
         case .dictionary(let keyType, let valueType, let entries):
             guard keyType.isBasic else { throw BusError(.invalidArgs, "dictionary key \(keyType) is not basic") }
@@ -73,12 +93,15 @@ public indirect enum Value: Hashable, Sendable {
                 guard entry.key.type == keyType, entry.value.type == valueType else {
                     throw BusError(.invalidArgs, "dictionary {\(keyType)\(valueType)} holds {\(entry.key.type)\(entry.value.type)}")
                 }
-                try entry.value.validate(depth: depth + 1)
+                // One level for the array, one for the dict entry.
+                try entry.key.validateContents(depth: depth + 2)
+                try entry.value.validateContents(depth: depth + 2)
             }
         case .structure(let fields):
             guard !fields.isEmpty else { throw BusError(.invalidArgs, "empty struct") }
-            for field in fields { try field.validate(depth: depth + 1) }
+            for field in fields { try field.validateContents(depth: depth + 1) }
         case .variant(let inner):
+            // A variant carries its own signature, which libdbus checks on its own.
             try inner.validate(depth: depth + 1)
         default:
             break
@@ -107,7 +130,8 @@ extension Value {
     public var int32: Int32? { if case .int32(let x) = self { x } else { nil } }
     public var uint32: UInt32? { if case .uint32(let x) = self { x } else { nil } }
     public var objectPath: ObjectPath? { if case .objectPath(let p) = self { p } else { nil } }
-    /// The value inside a variant (or the value itself when it is not a variant).
+    /// The value inside any number of variants (or the value itself when it is not a variant).
+    /// To take off exactly one level, match `.variant(let inner)` instead.
     public var unwrapped: Value { if case .variant(let inner) = self { inner.unwrapped } else { self } }
 
     public var stringArray: [String]? {

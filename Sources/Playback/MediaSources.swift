@@ -27,7 +27,10 @@ public enum MediaSources {
             logger.warning("skipping \(argument): playlists nested too deeply")
             return []
         }
-        if let scheme = scheme(of: argument) {
+        let path = localURL(argument, relativeTo: base)
+        // "Interlude: Reprise.flac" names a file, not a URI with the scheme "interlude".
+        let isExistingPath = !argument.contains("://") && FileManager.default.fileExists(atPath: path.path)
+        if !isExistingPath, let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
                 logger.warning("skipping \(argument): unsupported URI scheme '\(scheme)' (supported: \(supportedSchemes.joined(separator: ", ")))")
                 return []
@@ -39,6 +42,12 @@ public enum MediaSources {
             }
             return expandFile(url.standardizedFileURL, argument: argument, depth: depth, logger: logger)
         }
+        return expandFile(path, argument: argument, depth: depth, logger: logger)
+    }
+
+    /// A path argument as a file URL: absolute, `~/`, or relative to `base` (else the
+    /// current folder).
+    private static func localURL(_ argument: String, relativeTo base: URL?) -> URL {
         let url: URL
         if argument.hasPrefix("/") {
             url = URL(fileURLWithPath: argument)
@@ -48,7 +57,7 @@ public enum MediaSources {
             let directory = base ?? URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
             url = directory.appendingPathComponent(argument)
         }
-        return expandFile(url.standardizedFileURL, argument: argument, depth: depth, logger: logger)
+        return url.standardizedFileURL
     }
 
     private static func expandFile(_ url: URL, argument: String, depth: Int, logger: Logger) -> [String] {
@@ -135,7 +144,8 @@ public enum MediaSources {
             logger.warning("skipping playlist \(url.path): cannot read it")
             return []
         }
-        let text = String(decoding: data, as: UTF8.self)
+        var text = String(decoding: data, as: UTF8.self)
+        if text.unicodeScalars.first == "\u{FEFF}" { text.unicodeScalars.removeFirst() }  // a byte order mark
         let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
         if url.pathExtension.lowercased() == "pls" {
             var entries: [(Int, String)] = []

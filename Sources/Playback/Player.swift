@@ -59,6 +59,9 @@ public final class Player {
     private var isPrerolling = false
     /// A position to seek to once a load has prerolled (also used to apply the rate).
     private var seekAfterPreroll: Duration?
+    /// The next STREAM_START is the loaded entry's own, not a gapless switch (a short file
+    /// can have handed over the next URI before its own stream started).
+    private var awaitingLoadedStreamStart = false
     private var consecutiveFailures = 0
     private var isBuffering = false
     private var shuffleOrder: [UInt64] = []
@@ -131,12 +134,22 @@ public final class Player {
         return true
     }
 
-    /// Loads the selected entry paused (the `--paused` start). Returns false when empty.
+    /// Loads an entry paused, at `position` when given (the `--paused` start, a restored
+    /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
-    public func preroll() -> Bool {
-        guard let index = selectedIndex ?? firstIndex() else { return false }
+    public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
+        guard let index = index.flatMap({ entries.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
         desired = .paused
-        load(index)
+        load(index, at: position)
+        return true
+    }
+
+    /// Starts playing an entry at `position` (a restored session told to play).
+    @discardableResult
+    public func play(index: Int, at position: Duration?) -> Bool {
+        guard entries.indices.contains(index) else { return false }
+        desired = .playing
+        load(index, at: position)
         return true
     }
 
@@ -204,6 +217,7 @@ public final class Player {
     }
 
     public func setRate(_ newRate: Double) {
+        guard !newRate.isNaN else { return }
         let clamped = min(max(newRate, supportedRates.lowerBound), supportedRates.upperBound)
         guard clamped != rate else { return }
         rate = clamped
@@ -281,14 +295,14 @@ public final class Player {
         }
     }
 
-    private func load(_ index: Int, forward: Bool = true) {
+    private func load(_ index: Int, forward: Bool = true, at position: Duration? = nil) {
         selectedIndex = index
         loadGeneration += 1
         let generation = loadGeneration
         pipeline.handoff.reset()
         let entry = entries[index]
         if entry.info != nil || !isLocal(entry.uri) {
-            start(index)
+            start(index, seekingTo: position)
             return
         }
         discoverer.discover(entry.uri) { [weak self] result in
@@ -298,7 +312,7 @@ public final class Player {
             switch result {
             case .success(let info):
                 self.entries[index].info = info
-                self.start(index)
+                self.start(index, seekingTo: position)
             case .failure(let error):
                 self.entries[index].failure = error.reason
                 self.fail(self.entries[index], reason: error.reason, forward: forward)
@@ -312,6 +326,7 @@ public final class Player {
         let entry = entries[index]
         pipeline.handoff.reset()
         pipeline.setState(.ready)
+        pipeline.discardQueuedMessages()
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
         // playbin asks for the next URI as soon as it has read this one, which for a short
@@ -321,6 +336,7 @@ public final class Player {
         seekPending = false
         seekAfterPreroll = position ?? (rate != 1 ? .zero : nil)
         isPrerolling = true
+        awaitingLoadedStreamStart = true
         let target: Pipeline.State = desired == .playing && seekAfterPreroll == nil ? .playing : .paused
         if pipeline.setState(target) == .failure {
             fail(entry, reason: "the pipeline could not start it (is the audio output available?)")
@@ -471,6 +487,10 @@ public final class Player {
                 settleIfReached()
             }
         case .streamStart:
+            if awaitingLoadedStreamStart {
+                awaitingLoadedStreamStart = false
+                return
+            }
             guard let switched = pipeline.handoff.takeCommitted(),
                 let index = entries.firstIndex(where: { $0.id == switched.entryID })
             else { return }
@@ -488,6 +508,18 @@ public final class Player {
             settle(.stopped)
         case .error(let message, let debug):
             logger.debug("pipeline error detail: \(debug ?? "-")")
+            if pipeline.handoff.hasCommitted, let handedOver = pipeline.handoff.takeCommitted(),
+                let next = entries.firstIndex(where: { $0.id == handedOver.entryID }),
+                entries[next].info == nil || !isLocal(entries[next].uri),
+                let playing = loadedEntryID.flatMap({ id in entries.firstIndex { $0.id == id } })
+            {
+                // The URI handed over for gapless playback failed while the current one was
+                // still playing: skip that one, and go on with the current one where it was.
+                entries[next].failure = message
+                logger.warning("skipping \(MediaSources.displayName(entries[next].uri)): \(message)")
+                start(playing, seekingTo: pipeline.position ?? .zero)
+                return
+            }
             let failed = loadedEntryID.flatMap { id in entries.first { $0.id == id } }
             if let failed {
                 fail(failed, reason: message)

@@ -135,7 +135,7 @@ struct TagReader {
     static func clean(_ text: String) -> String {
         var scalars = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
+            if scalar.properties.generalCategory == .control {
                 scalars.append(" ")
             } else {
                 scalars.append(scalar)

@@ -14,7 +14,13 @@ final class Daemon {
         var name: String
         var audioSink: String?
         var startPaused: Bool
-        var volume: Double
+        /// Play even when restoring a saved session (which otherwise comes back paused).
+        var startPlaying = false
+        var volume: Double?
+        var musicFolder: URL = Paths.music
+        var resume = true
+        var rates: ClosedRange<Double> = 0.5...2.0
+        var instance = Config.InstancePolicy.new
     }
 
     /// Keeps the running daemon alive for the life of the process.
@@ -28,11 +34,16 @@ final class Daemon {
     let mpris: MPRISServer
     private var connection: Connection?
     private var signalSources: [any DispatchSourceSignal] = []
+    let store: StateStore
+    /// What was last written, so that nothing is rewritten when nothing changed.
+    private var savedState: SavedState?
+    private var savedQueue: [UInt64]?
 
     init(options: Options, logger: Logger) throws {
         self.options = options
         self.logger = logger
-        player = try Player(audioSink: options.audioSink, logger: logger)
+        store = StateStore(folder: Paths.state, logger: logger)
+        player = try Player(audioSink: options.audioSink, supportedRates: options.rates, logger: logger)
         var configuration = MPRISServer.Configuration(playerName: options.name, identity: "Quaver", desktopEntry: "quaver")
         configuration.supportedURISchemes = MediaSources.supportedSchemes
         configuration.supportedMIMETypes = MediaTypes.supported()
@@ -42,7 +53,7 @@ final class Daemon {
         bindCommands()
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
-        player.setVolume(options.volume)
+        if let volume = options.volume { player.setVolume(volume) }
     }
 
     /// The introspection document of the MPRIS object (`dbus/org.mpris.MediaPlayer2.xml`).
@@ -60,9 +71,6 @@ final class Daemon {
 
     /// Queues the media, connects to the bus, exports MPRIS, owns the name and starts playing.
     func start() throws {
-        let uris = resolveStartupMedia()
-        player.enqueue(uris)
-
         let connection: Connection
         do {
             connection = try Connection(bus: .session, logger: logger)
@@ -75,13 +83,44 @@ final class Daemon {
             self?.player.shutdown()
             exit(1)
         }
-        let name = try mpris.register(on: connection, processID: getpid())
+
+        let restored = options.items.isEmpty && options.resume ? store.load() : nil
+        if let (state, queue) = restored {
+            player.enqueue(queue)
+            savedQueue = player.entries.map(\.id)
+            if options.volume == nil { player.setVolume(state.volume) }
+            player.setRate(state.rate)
+            player.setRepeatMode(Player.RepeatMode(rawValue: state.loop) ?? .off)
+            player.setShuffle(state.shuffle)
+        } else {
+            player.enqueue(resolveStartupMedia())
+        }
+
+        guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
+            logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
+            exit(0)
+        }
         logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version): \(player.entries.count) tracks queued, bus name \(name)")
         installSignalHandlers()
 
-        if options.startPaused { player.preroll() } else { player.play() }
+        if let (state, _) = restored, let index = state.current {
+            let position = Duration.microseconds(state.position)
+            logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(Self.clock(position))")
+            if options.startPlaying { player.play(index: index, at: position) } else { player.preroll(index: index, at: position) }
+        } else if restored != nil {
+            if options.startPlaying { player.play() }
+        } else if options.startPaused {
+            player.preroll()
+        } else {
+            player.play()
+        }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
+    }
+
+    static func clock(_ duration: Duration) -> String {
+        let seconds = Int(duration.components.seconds)
+        return String(format: "%d:%02d", seconds / 60, seconds % 60)
     }
 
     /// What to play when started: the arguments, else the music folder, else the demo.
@@ -91,7 +130,7 @@ final class Daemon {
             if uris.isEmpty { logger.warning("nothing playable among the arguments; waiting for OpenUri") }
             return uris
         }
-        let music = Paths.music
+        let music = options.musicFolder
         let files = FileManager.default.fileExists(atPath: music.path)
             ? MediaSources.audioFiles(in: music, logger: logger) : []
         if !files.isEmpty {
@@ -166,6 +205,33 @@ final class Daemon {
 
     private func playerDidChange(_ change: Player.Change) {
         syncNowPlaying(republishTiming: change == .transport)
+        if change != .metadata { saveState() }
+    }
+
+    // MARK: - Saved session
+
+    /// Saves the queue (when it changed) and the playback state (when it changed). Called at
+    /// the moments that change them: never on a timer.
+    func saveState() {
+        guard connection != nil else { return }  // not before the session is restored
+        let ids = player.entries.map(\.id)
+        do {
+            if ids != savedQueue {
+                try store.saveQueue(player.entries.map(\.uri))
+                savedQueue = ids
+            }
+            let position = player.status == .stopped ? .zero : (player.position ?? .zero)
+            let state = SavedState(
+                queueCount: ids.count, current: player.currentIndex,
+                position: position.microseconds, volume: player.volume, rate: player.rate,
+                loop: player.repeatMode.rawValue, shuffle: player.shuffle)
+            if state != savedState {
+                try store.save(state)
+                savedState = state
+            }
+        } catch {
+            logger.warning("could not save the session (playback goes on): \(error)")
+        }
     }
 
     /// Copies the player's settled state into the command center and info center. The
@@ -241,6 +307,7 @@ final class Daemon {
     /// Releases the bus name, stops the pipeline and exits.
     func shutdown(status: Int32, reason: String) {
         logger.info("stopping: \(reason)")
+        saveState()
         mpris.unregister()
         player.shutdown()
         connection?.flush()

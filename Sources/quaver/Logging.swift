@@ -3,14 +3,18 @@ import Logging
 
 /// Log lines on stderr: `quaver[warning]: message`. When stderr is the journal
 /// (`JOURNAL_STREAM` set), each line starts with its syslog priority (`<4>`) instead.
+///
+/// Warnings and errors are also kept in `recentProblems` (when given), for `quaver doctor`.
 struct ConsoleLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     let toJournal: Bool
+    let recentProblems: ProblemLog?
 
-    init(level: Logger.Level) {
+    init(level: Logger.Level, recentProblems: ProblemLog? = nil) {
         self.logLevel = level
         self.toJournal = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] != nil
+        self.recentProblems = recentProblems
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -27,6 +31,7 @@ struct ConsoleLogHandler: LogHandler {
             line = "quaver[\(event.level)]: \(text)\n"
         }
         FileHandle.standardError.write(Data(line.utf8))
+        if event.level >= .warning { recentProblems?.append("\(event.level): \(text)") }
     }
 
     static func priority(_ level: Logger.Level) -> Int {
@@ -38,5 +43,38 @@ struct ConsoleLogHandler: LogHandler {
         case .error: 3
         case .critical: 2
         }
+    }
+}
+
+/// The last warnings and errors, one per line with its time, in
+/// `$XDG_STATE_HOME/quaver/problems.log`. Appends are single writes to an O_APPEND file;
+/// past 64 KiB the older half is dropped, so the file stays small without a timer.
+final class ProblemLog: Sendable {
+    let file: URL
+    static let limit = 64 * 1024
+
+    init(file: URL) { self.file = file }
+
+    func append(_ text: String) {
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        let line = "\(stamp) \(text.replacingOccurrences(of: "\n", with: " "))\n"
+        try? FileManager.default.createDirectory(
+            at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let fd = open(file.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = line.withCString { write(fd, $0, strlen($0)) }
+        var info = stat()
+        if fstat(fd, &info) == 0, Int(info.st_size) > Self.limit, let data = try? Data(contentsOf: file) {
+            var kept = data.suffix(Self.limit / 2)
+            if let newline = kept.firstIndex(of: UInt8(ascii: "\n")) { kept = kept[(newline + 1)...] }
+            try? kept.write(to: file, options: .atomic)
+        }
+    }
+
+    /// The last `count` lines.
+    func last(_ count: Int) -> [String] {
+        guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
+        return Array(text.split(separator: "\n").suffix(count).map(String.init))
     }
 }

@@ -12,6 +12,8 @@ enum Paths {
 
     static var cache: URL { base("XDG_CACHE_HOME", default: ".cache").appendingPathComponent("quaver", isDirectory: true) }
     static var config: URL { base("XDG_CONFIG_HOME", default: ".config") }
+    static var state: URL { base("XDG_STATE_HOME", default: ".local/state").appendingPathComponent("quaver", isDirectory: true) }
+    static var data: URL { base("XDG_DATA_HOME", default: ".local/share") }
 
     /// `XDG_MUSIC_DIR` from `user-dirs.dirs`, else `~/Music`.
     static var music: URL {

@@ -4,17 +4,36 @@ public import Logging
 import Playback
 
 @main
+enum Main {
+    /// `quaver doctor ...` is the checklist; anything else is the player. (A subcommand of a
+    /// command that takes paths would be read as a path, so the word is checked first.)
+    static func main() {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "doctor" {
+            Doctor.main(Array(arguments.dropFirst()))
+        } else {
+            Quaver.main(arguments)
+        }
+    }
+}
+
 struct Quaver: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quaver",
         abstract: "Play music in the background and publish it to every desktop media control (MPRIS).",
         discussion: """
             Quaver plays the files, folders, playlists (.m3u, .m3u8, .pls) and http(s) streams you \
-            name, in order. Folders are searched recursively. With nothing named, it plays your music \
-            folder, or a short built-in demo playlist when that folder has no audio.
+            name, in order. Folders are searched recursively. With nothing named, it comes back to \
+            where the last session left off (paused), or plays your music folder, or a short \
+            built-in demo playlist when that folder has no audio.
+
+            Defaults can be set in $XDG_CONFIG_HOME/quaver/quaver.conf (see the README); the \
+            session is saved in $XDG_STATE_HOME/quaver/.
 
             Control it from media keys, GNOME or KDE media widgets, or a shell:
               playerctl -p quaver play-pause | next | previous | metadata | position 30 | volume 0.5
+
+            When Quaver does not show up in a media widget, run: quaver doctor
 
             Examples:
               quaver ~/Music/Albums/Blue            play a folder
@@ -31,6 +50,11 @@ struct Quaver: ParsableCommand {
     var name = "quaver"
 
     @Option(help: ArgumentHelp(
+        "When Quaver already runs: 'new' starts another one (named <name>.instance<PID>), 'quit' exits quietly.",
+        valueName: "new|quit"))
+    var instance: Config.InstancePolicy?
+
+    @Option(help: ArgumentHelp(
         "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
         valueName: "pipeline"))
     var audioSink: String?
@@ -38,8 +62,14 @@ struct Quaver: ParsableCommand {
     @Flag(help: "Load the first track but do not start playing.")
     var paused = false
 
+    @Flag(help: "Start playing even when coming back to a saved session (which otherwise waits, paused).")
+    var play = false
+
+    @Flag(help: "Do not come back to the saved session; play the music folder instead.")
+    var noResume = false
+
     @Option(help: ArgumentHelp("Start volume, 0 to 1 on the mixer (cubic) scale.", valueName: "level"))
-    var volume: Double = 1
+    var volume: Double?
 
     @Option(help: ArgumentHelp("Log detail: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: Logger.Level = .info
@@ -57,7 +87,8 @@ struct Quaver: ParsableCommand {
     var printIntrospection = false
 
     func validate() throws {
-        guard volume.isFinite, (0...1).contains(volume) else { throw ValidationError("--volume must be between 0 and 1") }
+        if let volume, !(volume.isFinite && (0...1).contains(volume)) { throw ValidationError("--volume must be between 0 and 1") }
+        if paused && play { throw ValidationError("--paused and --play contradict each other") }
         guard !name.isEmpty, name.utf8.count < 100,
             name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
             !(name.first?.isNumber ?? true)
@@ -68,7 +99,8 @@ struct Quaver: ParsableCommand {
 
     func run() throws {
         let level = logLevel
-        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level) }
+        let problems = ProblemLog(file: Paths.state.appendingPathComponent("problems.log"))
+        LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level, recentProblems: problems) }
         let logger = Logger(label: "quaver")
 
         if let folder = makeTestTracks {
@@ -78,8 +110,21 @@ struct Quaver: ParsableCommand {
             for file in files { print(file.path) }
             return
         }
-        let options = Daemon.Options(
-            items: items, name: name, audioSink: audioSink, startPaused: paused, volume: volume)
+        let config: Config
+        do {
+            config = try Config.load()
+        } catch {
+            logger.critical("invalid configuration: \(error)")
+            throw ExitCode(2)
+        }
+        var options = Daemon.Options(
+            items: items, name: name, audioSink: audioSink ?? config.audioSink, startPaused: paused,
+            volume: volume ?? config.volume)
+        options.startPlaying = play
+        options.musicFolder = config.musicFolder ?? Paths.music
+        options.resume = config.resume && !noResume
+        options.rates = config.minimumRate...config.maximumRate
+        options.instance = instance ?? config.instance
         if printIntrospection {
             MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
             return
@@ -94,3 +139,4 @@ struct Quaver: ParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension Config.InstancePolicy: ExpressibleByArgument {}

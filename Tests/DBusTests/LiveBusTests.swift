@@ -1,16 +1,15 @@
-import DBus
+@testable import DBus
 import Foundation
 import Testing
 
 /// Two connections on a private `dbus-daemon`: one exports an object and owns a name,
 /// the other calls it and listens to its signals.
 ///
-/// Serialized on purpose: a connection opened while another one's dispatch sources are
-/// still being cancelled can stop receiving anything (see
-/// `connectionOpenedRightAfterClose`), and parallel tests open and close connections in
-/// exactly that pattern, so they would fail intermittently with NoReply after 25 s.
+/// Every test has a private bus daemon of its own, so the tests run in parallel, opening
+/// and closing connections while others are being cancelled (see
+/// `connectionOpenedRightAfterClose` for that pattern on its own).
 @MainActor
-@Suite("Live bus", .serialized, .timeLimit(.minutes(1)))
+@Suite("Live bus", .timeLimit(.minutes(1)))
 struct LiveBusTests {
     static let name = "org.example.QuaverTest"
     static let interfaceName = "org.example.Music"
@@ -273,9 +272,53 @@ struct LiveBusTests {
             #expect(await fromAnyone.wait(forCount: 1))
             #expect(fromAnyone.events.first?.sender == other.uniqueName)
             // Both handlers ran for that message, so the sender-filtered one has had its chance.
-            withKnownIssue("BUG: Connection.handle ignores the sender of a subscription when matching locally") {
-                #expect(fromService.events.isEmpty, "got a signal from \(fromService.events.first?.sender ?? "?")")
+            #expect(fromService.events.isEmpty, "got a signal from \(fromService.events.first?.sender ?? "?")")
+        }
+    }
+
+    @Test("a handler subscribed for a well-known name hears only its current owner")
+    func wellKnownSenderFilter() async throws {
+        try await withFixture { f async throws in
+            let other = try Connection(address: f.bus.address)
+            defer { other.close() }
+            let fromName = EventRecorder<Message>(), fromAnyone = EventRecorder<Message>()
+            try f.client.onSignal(sender: Self.name, member: "Seeked") { fromName.record($0) }
+            try f.client.onSignal(member: "Seeked") { fromAnyone.record($0) }
+            _ = try await f.call("Ping", interface: "org.freedesktop.DBus.Peer")
+            @MainActor func seeked(from connection: Connection, _ position: Int64) {
+                connection.emitSignal(path: Self.objectPath, interface: Self.interfaceName, member: "Seeked", arguments: [.int64(position)])
             }
+            @MainActor func heard() -> [Int64] { fromName.events.compactMap { $0.arguments.first?.int64 }.sorted() }
+
+            // The service owns the name.
+            seeked(from: other, 1)
+            seeked(from: f.service, 2)
+            #expect(await fromAnyone.wait(forCount: 2))
+            #expect(heard() == [2])
+
+            // The name moves to the other connection: the subscription follows it.
+            f.service.releaseName(Self.name)
+            #expect(try other.requestName(Self.name) == .primaryOwner)
+            seeked(from: other, 3)
+            seeked(from: f.service, 4)
+            #expect(await fromAnyone.wait(forCount: 4))
+            #expect(heard() == [2, 3])
+
+            // Nobody owns it: nobody is heard.
+            other.releaseName(Self.name)
+            seeked(from: other, 5)
+            #expect(await fromAnyone.wait(forCount: 5))
+            #expect(heard() == [2, 3])
+        }
+    }
+
+    @Test("onSignal refuses names that are not valid (they would break the match rule)")
+    func onSignalValidatesNames() async throws {
+        try await withFixture { f async throws in
+            expectBusError(.invalidArgs) { try f.client.onSignal(sender: "org.example.X',member='Y") { _ in } }
+            expectBusError(.invalidArgs) { try f.client.onSignal(sender: ":1." + String(repeating: "2", count: 253)) { _ in } }
+            expectBusError(.invalidArgs) { try f.client.onSignal(interface: "noDots") { _ in } }
+            expectBusError(.invalidArgs) { try f.client.onSignal(member: "a.b") { _ in } }
         }
     }
 
@@ -302,25 +345,22 @@ struct LiveBusTests {
         defer { bus.stop() }
         // What a reconnect in `onDisconnect` does: close, then connect again at once, so
         // the new socket gets the closed one's descriptor number before the main queue
-        // has run the old dispatch sources' cancellation. libdispatch still has the old
-        // registration for that number, so the new read source is never armed.
-        await withKnownIssue("BUG: Connection lets libdbus close a descriptor while its DispatchSource is being cancelled",
-                       isIntermittent: true) {
-            for _ in 0..<3 {
-                let old = try Connection(address: bus.address)
-                _ = try old.requestName("org.example.Reconnect")
-                old.close()
-                let new = try Connection(address: bus.address)
-                new.export(ExportedObject(path: .root, interfaces: [
-                    Interface("org.example.E", methods: [Method("Hi") { _ in [.string("hi")] }]),
-                ]))
-                let reply = try await new.call(
-                    destination: new.uniqueName, path: .root, interface: "org.example.E", member: "Hi",
-                    timeout: .seconds(1))
-                #expect(reply == [.string("hi")])
-                new.close()
-                await Task.yield()
-            }
+        // has run the old dispatch sources' cancellation. Each source watches its own
+        // duplicate of the descriptor, so the old registration cannot shadow the new one.
+        for _ in 0..<3 {
+            let old = try Connection(address: bus.address)
+            _ = try old.requestName("org.example.Reconnect")
+            old.close()
+            let new = try Connection(address: bus.address)
+            new.export(ExportedObject(path: .root, interfaces: [
+                Interface("org.example.E", methods: [Method("Hi") { _ in [.string("hi")] }]),
+            ]))
+            let reply = try await new.call(
+                destination: new.uniqueName, path: .root, interface: "org.example.E", member: "Hi",
+                timeout: .seconds(1))
+            #expect(reply == [.string("hi")])
+            new.close()
+            await Task.yield()
         }
     }
 
@@ -333,18 +373,34 @@ struct LiveBusTests {
         let bus = try PrivateBus(daemon: daemon)
         defer { bus.stop() }
         let address = bus.address
-        // `Int32(clamping:)` is meant to cap the milliseconds, but `seconds * 1000` is
-        // computed first and overflows for durations above ~292 million years.
-        await withKnownIssue("BUG: Connection.callReturningMessage overflows computing milliseconds") {
-            await #expect(processExitsWith: .success) { [address = address as String] in
-                try await Task { @MainActor in
-                    let connection = try Connection(address: address)
-                    _ = try await connection.call(
-                        destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
-                        interface: "org.freedesktop.DBus", member: "GetId", timeout: .seconds(Int64.max / 2))
-                }.value
-            }
+        // `seconds * 1000` overflows for durations above ~292 million years; such a
+        // timeout must become "no timeout", not a trap.
+        await #expect(processExitsWith: .success) { [address = address as String] in
+            try await Task { @MainActor in
+                let connection = try Connection(address: address)
+                _ = try await connection.call(
+                    destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+                    interface: "org.freedesktop.DBus", member: "GetId", timeout: .seconds(Int64.max / 2))
+            }.value
         }
+    }
+
+    @Test("call timeouts become libdbus milliseconds without overflow", arguments: [
+        (Duration.seconds(25), Int32(25_000)),
+        (.milliseconds(1), 1),
+        (.microseconds(1), 1),  // a partial millisecond counts as one
+        (.milliseconds(1500) + .nanoseconds(1), 1501),
+        (.zero, 1),
+        (.seconds(-5), 1),
+        (.seconds(Int64.min), 1),
+        (.milliseconds(Int64(Int32.max) - 1), Int32.max - 1),
+        (.milliseconds(Int64(Int32.max)), Int32.max),  // DBUS_TIMEOUT_INFINITE
+        (.seconds(30 * 24 * 3600), Int32.max),
+        (.seconds(Int64.max / 2), Int32.max),
+        (.seconds(Int64.max), Int32.max),
+    ])
+    func timeoutMilliseconds(_ timeout: Duration, _ expected: Int32) {
+        #expect(Connection.milliseconds(timeout) == expected)
     }
 
     @Test("connecting to a dead address throws libdbus's error")

@@ -30,7 +30,7 @@ struct SignatureTests {
         #expect(signature.rawValue == text)
         #expect(signature.description == text)
         #expect(signature.types.map(\.signature).joined() == text)
-        #expect(Signature(types: signature.types) == signature)
+        #expect(try Signature(types: signature.types) == signature)
     }
 
     @Test("invalid signatures throw InvalidArgs", arguments: invalid)
@@ -69,8 +69,9 @@ struct SignatureTests {
 
     // MARK: Cross-check with libdbus
 
-    /// Signatures around the nesting limits, where libdbus counts arrays, structs and
-    /// dict entries separately (32 each).
+    /// Signatures around the nesting limits, where libdbus counts structs and dict entries
+    /// separately (32 each), and arrays only as a run of consecutive `a` codes (32), which
+    /// starts again at every other type code.
     static let nestingEdges = [
         repeated(31, "(", "a{s(i)}", ")"),  // 32 structs, one dict entry
         repeated(32, "(", "a{si}", ")"),
@@ -91,26 +92,22 @@ struct SignatureTests {
         String(repeating: "a", count: 31) + "a{sai}",
     ]
 
-    /// Where the Swift parser is known to be stricter than libdbus, which accepts these
-    /// signatures and messages that use them: the parser counts a dict entry as a struct
-    /// level, and counts arrays across dict entries, where libdbus resets its array depth
-    /// after every complete basic type.
-    static let knownDisagreements: Set<String> = [
-        repeated(31, "(", "a{s(i)}", ")"),
-        repeated(17, "a{s(", "i", ")}"),
-        repeated(32, "a{s(", "i", ")}"),
-        repeated(17, "aa{s", "i", "}"),
-        String(repeating: "a", count: 31) + "a{sai}",
-    ]
-
     @Test("the Swift parser agrees with dbus_signature_validate", arguments: valid + invalid + nestingEdges)
     func agreesWithLibdbus(_ text: String) {
-        withKnownIssue("BUG: the parser's nesting limits differ from libdbus's") {
-            let swiftAccepts = (try? Signature(text)) != nil
-            #expect(swiftAccepts == libdbusAcceptsSignature(text), "'\(text)' (\(text.utf8.count) bytes)")
-        } when: {
-            Self.knownDisagreements.contains(text)
-        }
+        let swiftAccepts = (try? Signature(text)) != nil
+        #expect(swiftAccepts == libdbusAcceptsSignature(text), "'\(text)' (\(text.utf8.count) bytes)")
+    }
+
+    @Test("Signature(types:) throws for types that make no valid signature", arguments: [
+        [DataType.structure([])],
+        [.array(.structure([]))],
+        [.dictionary(key: .variant, value: .string)],
+        [.int32, .dictionary(key: .structure([.int32]), value: .string)],
+        [nestedArrayType(33)],
+        Array(repeating: DataType.int32, count: 256),
+    ])
+    func signatureFromInvalidTypes(_ types: [DataType]) {
+        expectBusError(.invalidArgs) { try Signature(types: types) }
     }
 
     @Test("the Swift parser never accepts a signature libdbus rejects (random strings)")

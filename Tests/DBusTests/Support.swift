@@ -20,6 +20,17 @@ func roundTrip(_ arguments: [Value]) throws(BusError) -> [Value] {
     try signalMessage(arguments).arguments
 }
 
+/// A signal message carrying `arguments` appended *without* `Value.validate()`, to ask
+/// libdbus itself about a value. Only for values whose types are valid: libdbus aborts the
+/// process on an invalid contained signature.
+func unvalidatedSignalMessage(_ arguments: [Value]) -> Message {
+    let message = Message(owning: dbus_message_new_signal(testPath.rawValue, testInterface, "Probe")!)
+    var iter = DBusMessageIter()
+    dbus_message_iter_init_append(message.raw, &iter)
+    for argument in arguments { _ = Marshal.append(argument, to: &iter) }
+    return message
+}
+
 /// Serializes `message` to the wire format and parses it back with
 /// `dbus_message_demarshal`, which validates the whole message exactly like a receiving
 /// peer (or the bus daemon) would. Returns nil, and the reason, when libdbus rejects it.

@@ -74,10 +74,10 @@ struct ValueValidationTests {
 
     // MARK: Values whose *types* are invalid
 
-    /// Values that pass `validate()` today although their type signature is not a valid
-    /// D-Bus signature. libdbus aborts the process on the first three (it checks the
-    /// contained signature of `dbus_message_iter_open_container` and aborts on failure)
-    /// and silently builds an invalid message for the last ones.
+    /// Values whose type signature is not a valid D-Bus signature. libdbus aborts the
+    /// process on the first three (it checks the contained signature of
+    /// `dbus_message_iter_open_container` and aborts on failure) and silently builds an
+    /// invalid message for the last ones, so `validate()` must refuse them all.
     static let invalidTypes: [Case] = [
         Case("empty array of empty structs a()", .array(.structure([]), [])),
         Case("empty array of a{vs}", .array(.dictionary(key: .variant, value: .string), [])),
@@ -97,9 +97,8 @@ struct ValueValidationTests {
     func invalidTypeSignatures(_ test: Case) {
         let signature = Self.innermostType(test.value).signature
         #expect(!libdbusAcceptsSignature(signature), "precondition: libdbus rejects '\(signature)'")
-        withKnownIssue("BUG: Value.validate() does not check the element/key/value DataTypes it carries") {
-            expectBusError(.invalidArgs) { try test.value.validate() }
-        }
+        expectBusError(.invalidArgs) { try test.value.validate() }
+        expectBusError(.invalidArgs) { try signalMessage([test.value]) }
     }
 
     @Test("a message that builds successfully has a signature libdbus accepts")
@@ -107,51 +106,95 @@ struct ValueValidationTests {
         // 33 nested structs: libdbus appends them without complaint, but the message is
         // invalid, and a bus daemon disconnects a client that sends it.
         let value = nestedStructs(33, around: .int32(1))
-        withKnownIssue("BUG: Value.validate() does not limit container nesting to what D-Bus allows") {
-            do throws(BusError) {
-                let message = try signalMessage([value])
-                #expect(libdbusAcceptsSignature(message.signature), "built an invalid message: \(message.signature)")
-                #expect(wireCopy(of: message).rejection == nil)
-            } catch {
-                #expect(error.name == .invalidArgs)
-            }
+        do throws(BusError) {
+            let message = try signalMessage([value])
+            Issue.record("built a message with 33 nested structs: \(message.signature)")
+        } catch {
+            #expect(error.name == .invalidArgs)
         }
+        // 32 levels are fine, and the message survives libdbus's checks on receipt.
+        do throws(BusError) {
+            let message = try signalMessage([nestedStructs(32, around: .int32(1))])
+            #expect(libdbusAcceptsSignature(message.signature), "built an invalid message: \(message.signature)")
+            #expect(wireCopy(of: message).rejection == nil)
+        } catch {
+            Issue.record("32 nested structs were refused: \(error)")
+        }
+    }
+
+    /// `n` dictionaries `a{sv}`, each holding the next in a variant, around `value`.
+    static func nestedDictionaries(_ n: Int, around value: Value) -> Value {
+        (0..<n).reduce(value) { inner, _ in .stringVariantDictionary(["k": inner]) }
+    }
+
+    /// Values at the nesting limit libdbus applies to a message body on receipt (64), and just
+    /// past it. libdbus counts a dict entry as a level of its own (so each `a{sv}` holding a
+    /// variant is 3 levels), and does not descend into arrays of fixed-size values.
+    static let nestingLimit: [(Case, accepted: Bool)] = [
+        (Case("21 nested a{sv}", nestedDictionaries(21, around: .int32(1))), true),
+        (Case("22 nested a{sv}", nestedDictionaries(22, around: .int32(1))), false),
+        (Case("63 variants around a non-empty as", nestedVariants(63, around: .strings(["x"]))), true),
+        (Case("64 variants around a non-empty as", nestedVariants(64, around: .strings(["x"]))), false),
+        (Case("64 variants around a non-empty ai", nestedVariants(64, around: .array(.int32, [.int32(1)]))), true),
+        (Case("64 variants around an empty as", nestedVariants(64, around: .strings([]))), true),
+        // The dictionary adds a variant of its own around each value.
+        (Case("32 structs around a{sv} holding 30 variants",
+              nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(29, around: .int32(1))]))), true),
+        (Case("32 structs around a{sv} holding 31 variants",
+              nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(30, around: .int32(1))]))), false),
+    ]
+
+    @Test("validate() accepts exactly the nesting libdbus accepts on receipt", arguments: nestingLimit)
+    func nestingLimitAgreesWithLibdbus(_ test: Case, accepted: Bool) {
+        let libdbusAccepts = wireCopy(of: unvalidatedSignalMessage([test.value])).rejection == nil
+        #expect(libdbusAccepts == accepted, "precondition: what libdbus says on receipt")
+        #expect(((try? test.value.validate()) != nil) == accepted)
+        #expect(((try? signalMessage([test.value])) != nil) == accepted)
+    }
+
+    @Test("a body signature longer than 255 bytes throws instead of hanging in libdbus")
+    func longBodySignature() throws {
+        let longest = try signalMessage(Array(repeating: .int32(1), count: 255))
+        #expect(longest.signature.utf8.count == 255)
+        #expect(wireCopy(of: longest).rejection == nil)
+        expectBusError(.invalidArgs) { try signalMessage(Array(repeating: .int32(1), count: 256)) }
+        expectBusError(.invalidArgs) { try signalMessage(Array(repeating: .stringVariantDictionary([:]), count: 52)) }
+        // Appending to a message counts what it already holds.
+        let message = try signalMessage(Array(repeating: .byte(0), count: 251))
+        expectBusError(.invalidArgs) { try message.append([.stringVariantDictionary([:])]) }
+        try message.append([.int32(1), .int32(2)])
+        #expect(message.signature.utf8.count == 253)
     }
 
     @Test("Signature(types:) cannot create an invalid signature")
     func signatureFromTypes() {
-        let made = Signature(types: [.structure([])])
-        withKnownIssue("BUG: Signature(types:) does not validate, breaking the 'validated on creation' invariant") {
-            #expect(libdbusAcceptsSignature(made.rawValue), "Signature(types:) produced '\(made.rawValue)'")
-        }
+        expectBusError(.invalidArgs) { try Signature(types: [.structure([])]) }
+        let made = try? Signature(types: [.int32, .dictionary(key: .string, value: .variant)])
+        #expect(made?.rawValue == "ia{sv}")
     }
 
     // MARK: Crashes, checked in a child process
 
     @Test("Message.signal with an array of empty structs throws instead of aborting")
     func arrayOfEmptyStructsDoesNotCrash() async {
-        await withKnownIssue("BUG: libdbus aborts in dbus_message_iter_open_container on the signature 'a()'") {
-            await #expect(processExitsWith: .success) {
-                do throws(BusError) {
-                    _ = try signalMessage([.array(.structure([]), [])])
-                    exit(2)  // built a message from an invalid type
-                } catch {
-                    exit(error.name == .invalidArgs ? 0 : 3)
-                }
+        await #expect(processExitsWith: .success) {
+            do throws(BusError) {
+                _ = try signalMessage([.array(.structure([]), [])])
+                exit(2)  // built a message from an invalid type
+            } catch {
+                exit(error.name == .invalidArgs ? 0 : 3)
             }
         }
     }
 
     @Test("Message.signal with a signature value made by Signature(types:) throws instead of aborting")
     func invalidSignatureValueDoesNotCrash() async {
-        await withKnownIssue("BUG: libdbus aborts in dbus_message_iter_append_basic on the signature value '()'") {
-            await #expect(processExitsWith: .success) {
-                do throws(BusError) {
-                    _ = try signalMessage([.signature(Signature(types: [.structure([])]))])
-                    exit(2)
-                } catch {
-                    exit(error.name == .invalidArgs ? 0 : 3)
-                }
+        await #expect(processExitsWith: .success) {
+            do throws(BusError) {
+                _ = try signalMessage([.signature(Signature(types: [.structure([])]))])
+                exit(2)
+            } catch {
+                exit(error.name == .invalidArgs ? 0 : 3)
             }
         }
     }

@@ -37,4 +37,8 @@ const char *cshims_object_name(gpointer object);
 // GST_MESSAGE_SRC() is a macro; returns a borrowed object.
 gpointer cshims_message_source(GstMessage *message);
 
+// Signal handlers with return values and several arguments are written in C: makes every
+// decodebin inside `playbin` skip video, image and subtitle decoders.
+void cshims_playbin_decode_audio_only(GstElement *playbin);
+
 #endif

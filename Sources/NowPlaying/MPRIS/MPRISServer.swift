@@ -105,10 +105,10 @@ public final class MPRISServer {
     }
 
     /// Exports the object, then asks for `org.mpris.MediaPlayer2.<playerName>`; when another
-    /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead.
-    /// Returns the name obtained.
+    /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead, or
+    /// returns nil when `instanceFallback` is false. Returns the name obtained.
     @discardableResult
-    public func register(on connection: Connection, processID: Int32) throws(BusError) -> String {
+    public func register(on connection: Connection, processID: Int32, instanceFallback: Bool = true) throws(BusError) -> String? {
         self.connection = connection
         // What the object shows when it appears is the baseline: changes made while it was
         // not on the bus are not announced to clients that could not have seen the old state.
@@ -120,6 +120,7 @@ public final class MPRISServer {
         case .primaryOwner, .alreadyOwner:
             busName = primary
         case .exists, .inQueue:
+            guard instanceFallback else { return nil }
             let instance = primary + ".instance\(processID)"
             logger.info("\(primary) is owned by another process; using \(instance)")
             guard try connection.requestName(instance) == .primaryOwner else {
@@ -127,7 +128,7 @@ public final class MPRISServer {
             }
             busName = instance
         }
-        return busName!
+        return busName
     }
 
     /// Releases the bus name (the object stays exported until the connection closes).

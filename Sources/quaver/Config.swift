@@ -1,0 +1,125 @@
+import Foundation
+
+/// Defaults from `$XDG_CONFIG_HOME/quaver/quaver.conf`; command-line options override them.
+///
+/// One `key = value` per line; lines starting with `#` are comments; `~` at the start of a folder means the
+/// home folder. Unknown keys and bad values are errors that name the line and the key, so a
+/// typo never silently does nothing.
+///
+/// ```
+/// audio-sink = pulsesink
+/// music-folder = ~/Music
+/// resume = yes
+/// minimum-rate = 0.5
+/// maximum-rate = 2.0
+/// instance = new
+/// ```
+struct Config: Equatable {
+    /// What a second `quaver` does when one already owns the bus name.
+    enum InstancePolicy: String, CaseIterable {
+        /// Start anyway, as `org.mpris.MediaPlayer2.quaver.instance<PID>`.
+        case new
+        /// Say that Quaver is already running and exit 0 (for launchers and autostart).
+        case quit
+    }
+
+    var audioSink: String?
+    var musicFolder: URL?
+    var resume = true
+    var minimumRate = 0.5
+    var maximumRate = 2.0
+    var instance = InstancePolicy.new
+    var volume: Double?
+
+    static let keys = ["audio-sink", "music-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"]
+
+    struct ParseError: Error, CustomStringConvertible {
+        var file: String
+        var line: Int
+        var key: String?
+        var reason: String
+        var description: String {
+            "\(file):\(line): \(key.map { "\"\($0)\": " } ?? "")\(reason)"
+        }
+    }
+
+    static var defaultFile: URL {
+        Paths.config.appendingPathComponent("quaver/quaver.conf")
+    }
+
+    /// The configuration in `file`; the defaults when it does not exist.
+    static func load(from file: URL = defaultFile, home: URL = Paths.home) throws -> Config {
+        guard FileManager.default.fileExists(atPath: file.path) else { return Config() }
+        let text: String
+        do {
+            text = try String(contentsOf: file, encoding: .utf8)
+        } catch {
+            throw ParseError(file: file.path, line: 0, key: nil, reason: "cannot read it as UTF-8 text")
+        }
+        return try parse(text, file: file.path, home: home)
+    }
+
+    static func parse(_ text: String, file: String, home: URL) throws -> Config {
+        var config = Config()
+        var seen: Set<String> = []
+        for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let number = offset + 1
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw ParseError(file: file, line: number, key: nil, reason: "expected \"key = value\", found \"\(line.prefix(80))\"")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            func fail(_ reason: String) -> ParseError { ParseError(file: file, line: number, key: key, reason: reason) }
+            guard keys.contains(key) else {
+                throw fail("unknown key; the keys are \(keys.joined(separator: ", "))")
+            }
+            guard seen.insert(key).inserted else { throw fail("set twice") }
+            guard !value.isEmpty else { throw fail("no value") }
+            switch key {
+            case "audio-sink":
+                config.audioSink = value
+            case "music-folder":
+                config.musicFolder = try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
+            case "resume":
+                guard let flag = boolean(value) else { throw fail("must be yes or no, not \"\(value)\"") }
+                config.resume = flag
+            case "minimum-rate", "maximum-rate":
+                guard let rate = Double(value), rate.isFinite, rate > 0, rate <= 16 else {
+                    throw fail("must be a number above 0 and at most 16, not \"\(value)\"")
+                }
+                if key == "minimum-rate" { config.minimumRate = rate } else { config.maximumRate = rate }
+            case "instance":
+                guard let policy = InstancePolicy(rawValue: value) else {
+                    throw fail("must be \(InstancePolicy.allCases.map(\.rawValue).joined(separator: " or ")), not \"\(value)\"")
+                }
+                config.instance = policy
+            case "volume":
+                guard let volume = Double(value), (0...1).contains(volume) else { throw fail("must be a number from 0 to 1, not \"\(value)\"") }
+                config.volume = volume
+            default:
+                break
+            }
+        }
+        guard config.minimumRate <= 1, config.maximumRate >= 1 else {
+            throw ParseError(file: file, line: 0, key: "minimum-rate", reason: "the rate range \(config.minimumRate)...\(config.maximumRate) must include 1")
+        }
+        return config
+    }
+
+    private static func boolean(_ value: String) -> Bool? {
+        switch value.lowercased() {
+        case "yes", "true", "on", "1": true
+        case "no", "false", "off", "0": false
+        default: nil
+        }
+    }
+
+    private static func folder(_ value: String, home: URL) -> URL? {
+        if value == "~" { return home }
+        if value.hasPrefix("~/") { return home.appendingPathComponent(String(value.dropFirst(2)), isDirectory: true) }
+        if value.hasPrefix("/") { return URL(fileURLWithPath: value, isDirectory: true) }
+        return nil
+    }
+}

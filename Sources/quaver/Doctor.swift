@@ -1,0 +1,347 @@
+import ArgumentParser
+import DBus
+import Dispatch
+import Foundation
+import Playback
+
+/// `quaver doctor`: the "Now Playing does not show up" checklist, for Linux.
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check why Quaver might not show up in media controls, and say how to fix it.",
+        discussion: """
+            Checks the session bus, the running player and its MPRIS properties, the desktop \
+            file, D-Bus activation and the systemd user unit, GStreamer's decoders, the sound \
+            output, the configuration and the last problems Quaver logged. Exits 1 when a \
+            check fails.
+            """)
+
+    @Option(help: ArgumentHelp("Bus name suffix of the player to check.", valueName: "name"))
+    var name = "quaver"
+
+    func run() throws {
+        let name = name
+        Task { @MainActor in
+            var report = DoctorReport()
+            await report.runAll(playerName: name)
+            print(report.rendered(), terminator: "")
+            Foundation.exit(report.hasFailures ? 1 : 0)
+        }
+        dispatchMain()
+    }
+}
+
+/// The checks and their outcomes.
+@MainActor
+struct DoctorReport {
+    enum Outcome: String {
+        case ok, warning, failed
+    }
+
+    struct Check {
+        var title: String
+        var outcome: Outcome
+        var detail: String
+        var fix: String?
+    }
+
+    private(set) var checks: [Check] = []
+    var hasFailures: Bool { checks.contains { $0.outcome == .failed } }
+
+    private mutating func add(_ title: String, _ outcome: Outcome, _ detail: String, fix: String? = nil) {
+        checks.append(Check(title: title, outcome: outcome, detail: detail, fix: fix))
+    }
+
+    mutating func runAll(playerName: String) async {
+        let busName = "org.mpris.MediaPlayer2." + playerName
+        var desktopEntry = "quaver"
+        if let connection = checkBus() {
+            if let properties = await checkPlayer(connection, busName: busName) {
+                if case .string(let entry)? = properties.root["DesktopEntry"] { desktopEntry = entry }
+                checkFlags(properties.player)
+            }
+            connection.close()
+        }
+        checkDesktopEntry(desktopEntry)
+        checkActivation(busName: busName)
+        checkUnit()
+        checkDecoders()
+        checkSoundOutput()
+        checkProblems()
+    }
+
+    func rendered() -> String {
+        var text = "Quaver doctor\n"
+        let width = checks.map(\.title.count).max() ?? 0
+        for check in checks {
+            let status = check.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
+            text += "  \(status) \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            if let fix = check.fix {
+                text += String(repeating: " ", count: 11 + width + 2) + "fix: \(fix)\n"
+            }
+        }
+        let counts = [Outcome.ok, .warning, .failed].map { outcome in (outcome, checks.filter { $0.outcome == outcome }.count) }
+        text += counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ") + "\n"
+        return text
+    }
+
+    // MARK: - The checks
+
+    private mutating func checkBus() -> Connection? {
+        let environment = ProcessInfo.processInfo.environment
+        let address = environment["DBUS_SESSION_BUS_ADDRESS"] ?? "unix:path=\(environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())")/bus"
+        do {
+            let connection = try Connection(bus: .session)
+            add("session bus", .ok, "reachable at \(address)")
+            return connection
+        } catch {
+            add("session bus", .failed, "cannot connect to \(address): \(error.message)",
+                fix: "run inside a desktop session, or export DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus")
+            return nil
+        }
+    }
+
+    private struct Properties {
+        var root: [String: Value]
+        var player: [String: Value]
+    }
+
+    /// Required MPRIS properties and their signatures.
+    static let requiredRoot = [
+        "CanQuit": "b", "CanRaise": "b", "HasTrackList": "b", "Identity": "s",
+        "SupportedUriSchemes": "as", "SupportedMimeTypes": "as",
+    ]
+    static let requiredPlayer = [
+        "PlaybackStatus": "s", "Rate": "d", "Metadata": "a{sv}", "Volume": "d", "Position": "x",
+        "MinimumRate": "d", "MaximumRate": "d", "CanGoNext": "b", "CanGoPrevious": "b", "CanPlay": "b",
+        "CanPause": "b", "CanSeek": "b", "CanControl": "b",
+    ]
+
+    private mutating func checkPlayer(_ connection: Connection, busName: String) async -> Properties? {
+        let bus = (destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus")
+        let owner: String
+        do {
+            let reply = try await connection.call(
+                destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetNameOwner",
+                arguments: [.string(busName)], timeout: .seconds(5))
+            owner = reply.first?.string ?? ""
+        } catch {
+            let activatable = (try? await connection.call(
+                destination: bus.destination, path: bus.path, interface: bus.interface, member: "ListActivatableNames",
+                timeout: .seconds(5)))?.first?.stringArray ?? []
+            if activatable.contains(busName) {
+                add("player on the bus", .warning, "\(busName) is not running; D-Bus starts it on first use",
+                    fix: "nothing to do, or start it now: quaver &")
+            } else {
+                add("player on the bus", .failed, "\(busName) is not running and D-Bus cannot start it",
+                    fix: "start it (quaver &, or systemctl --user start quaver) and install activation with scripts/install")
+            }
+            return nil
+        }
+        var process = "pid unknown"
+        if let pid = try? await connection.call(
+            destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetConnectionUnixProcessID",
+            arguments: [.string(owner)], timeout: .seconds(5)).first?.uint32
+        {
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            process = "\(command ?? "process") pid \(pid)"
+        }
+        add("player on the bus", .ok, "\(busName) is owned by \(owner) (\(process))")
+
+        // Ask the owner's unique name, so that a check never starts a player by activation.
+        var properties = Properties(root: [:], player: [:])
+        var problems: [String] = []
+        for (interface, required) in [("org.mpris.MediaPlayer2", Self.requiredRoot), ("org.mpris.MediaPlayer2.Player", Self.requiredPlayer)] {
+            do {
+                let reply = try await connection.call(
+                    destination: owner, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: "org.freedesktop.DBus.Properties",
+                    member: "GetAll", arguments: [.string(interface)], timeout: .seconds(5))
+                let values = reply.first?.stringVariantDictionary ?? [:]
+                for (property, signature) in required.sorted(by: { $0.key < $1.key }) {
+                    guard let value = values[property] else {
+                        problems.append("\(property) missing")
+                        continue
+                    }
+                    if value.type.signature != signature { problems.append("\(property) is \(value.type.signature), not \(signature)") }
+                }
+                if interface == "org.mpris.MediaPlayer2" { properties.root = values } else { properties.player = values }
+            } catch {
+                problems.append("GetAll(\(interface)) failed: \(error.message)")
+            }
+        }
+        if problems.isEmpty {
+            add("MPRIS properties", .ok, "GetAll answers every required property with the right type")
+        } else {
+            add("MPRIS properties", .failed, problems.joined(separator: "; "),
+                fix: "the process on the bus is not a working Quaver: restart it (systemctl --user restart quaver)")
+        }
+        return properties
+    }
+
+    private mutating func checkFlags(_ player: [String: Value]) {
+        guard !player.isEmpty else { return }
+        let status = player["PlaybackStatus"]?.string ?? "?"
+        let metadata = player["Metadata"]?.stringVariantDictionary ?? [:]
+        func flag(_ name: String) -> Bool { player[name]?.boolean ?? false }
+        var problems: [String] = []
+        if status == "Playing" && !flag("CanPause") { problems.append("Playing but CanPause is false") }
+        if status != "Stopped" && metadata["mpris:trackid"] == nil { problems.append("\(status) without a track in Metadata") }
+        if flag("CanSeek") && metadata["mpris:length"] == nil { problems.append("CanSeek without mpris:length") }
+        if !flag("CanControl") { problems.append("CanControl is false: clients will hide the controls") }
+        if metadata["mpris:trackid"] != nil && !flag("CanPlay") { problems.append("a track is loaded but CanPlay is false") }
+        if problems.isEmpty {
+            let track = metadata["xesam:title"]?.string.map { ", \"\($0)\"" } ?? ""
+            add("Can* flags", .ok, "consistent with \(status)\(track)")
+        } else {
+            add("Can* flags", .failed, problems.joined(separator: "; "), fix: "restart Quaver and report the bug with quaver --log-level debug output")
+        }
+    }
+
+    private mutating func checkDesktopEntry(_ entry: String) {
+        let file = entry + ".desktop"
+        if let found = XDG.dataDirectories.map({ $0.appendingPathComponent("applications/" + file) })
+            .first(where: { FileManager.default.fileExists(atPath: $0.path) })
+        {
+            add("desktop entry", .ok, "DesktopEntry \"\(entry)\" is \(found.path)")
+        } else {
+            add("desktop entry", .failed, "no \(file) in \(XDG.dataDirectories.map { $0.appendingPathComponent("applications").path }.joined(separator: ", ")): GNOME shows no name or icon",
+                fix: "scripts/install (puts it in ~/.local/share/applications)")
+        }
+    }
+
+    private mutating func checkActivation(busName: String) {
+        let file = busName + ".service"
+        guard let found = XDG.dataDirectories.map({ $0.appendingPathComponent("dbus-1/services/" + file) })
+            .first(where: { FileManager.default.fileExists(atPath: $0.path) })
+        else {
+            add("D-Bus activation", .warning, "no \(file) installed: media keys cannot start Quaver when it is not running",
+                fix: "scripts/install")
+            return
+        }
+        let text = (try? String(contentsOf: found, encoding: .utf8)) ?? ""
+        let exec = text.split(separator: "\n").first { $0.hasPrefix("Exec=") }.map { String($0.dropFirst(5)) }
+        let program = exec?.split(separator: " ").first.map(String.init) ?? ""
+        if program.isEmpty || !FileManager.default.isExecutableFile(atPath: program) {
+            add("D-Bus activation", .failed, "\(found.path) runs \"\(program)\", which is not an executable file",
+                fix: "reinstall: scripts/install")
+        } else {
+            add("D-Bus activation", .ok, "\(found.path) starts \(program)")
+        }
+    }
+
+    private mutating func checkUnit() {
+        let folders = [Paths.config.appendingPathComponent("systemd/user")]
+            + XDG.dataDirectories.map { $0.appendingPathComponent("systemd/user") }
+            + ["/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"].map { URL(fileURLWithPath: $0) }
+        guard let unit = folders.map({ $0.appendingPathComponent("quaver.service") }).first(where: { FileManager.default.fileExists(atPath: $0.path) }) else {
+            add("systemd user unit", .warning, "quaver.service is not installed", fix: "scripts/install, then systemctl --user enable --now quaver")
+            return
+        }
+        guard let state = Self.run("systemctl", ["--user", "is-active", "quaver.service"]) else {
+            add("systemd user unit", .ok, "\(unit.path) (no systemd user manager to ask for its state)")
+            return
+        }
+        let enabled = Self.run("systemctl", ["--user", "is-enabled", "quaver.service"]) ?? "unknown"
+        if state == "failed" {
+            add("systemd user unit", .failed, "\(unit.path) has failed", fix: "journalctl --user -u quaver -n 20, then systemctl --user restart quaver")
+        } else {
+            add("systemd user unit", .ok, "\(unit.path): \(state), \(enabled)")
+        }
+    }
+
+    /// Decoders for the common formats, with the Debian package that brings each.
+    static let formats: [(name: String, elements: [String], package: String)] = [
+        ("FLAC", ["flacdec"], "gstreamer1.0-plugins-good"),
+        ("Ogg Vorbis", ["oggdemux", "vorbisdec"], "gstreamer1.0-plugins-base"),
+        ("Opus", ["opusdec"], "gstreamer1.0-plugins-base"),
+        ("MP3", ["mpg123audiodec|avdec_mp3"], "gstreamer1.0-plugins-good"),
+        ("AAC/M4A", ["qtdemux", "avdec_aac|faad|fdkaacdec"], "gstreamer1.0-libav"),
+        ("WAV", ["wavparse"], "gstreamer1.0-plugins-good"),
+    ]
+
+    private mutating func checkDecoders() {
+        var missing: [String] = []
+        var packages: [String] = []
+        for format in Self.formats {
+            let present = format.elements.allSatisfy { alternatives in
+                alternatives.split(separator: "|").contains { GStreamer.hasElement(String($0)) }
+            }
+            if !present {
+                missing.append(format.name)
+                if !packages.contains(format.package) { packages.append(format.package) }
+            }
+        }
+        guard GStreamer.hasElement("playbin") else {
+            add("GStreamer", .failed, "playbin is missing: nothing can play", fix: "sudo apt-get install gstreamer1.0-plugins-base")
+            return
+        }
+        if missing.isEmpty {
+            add("GStreamer decoders", .ok, "\(GStreamer.version): " + Self.formats.map(\.name).joined(separator: ", "))
+        } else {
+            add("GStreamer decoders", .warning, "cannot play \(missing.joined(separator: ", "))",
+                fix: "sudo apt-get install \(packages.joined(separator: " "))")
+        }
+    }
+
+    private mutating func checkSoundOutput() {
+        let configured = (try? Config.load())?.audioSink
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
+        let servers = [("PipeWire", "\(runtime)/pipewire-0"), ("PulseAudio", "\(runtime)/pulse/native")]
+            .filter { FileManager.default.fileExists(atPath: $0.1) }.map(\.0)
+        switch GStreamer.probeAudioOutput(configured) {
+        case .failure(let error):
+            add("sound output", .failed, "\(configured ?? "the system output"): \(error.reason)",
+                fix: configured == nil ? "start PipeWire or PulseAudio (systemctl --user start pipewire-pulse)" : "fix audio-sink in \(Config.defaultFile.path)")
+        case .success(let elements):
+            let sink = elements.first { $0.hasSuffix("sink") && $0 != "autoaudiosink" } ?? elements.first ?? "?"
+            let serverText = servers.isEmpty ? "no sound server socket in \(runtime)" : servers.joined(separator: " and ") + " running"
+            if configured == nil && sink == "fakesink" {
+                add("sound output", .warning, "no sound server or device (\(serverText)): Quaver would play silently",
+                    fix: "start PipeWire or PulseAudio, or set audio-sink in \(Config.defaultFile.path)")
+            } else {
+                add("sound output", .ok, "Quaver would play into \(configured ?? sink) (\(serverText))")
+            }
+        }
+        do {
+            _ = try Config.load()
+            let exists = FileManager.default.fileExists(atPath: Config.defaultFile.path)
+            add("configuration", .ok, exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
+        } catch {
+            add("configuration", .failed, "\(error)", fix: "correct that line (see data/quaver.conf.example)")
+        }
+    }
+
+    private mutating func checkProblems() {
+        let log = ProblemLog(file: Paths.state.appendingPathComponent("problems.log"))
+        let recent = log.last(5)
+        if recent.isEmpty {
+            add("recent problems", .ok, "none logged")
+        } else {
+            add("recent problems", .warning, "the last \(recent.count) in \(log.file.path):\n" + recent.map { "             \($0)" }.joined(separator: "\n"))
+        }
+    }
+
+    /// Runs a program and returns its trimmed output, or nil when it cannot run or fails
+    /// without output.
+    static func run(_ program: String, _ arguments: [String]) -> String? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [program] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+}
+
+/// The XDG data folders, most specific first.
+enum XDG {
+    static var dataDirectories: [URL] {
+        let system = (ProcessInfo.processInfo.environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share")
+            .split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
+        return [Paths.data] + system
+    }
+}

@@ -1,0 +1,575 @@
+import Foundation
+import Testing
+
+@testable import Playback
+
+/// The queue logic, with stream URIs that are never loaded (the player stays stopped).
+@Suite("Player: queue while stopped")
+@MainActor
+struct PlayerQueueTests {
+    let streams = (1...5).map { "http://radio.invalid/\($0).mp3" }
+
+    @Test func emptyQueueHasNothingToDo() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        #expect(!player.play())
+        #expect(!player.preroll())
+        #expect(!player.seek(to: .seconds(1)))
+        #expect(!player.open([]))
+        player.next()
+        player.previous()
+        player.pause()
+        #expect(player.status == .stopped)
+        #expect(player.current == nil)
+        #expect(player.currentIndex == nil)
+        #expect(player.position == .zero)
+        #expect(!player.canGoNext && !player.canGoPrevious)
+        #expect(!player.goTo(id: 42))
+    }
+
+    @Test func enqueueAssignsFreshIdsAndSelectsTheFirst() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let added = player.enqueue([streams[0], streams[1], streams[0]])
+        #expect(added.map(\.uri) == [streams[0], streams[1], streams[0]])
+        #expect(Set(added.map(\.id)).count == 3, "the same URI queued twice gets two ids")
+        #expect(player.entries == added)
+        #expect(player.currentIndex == 0)
+        #expect(player.current?.id == added[0].id, "a stream is current at once (nothing to read ahead)")
+        #expect(probe.count(.options) == 1)
+
+        let more = player.enqueue([streams[2]])
+        #expect(more[0].id > added.map(\.id).max()!)
+        #expect(player.entries.map(\.uri) == [streams[0], streams[1], streams[0], streams[2]])
+        #expect(player.currentIndex == 0)
+        #expect(probe.count(.options) == 2)
+        #expect(player.status == .stopped)
+    }
+
+    @Test func enqueueAfterAnIndexInsertsThere() throws {
+        let player = try PlayerProbe.make().player
+        player.enqueue([streams[0], streams[1]])
+        player.next()
+        #expect(player.currentIndex == 1)
+        player.enqueue([streams[2], streams[3]], after: 0)
+        #expect(player.entries.map(\.uri) == [streams[0], streams[2], streams[3], streams[1]])
+        #expect(player.currentIndex == 3, "the selection follows its entry")
+        #expect(player.current?.uri == streams[1])
+        player.enqueue([streams[4]], after: 99)
+        #expect(player.entries.last?.uri == streams[4])
+    }
+
+    @Test func nextAndPreviousMoveCurrentWithoutPlaying() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(Array(streams.prefix(3)))
+        #expect(!player.canGoPrevious && player.canGoNext)
+
+        player.next()
+        #expect(player.current?.id == entries[1].id)
+        #expect(probe.count(.transport) == 1)
+        player.next()
+        #expect(player.current?.id == entries[2].id)
+        #expect(!player.canGoNext && player.canGoPrevious)
+        player.next()  // at the end: nothing
+        #expect(player.current?.id == entries[2].id)
+        player.previous()
+        #expect(player.current?.id == entries[1].id)
+        player.previous()
+        player.previous()  // at the start: nothing
+        #expect(player.current?.id == entries[0].id)
+        #expect(player.goTo(id: entries[2].id))
+        #expect(player.current?.id == entries[2].id)
+        #expect(player.status == .stopped)
+        #expect(probe.statuses == [.stopped])
+        #expect(player.position == .zero)
+    }
+
+    @Test func repeatAllWrapsAndRepeatOneDoesNotTrapManualSkips() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(Array(streams.prefix(3)))
+        player.setRepeatMode(.all)
+        #expect(player.repeatMode == .all)
+        #expect(probe.count(.options) == 2)
+        player.setRepeatMode(.all)
+        #expect(probe.count(.options) == 2, "no change, no notification")
+        #expect(player.canGoPrevious, "wraps to the end")
+        player.previous()
+        #expect(player.current?.id == entries[2].id)
+        player.next()
+        #expect(player.current?.id == entries[0].id)
+
+        player.setRepeatMode(.one)
+        player.next()
+        #expect(player.current?.id == entries[1].id, "Next skips even in repeat-one")
+        player.setRepeatMode(.off)
+        player.next()
+        #expect(!player.canGoNext)
+    }
+
+    @Test func shuffleVisitsEveryEntryOnceStartingWithTheCurrent() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(streams)
+        player.next()
+        let start = player.current!.id
+        player.setShuffle(true)
+        #expect(player.shuffle)
+        #expect(probe.count(.options) == 2)
+        #expect(player.current?.id == start)
+        #expect(!player.canGoPrevious, "the current entry comes first in the shuffled order")
+        var visited = [start]
+        while player.canGoNext {
+            player.next()
+            visited.append(player.current!.id)
+        }
+        #expect(visited.count == entries.count)
+        #expect(Set(visited) == Set(entries.map(\.id)))
+
+        // Entries queued while shuffling join the order.
+        let late = player.enqueue(["http://radio.invalid/late.mp3"])
+        #expect(player.canGoNext)
+        player.next()
+        #expect(player.current?.id == late[0].id)
+
+        player.setShuffle(false)
+        #expect(!player.shuffle)
+        #expect(player.currentIndex == player.entries.count - 1)
+        #expect(!player.canGoNext)
+    }
+
+    @Test func volumeIsClampedAndAnnouncedOnlyWhenItChanges() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        #expect(player.volume == 1)
+        player.setVolume(0.5)
+        #expect(player.volume == 0.5)
+        #expect(probe.count(.volume) == 1)
+        player.setVolume(0.5)
+        #expect(probe.count(.volume) == 1)
+        player.setVolume(1.7)
+        #expect(player.volume == 1)
+        player.setVolume(-3)
+        #expect(player.volume == 0)
+        player.setVolume(.nan)
+        #expect((0...1).contains(player.volume))
+        player.setVolume(-.infinity)
+        #expect((0...1).contains(player.volume))
+        player.setVolume(.infinity)
+        #expect((0...1).contains(player.volume))
+        #expect(probe.count(.volume) >= 3)
+    }
+
+    @Test func rateIsClampedToTheSupportedRange() throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        #expect(player.supportedRates == 0.5...2.0)
+        #expect(player.rate == 1)
+        player.setRate(1.5)
+        #expect(player.rate == 1.5)
+        #expect(probe.count(.transport) == 1)
+        player.setRate(1.5)
+        #expect(probe.count(.transport) == 1, "no change, no notification")
+        player.setRate(3)
+        #expect(player.rate == 2)
+        player.setRate(0.1)
+        #expect(player.rate == 0.5)
+        player.setRate(0)
+        #expect(player.rate == 0.5)
+        player.setRate(-2)
+        #expect(player.rate == 0.5)
+        player.setRate(.infinity)
+        #expect(player.rate == 2)
+
+        let narrow = try PlayerProbe.make(supportedRates: 1...1).player
+        narrow.setRate(1.5)
+        #expect(narrow.rate == 1)
+    }
+
+    @Test func rateNaNIsRejected() throws {
+        let player = try PlayerProbe.make().player
+        player.setRate(1.25)
+        player.setRate(.nan)
+        #expect(player.supportedRates.contains(player.rate), "rate is \(player.rate)")
+    }
+
+    @Test func invalidSinkIsAMediaError() {
+        #expect(throws: MediaError.self) {
+            _ = try Player(audioSink: "nosuchelement-quaver", logger: LogCapture().logger)
+        }
+    }
+}
+
+/// Playback through a real playbin into `fakesink sync=true` (real time, no sound card).
+@Suite("Player: real playback", .serialized)
+@MainActor
+struct PlayerPlaybackTests {
+    @Test func playSettlesInPlayingWithTheFirstEntryCurrent() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 2, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        #expect(player.play())
+        #expect(await probe.waitFor(.playing, entry: 0))
+        #expect(player.current?.id == entries[0].id)
+        #expect(player.current?.info?.title == "Track 1")
+        #expect(abs((player.current?.info?.duration.inSeconds ?? 0) - 2) < 0.05)
+        #expect(player.pipelineElementNames.contains("fakesink"))
+        #expect(await probe.waitForPosition { $0 > 0.1 }, "the position advances while playing")
+        #expect(probe.statuses == [.stopped, .playing], "no transient states are reported")
+        #expect(probe.log.messages(atLeast: .warning).isEmpty, "\(probe.log.messages)")
+        player.stop()
+    }
+
+    @Test func pauseHoldsThePositionAndPlayResumes() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing))
+        #expect(await probe.waitForPosition { $0 > 0.2 })
+
+        player.pause()
+        #expect(await probe.waitFor(.paused))
+        let paused = try #require(player.position).inSeconds
+        await probe.elapse(.milliseconds(300))
+        let later = try #require(player.position).inSeconds
+        #expect(abs(later - paused) < 0.03, "position moved while paused: \(paused) → \(later)")
+        #expect(player.status == .paused)
+
+        player.togglePlayPause()
+        #expect(await probe.waitFor(.playing))
+        #expect(await probe.waitForPosition { $0 > paused + 0.1 }, "playback resumes from where it paused")
+        player.togglePlayPause()
+        #expect(await probe.waitFor(.paused))
+        #expect(probe.statuses == [.stopped, .playing, .paused, .playing, .paused])
+        player.stop()
+        #expect(player.status == .stopped)
+        #expect(player.position == .zero)
+    }
+
+    @Test func prerollLoadsPaused() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 1, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        #expect(player.preroll())
+        #expect(await probe.waitFor(.paused, entry: 0))
+        #expect(player.current?.id == entries[0].id)
+        #expect((player.position?.inSeconds ?? 1) < 0.05)
+        #expect(!probe.statuses.contains(.playing))
+        player.stop()
+    }
+
+    @Test func seekWhilePausedLandsOnTheTargetAndIsAnnounced() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.preroll()
+        #expect(await probe.waitFor(.paused))
+        let transports = probe.count(.transport)
+        #expect(player.seek(to: .milliseconds(2000)))
+        #expect(await probe.wait { probe.count(.transport) > transports }, "a completed seek republishes the timing")
+        let position = try #require(player.position).inSeconds
+        #expect(abs(position - 2) < 0.05, "position after the seek: \(position)")
+        #expect(player.status == .paused)
+
+        #expect(player.seek(to: .seconds(-5)), "negative targets clamp to the start")
+        #expect(await probe.waitForPosition { $0 < 0.05 })
+        player.stop()
+    }
+
+    @Test func seekWhilePlaying() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 4, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing))
+        #expect(player.seek(to: .milliseconds(2500)))
+        #expect(await probe.waitForPosition { $0 >= 2.45 }, "the seek lands")
+        let position = try #require(player.position).inSeconds
+        #expect(position < 3.2, "position after the seek: \(position)")
+        #expect(player.status == .playing)
+        #expect(!probe.statuses.contains(.paused), "a seek's flush is not reported as a pause")
+        player.stop()
+    }
+
+    @Test func nextAndPreviousWhilePlaying() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(3, seconds: 3, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+
+        player.next()
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(player.current?.info?.title == "Track 2")
+        #expect((player.position?.inSeconds ?? 9) < 1)
+        player.next()
+        #expect(await probe.waitFor(.playing, entry: 2))
+        player.previous()  // less than 3 s in: the previous entry
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(probe.playedIDs == [entries[0].id, entries[1].id, entries[2].id, entries[1].id])
+        #expect(probe.statuses == [.stopped, .playing], "changing tracks is not reported as a stop or pause")
+        player.stop()
+    }
+
+    @Test func nextWhilePausedStaysPaused() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 2, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.preroll()
+        #expect(await probe.waitFor(.paused, entry: 0))
+        player.next()
+        #expect(await probe.waitFor(.paused, entry: 1))
+        #expect(!probe.statuses.contains(.playing))
+        player.stop()
+    }
+
+    @Test func previousAtTheFirstEntryRestartsIt() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.preroll()
+        #expect(await probe.waitFor(.paused))
+        player.seek(to: .milliseconds(1500))
+        #expect(await probe.waitForPosition { abs($0 - 1.5) < 0.05 })
+        player.previous()
+        #expect(await probe.waitForPosition { $0 < 0.05 })
+        #expect(player.currentIndex == 0)
+        player.stop()
+    }
+
+    // The first track lasts 2 s: a shorter one trips the stream-start race tested below.
+    @Test func theQueueEndsStopped() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(durations: [2, 1], in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        #expect(await probe.wait(upTo: .seconds(6)) { probe.statuses.last == .stopped && probe.statuses.count > 2 })
+        #expect(probe.playedIDs == entries.map(\.id), "both tracks played, in order")
+        #expect(probe.statuses == [.stopped, .playing, .stopped], "the switch between tracks is gapless")
+        #expect(player.status == .stopped)
+        #expect(player.current?.id == entries[1].id)
+        #expect(player.current?.info?.title == "Track 2")
+        #expect(player.position == .zero)
+        #expect(player.entries.allSatisfy { $0.failure == nil }, "\(player.entries.map { $0.failure ?? "-" }) \(probe.log.messages)")
+
+        // Play again starts over from the selected (last) entry.
+        #expect(player.play())
+        #expect(await probe.waitFor(.playing, entry: 1))
+        player.stop()
+    }
+
+    @Test func aBrokenFileInTheMiddleIsSkipped() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let good = try Media.tracks(durations: [2, 1], in: folder)
+        let broken = try folder.write("broken.flac", data: garbageBytes)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue([good[0], broken, good[1]].map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(5)), "the entry after the broken one plays")
+        #expect(player.entries[1].failure.map { !$0.isEmpty } == true)
+        #expect(player.entries[0].failure == nil && player.entries[2].failure == nil)
+        #expect(probe.playedIDs == [entries[0].id, entries[2].id])
+        #expect(probe.statuses == [.stopped, .playing], "skipped without a stop")
+        let skips = probe.log.lines(containing: "skipping", broken.path)
+        #expect(skips.count == 1, "one log line names the broken file: \(probe.log.messages)")
+        player.stop()
+    }
+
+    @Test func aBrokenFileIsSkippedWhenSkippingByHand() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let good = try Media.tracks(2, seconds: 3, in: folder)
+        let broken = try folder.write("broken.flac", data: Data())
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue([good[0], broken, good[1]].map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        player.next()
+        #expect(await probe.waitFor(.playing, entry: 2))
+        player.previous()
+        #expect(await probe.waitFor(.playing, entry: 0), "going back skips it too")
+        #expect(probe.playedIDs == [entries[0].id, entries[2].id, entries[0].id])
+        #expect(player.entries[1].failure != nil)
+        #expect(!probe.log.lines(containing: "skipping", broken.path).isEmpty)
+        player.stop()
+    }
+
+    @Test func aBrokenFirstFileIsSkipped() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let good = try Media.tracks(1, seconds: 2, in: folder)
+        let broken = try folder.write("broken.mp3", "not an mp3")
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue([broken.absoluteString, good[0].absoluteString])
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(probe.playedIDs == [entries[1].id])
+        #expect(probe.log.lines(containing: "skipping", broken.path).count == 1, "\(probe.log.messages)")
+        player.stop()
+    }
+
+    @Test func aQueueOfBrokenFilesStops() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let broken = [
+            try folder.write("garbage.flac", data: garbageBytes), try folder.write("empty.ogg", data: Data()),
+        ]
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.setRepeatMode(.all)  // even when repeating, it gives up
+        player.enqueue(broken.map(\.absoluteString) + [folder.uri("missing.flac")])
+        #expect(player.play())
+        #expect(await probe.wait { player.entries.allSatisfy { $0.failure != nil } && player.status == .stopped && probe.count(.transport) > 0 })
+        #expect(!probe.statuses.contains(.playing))
+        for file in broken {
+            #expect(!probe.log.lines(containing: "skipping", file.path).isEmpty, "\(probe.log.messages)")
+        }
+    }
+
+    /// playbin asks for the next URI (about-to-finish) as soon as it has read a file, which for
+    /// a short file is during its preroll. If the main actor is busy then, the first stream's
+    /// STREAM_START is handled only after the next URI was handed over, and is taken for the
+    /// gapless switch: the next entry is reported while the first one plays.
+    @Test func aShortFirstTrackIsReportedWhileItPlaysEvenWhenTheMainActorIsBusy() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        #expect(await probe.wait { player.current?.info != nil }, "the first entry is read ahead")
+        player.play()  // its tags are known: the pipeline starts now
+        keepMainThreadBusy(seconds: 0.1)  // simulated load (not a wait for an event); 5 ms suffice here
+        #expect(await probe.waitFor(.playing))
+        #expect(await probe.wait(upTo: .seconds(5)) { player.status == .stopped }, "the queue still ends stopped")
+        #expect(player.current?.id == entries[1].id)
+        #expect(probe.playedIDs == entries.map(\.id), "the first track was never reported")
+        #expect(probe.statuses == [.stopped, .playing, .stopped])
+        #expect(probe.playedIDs.last == entries[1].id)
+    }
+
+    /// The next URI fails only once playbin opens it (a stream is not read ahead): the error
+    /// arrives while the current track still plays.
+    @Test func aDeadStreamAfterALocalTrackIsBlamedOnTheStream() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 2, in: folder)
+        let dead = "http://127.0.0.1:9/quaver-test-nothing-here.mp3"
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue([files[0].absoluteString, dead, files[1].absoluteString])
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(6)), "the entry after the stream plays")
+        #expect(player.entries[1].failure != nil)
+        #expect(!probe.log.lines(containing: "skipping", dead).isEmpty, "\(probe.log.messages)")
+        #expect(player.entries[0].failure == nil, "the local track was fine: \(player.entries[0].failure ?? "")")
+        #expect(probe.log.lines(containing: "skipping", files[0].path).isEmpty, "\(probe.log.messages)")
+        #expect(probe.playedIDs == [entries[0].id, entries[2].id])
+        player.stop()
+    }
+
+    @Test func openQueuesAfterTheCurrentEntryAndPlaysIt() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(3, seconds: 2, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue([files[0], files[2]].map(\.absoluteString))
+        #expect(player.open([files[1].absoluteString]))
+        #expect(player.entries.map(\.uri) == files.map(\.absoluteString))
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(player.current?.info?.title == "Track 2")
+        player.stop()
+    }
+
+    @Test func rateOneAndAHalfPlaysFaster() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 4, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue(files.map(\.absoluteString))
+        player.setRate(1.5)  // before playing: applied by a seek after the preroll
+        player.play()
+        #expect(await probe.waitFor(.playing))
+        #expect(player.rate == 1.5)
+        #expect(await probe.waitForPosition { $0 > 0.1 })
+        let clock = ContinuousClock()
+        let start = clock.now
+        let first = try #require(player.position).inSeconds
+        await probe.elapse(.milliseconds(600))
+        let second = try #require(player.position).inSeconds
+        let speed = (second - first) / (clock.now - start).inSeconds
+        #expect(speed > 1.25 && speed < 1.75, "measured speed \(speed)")
+
+        // Changing the rate while playing keeps playing and republishes the timing.
+        let transports = probe.count(.transport)
+        player.setRate(1)
+        #expect(await probe.wait { probe.count(.transport) > transports })
+        #expect(player.status == .playing)
+        #expect(!probe.statuses.contains(.paused))
+        player.setRate(9)
+        #expect(player.rate == 2)
+        player.stop()
+    }
+
+    @Test
+    func aFileWithVideoPlaysAudioOnly() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let file = folder.path("clip.ogv")
+        try Media.videoWithAudio(file, seconds: 2)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue([file.absoluteString])
+        player.play()
+        #expect(await probe.waitFor(.playing))
+        #expect(player.current?.info?.videoStreams == 1)
+        let names = player.pipelineElementNames
+        #expect(names.contains("vorbisdec"), "\(names)")
+        #expect(!names.contains { $0.contains("video") }, "no video sink or converter: \(names)")
+        #expect(!names.contains("theoradec"), "no video decoder: \(names)")
+        player.stop()
+    }
+}
+
+/// Blocks the calling (main) thread, as a burst of work would.
+private func keepMainThreadBusy(seconds: Double) {
+    Thread.sleep(forTimeInterval: seconds)
+}

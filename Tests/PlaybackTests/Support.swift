@@ -1,0 +1,305 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+import Testing
+
+@testable import Playback
+
+// MARK: - Temporary folders
+
+/// A folder of its own under the system temporary directory, removed by `remove()`.
+struct TemporaryFolder: Sendable {
+    let url: URL
+
+    init(_ label: String = #function) throws {
+        let safe = label.filter { $0.isLetter || $0.isNumber }
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("quaver-playback-tests-\(safe)-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: url) }
+
+    /// A path inside the folder (nothing is created).
+    func path(_ relative: String) -> URL { url.appendingPathComponent(relative) }
+
+    /// Writes `contents` at `relative`, creating intermediate folders.
+    @discardableResult
+    func write(_ relative: String, _ contents: String = "") throws -> URL {
+        try write(relative, data: Data(contents.utf8))
+    }
+
+    @discardableResult
+    func write(_ relative: String, data: Data) throws -> URL {
+        let file = path(relative)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file)
+        return file
+    }
+
+    @discardableResult
+    func makeFolder(_ relative: String) throws -> URL {
+        let folder = path(relative)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// The URI `MediaSources` produces for a file in this folder.
+    func uri(_ relative: String) -> String { path(relative).standardizedFileURL.absoluteString }
+}
+
+/// Bytes no GStreamer plugin can make sense of, under an audio file name.
+let garbageBytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
+
+// MARK: - Generated media
+
+enum Media {
+    /// `count` numbered tracks ("Track N" by "Artist N") of `seconds` each, written into `folder`.
+    static func tracks(_ count: Int, seconds: Double, in folder: TemporaryFolder) throws -> [URL] {
+        try TrackGenerator.generate(TrackGenerator.numbered(count: count, seconds: seconds), into: folder.url)
+    }
+
+    /// Numbered tracks with the given durations (track N lasts `durations[N - 1]` seconds).
+    static func tracks(durations: [Double], in folder: TemporaryFolder) throws -> [URL] {
+        var tracks = TrackGenerator.numbered(count: durations.count, seconds: 1)
+        for index in tracks.indices { tracks[index].seconds = durations[index] }
+        return try TrackGenerator.generate(tracks, into: folder.url)
+    }
+
+    static var hasGstLaunch: Bool { FileManager.default.isExecutableFile(atPath: gstLaunch) }
+    static let gstLaunch = "/usr/bin/gst-launch-1.0"
+
+    /// Runs a `gst-launch-1.0` pipeline (used to make media that `TrackGenerator` cannot:
+    /// files with a video stream).
+    static func launch(_ description: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: gstLaunch)
+        process.arguments = ["-q"] + description.split(separator: " ").map(String.init)
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw MediaError("gst-launch-1.0 failed: \(description)") }
+    }
+
+    /// An Ogg file with a Theora video stream and a Vorbis audio stream, `seconds` long.
+    static func videoWithAudio(_ file: URL, seconds: Int = 1) throws {
+        try launch(
+            "videotestsrc num-buffers=\(seconds * 10) ! video/x-raw,width=64,height=48,framerate=10/1 ! theoraenc ! oggmux name=mux "
+                + "! filesink location=\(file.path) "
+                + "audiotestsrc num-buffers=\(seconds * 10) samplesperbuffer=4410 ! audio/x-raw,rate=44100,channels=1 "
+                + "! audioconvert ! vorbisenc ! mux.")
+    }
+
+    /// An Ogg file with only a Theora video stream.
+    static func videoOnly(_ file: URL) throws {
+        try launch(
+            "videotestsrc num-buffers=10 ! video/x-raw,width=64,height=48,framerate=10/1 ! theoraenc ! oggmux "
+                + "! filesink location=\(file.path)")
+    }
+}
+
+// MARK: - Logging
+
+/// Collects what a `Logger` is told, to check the log lines code promises.
+final class LogCapture: Sendable {
+    struct Line: Sendable {
+        var level: Logger.Level
+        var message: String
+    }
+
+    private let storage = Mutex<[Line]>([])
+
+    var lines: [Line] { storage.withLock { $0 } }
+    var messages: [String] { lines.map(\.message) }
+
+    func messages(atLeast level: Logger.Level) -> [String] { lines.filter { $0.level >= level }.map(\.message) }
+
+    /// Lines whose text contains every one of `fragments`.
+    func lines(containing fragments: String...) -> [String] {
+        messages.filter { message in fragments.allSatisfy { message.contains($0) } }
+    }
+
+    var logger: Logger {
+        Logger(label: "quaver.tests") { _ in Handler(capture: self) }
+    }
+
+    fileprivate func append(_ line: Line) { storage.withLock { $0.append(line) } }
+
+    struct Handler: LogHandler {
+        let capture: LogCapture
+        var logLevel: Logger.Level = .trace
+        var metadata: Logger.Metadata = [:]
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            capture.append(Line(level: event.level, message: event.message.description))
+        }
+    }
+}
+
+// MARK: - Time
+
+extension Duration {
+    var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}
+
+extension Optional where Wrapped == Duration {
+    var inSeconds: Double? { self?.inSeconds }
+}
+
+// MARK: - Waiting
+
+/// Waits for conditions on the main actor: each waiter is re-checked whenever `recheck()`
+/// is called (from an observer callback), optionally every `poll` interval (for values no
+/// callback announces, such as the position), and gives up at its deadline.
+@MainActor
+class MainActorWaiter {
+    private struct Waiter {
+        var condition: @MainActor () -> Bool
+        var continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private var waiters: [Int: Waiter] = [:]
+    private var nextID = 0
+
+    /// Re-checks every pending condition.
+    func recheck() {
+        for (id, waiter) in waiters where waiter.condition() {
+            waiters[id] = nil
+            waiter.continuation.resume(returning: true)
+        }
+    }
+
+    /// True once `condition` holds; false if the deadline passes first.
+    func wait(
+        upTo timeout: Duration = .seconds(5), poll: Duration? = nil,
+        until condition: @escaping @MainActor () -> Bool
+    ) async -> Bool {
+        if condition() { return true }
+        return await withCheckedContinuation { continuation in
+            let id = nextID
+            nextID += 1
+            waiters[id] = Waiter(condition: condition, continuation: continuation)
+            DispatchQueue.main.asyncAfter(deadline: .now() + timeout.inSeconds) { [weak self] in
+                MainActor.assumeIsolated { self?.finish(id, result: false) }
+            }
+            if let poll { schedulePoll(id, every: poll) }
+        }
+    }
+
+    private func finish(_ id: Int, result: Bool) {
+        guard let waiter = waiters.removeValue(forKey: id) else { return }
+        waiter.continuation.resume(returning: result)
+    }
+
+    private func schedulePoll(_ id: Int, every interval: Duration) {
+        DispatchQueue.main.asyncAfter(deadline: .now() + interval.inSeconds) { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self, let waiter = self.waiters[id] else { return }
+                if waiter.condition() {
+                    self.finish(id, result: true)
+                } else {
+                    self.schedulePoll(id, every: interval)
+                }
+            }
+        }
+    }
+
+    /// Lets `duration` of real time pass without blocking the main actor (for measuring
+    /// that something does NOT change; never used to wait for an event).
+    func elapse(_ duration: Duration) async {
+        _ = await wait(upTo: duration) { false }
+    }
+}
+
+/// Watches a `Player` through `onChange`.
+@MainActor
+final class PlayerProbe: MainActorWaiter {
+    let player: Player
+    let log: LogCapture
+    private(set) var changes: [Player.Change] = []
+    /// Each settled status, in order, starting with the one at creation (repeats collapsed).
+    private(set) var statuses: [Player.Status]
+    /// The entry ids the player reported as playing, in order (repeats collapsed).
+    private(set) var playedIDs: [UInt64] = []
+
+    init(player: Player, log: LogCapture) {
+        self.player = player
+        self.log = log
+        statuses = [player.status]
+        super.init()
+        player.onChange = { [weak self] change in self?.observe(change) }
+    }
+
+    /// A player on a real pipeline whose output is a fake sink keeping real time.
+    static func make(supportedRates: ClosedRange<Double> = 0.5...2.0) throws -> PlayerProbe {
+        let log = LogCapture()
+        let player = try Player(audioSink: "fakesink sync=true", supportedRates: supportedRates, logger: log.logger)
+        return PlayerProbe(player: player, log: log)
+    }
+
+    private func observe(_ change: Player.Change) {
+        changes.append(change)
+        if statuses.last != player.status { statuses.append(player.status) }
+        if player.status == .playing, let id = player.current?.id, playedIDs.last != id { playedIDs.append(id) }
+        recheck()
+    }
+
+    func count(_ change: Player.Change) -> Int { changes.filter { $0 == change }.count }
+
+    /// Waits until the player settles in `status` (with `entry` current, if given).
+    func waitFor(_ status: Player.Status, entry: Int? = nil, upTo timeout: Duration = .seconds(5)) async -> Bool {
+        await wait(upTo: timeout) { [player] in
+            player.status == status && (entry.map { player.current?.id == player.entries[$0].id } ?? true)
+        }
+    }
+
+    /// Waits until the live position satisfies `condition` (polled: no callback announces it).
+    func waitForPosition(upTo timeout: Duration = .seconds(5), _ condition: @escaping (Double) -> Bool) async -> Bool {
+        await wait(upTo: timeout, poll: .milliseconds(20)) { [player] in
+            player.position.map { condition($0.inSeconds) } ?? false
+        }
+    }
+}
+
+/// Watches a `Pipeline` through `onEvent`.
+@MainActor
+final class PipelineProbe: MainActorWaiter {
+    let pipeline: Pipeline
+    private(set) var events: [Pipeline.Event] = []
+
+    init(audioSink: String? = "fakesink sync=true") throws {
+        pipeline = try Pipeline(audioSink: audioSink)
+        super.init()
+        pipeline.onEvent = { [weak self] event in
+            self?.events.append(event)
+            self?.recheck()
+        }
+    }
+
+    func waitForEvent(upTo timeout: Duration = .seconds(5), _ match: @escaping (Pipeline.Event) -> Bool) async -> Bool {
+        await wait(upTo: timeout) { [unowned self] in events.contains(where: match) }
+    }
+
+    var reachedPlaying: Bool {
+        events.contains { if case .stateChanged(_, .playing, .voidPending) = $0 { true } else { false } }
+    }
+
+    var endedStream: Bool {
+        events.contains { if case .endOfStream = $0 { true } else { false } }
+    }
+
+    var errorMessage: String? {
+        for event in events { if case .error(let message, _) = event { return message } }
+        return nil
+    }
+}
