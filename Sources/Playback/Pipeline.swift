@@ -1,6 +1,7 @@
 internal import CGStreamer
 internal import CShims
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Starts GStreamer once per process. Safe to call repeatedly.
@@ -140,7 +141,9 @@ final class Pipeline {
         case stateChanged(old: State, new: State, pending: State)
         case asyncDone
         case endOfStream
-        case error(message: String, debug: String?)
+        /// `source` is the path of the element that failed, e.g.
+        /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
+        case error(message: String, debug: String?, source: String)
         case warning(message: String, source: String)
         case streamStart
         case durationChanged
@@ -196,10 +199,15 @@ final class Pipeline {
         bus = gst_element_get_bus(element)
         var pollFD = GPollFD()
         gst_bus_get_pollfd(bus, &pollFD)
-        let source = DispatchSource.makeReadSource(fileDescriptor: pollFD.fd, queue: .main)
+        // The source watches a duplicate that only its cancellation closes: the bus closes its
+        // own descriptor when the pipeline goes, and a new pipeline can get the same number
+        // before the old source is unregistered, which would leave the new one deaf.
+        let watched = dup(pollFD.fd)
+        let source = DispatchSource.makeReadSource(fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: .main)
         source.setEventHandler { [weak self] in
             MainActor.assumeIsolated { self?.drainBus() }
         }
+        if watched >= 0 { source.setCancelHandler { close(watched) } }
         source.resume()
         busSource = source
 
@@ -319,9 +327,14 @@ final class Pipeline {
                 if let error { g_error_free(error) }
                 g_free(debug)
             }
+            var source = "?"
+            if let object = cshims_message_source(message), let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self)) {
+                source = String(cString: path)
+                g_free(path)
+            }
             return .error(
                 message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
-                debug: debug.map { String(cString: $0) })
+                debug: debug.map { String(cString: $0) }, source: source)
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?

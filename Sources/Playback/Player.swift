@@ -62,6 +62,8 @@ public final class Player {
     /// The next STREAM_START is the loaded entry's own, not a gapless switch (a short file
     /// can have handed over the next URI before its own stream started).
     private var awaitingLoadedStreamStart = false
+    /// The decoder bin of a handed-over stream that failed: its later errors are echoes.
+    private var ignoredErrorSource: String?
     private var consecutiveFailures = 0
     private var isBuffering = false
     private var shuffleOrder: [UInt64] = []
@@ -313,6 +315,10 @@ public final class Player {
             case .success(let info):
                 self.entries[index].info = info
                 self.start(index, seekingTo: position)
+            case .failure(let error) where error.isTimeout:
+                // Slow to read is not broken: let the pipeline try (it reports real errors).
+                self.logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
+                self.start(index, seekingTo: position)
             case .failure(let error):
                 self.entries[index].failure = error.reason
                 self.fail(self.entries[index], reason: error.reason, forward: forward)
@@ -455,6 +461,13 @@ public final class Player {
 
     private func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
+    /// `/GstPlayBin:x/GstURIDecodeBin:uridecodebin1` of an element path inside it, or nil.
+    static func decoderPath(of source: String) -> String? {
+        let parts = source.split(separator: "/", omittingEmptySubsequences: false)
+        guard let index = parts.firstIndex(where: { $0.hasPrefix("GstURIDecodeBin:") }) else { return nil }
+        return parts[...index].joined(separator: "/")
+    }
+
     // MARK: - Pipeline events
 
     private func handle(_ event: Pipeline.Event) {
@@ -506,8 +519,12 @@ public final class Player {
             desired = .stopped
             unload()
             settle(.stopped)
-        case .error(let message, let debug):
-            logger.debug("pipeline error detail: \(debug ?? "-")")
+        case .error(let message, let debug, let source):
+            logger.debug("pipeline error from \(source): \(debug ?? "-")")
+            if let ignored = ignoredErrorSource, source.hasPrefix(ignored) {
+                logger.debug("ignoring a further error of a skipped stream: \(message)")
+                return
+            }
             if pipeline.handoff.hasCommitted, let handedOver = pipeline.handoff.takeCommitted(),
                 let next = entries.firstIndex(where: { $0.id == handedOver.entryID }),
                 entries[next].info == nil || !isLocal(entries[next].uri),
@@ -516,8 +533,11 @@ public final class Player {
                 // The URI handed over for gapless playback failed while the current one was
                 // still playing: skip that one, and go on with the current one where it was.
                 entries[next].failure = message
+                ignoredErrorSource = Self.decoderPath(of: source)
                 logger.warning("skipping \(MediaSources.displayName(entries[next].uri)): \(message)")
-                start(playing, seekingTo: pipeline.position ?? .zero)
+                let position = pipeline.position ?? .zero
+                pipeline.setState(.null)  // tears down the failed stream's decoder too
+                start(playing, seekingTo: position)
                 return
             }
             let failed = loadedEntryID.flatMap { id in entries.first { $0.id == id } }

@@ -25,7 +25,12 @@ public struct TrackInfo: Sendable, Equatable {
 /// Why a file cannot be played.
 public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
     public var reason: String
-    public init(_ reason: String) { self.reason = reason }
+    /// The file was not read in time: a busy machine, not proof that it is broken.
+    public var isTimeout = false
+    public init(_ reason: String, isTimeout: Bool = false) {
+        self.reason = reason
+        self.isTimeout = isTimeout
+    }
     public var description: String { reason }
 }
 
@@ -70,7 +75,7 @@ public final class Discoverer: Sendable {
         case GST_DISCOVERER_URI_INVALID:
             return .failure(MediaError("invalid URI"))
         case GST_DISCOVERER_TIMEOUT:
-            return .failure(MediaError("timed out reading the file"))
+            return .failure(MediaError("timed out reading the file", isTimeout: true))
         case GST_DISCOVERER_MISSING_PLUGINS:
             return .failure(MediaError("no GStreamer plugin can decode it (\(message ?? "missing plugins"))"))
         default:

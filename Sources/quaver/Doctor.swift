@@ -236,7 +236,11 @@ struct DoctorReport {
             add("systemd user unit", .warning, "quaver.service is not installed", fix: "scripts/install, then systemctl --user enable --now quaver")
             return
         }
-        guard let state = Self.run("systemctl", ["--user", "is-active", "quaver.service"]) else {
+        // Ask systemctl only when a user manager listens: without one it can wait a long time.
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
+        guard FileManager.default.fileExists(atPath: runtime + "/systemd/private"),
+            let state = Self.run("systemctl", ["--user", "is-active", "quaver.service"])
+        else {
             add("systemd user unit", .ok, "\(unit.path) (no systemd user manager to ask for its state)")
             return
         }

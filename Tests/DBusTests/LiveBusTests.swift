@@ -357,7 +357,7 @@ struct LiveBusTests {
             ]))
             let reply = try await new.call(
                 destination: new.uniqueName, path: .root, interface: "org.example.E", member: "Hi",
-                timeout: .seconds(1))
+                timeout: .seconds(10))
             #expect(reply == [.string("hi")])
             new.close()
             await Task.yield()

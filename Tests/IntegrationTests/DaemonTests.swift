@@ -177,31 +177,41 @@ struct DaemonTests {
         _ = try await session.metadata()  // let the answer go out before counting
         let pid = session.daemon!.processIdentifier
         try await Task.sleep(for: .milliseconds(500))  // the measurement window itself, not a wait for an event
-        let before = try ContextSwitches.total(of: pid)
+        let before = try ContextSwitches.perThread(of: pid)
         try await Task.sleep(for: .seconds(3))
-        let after = try ContextSwitches.total(of: pid)
-        #expect(after - before <= 2, "\(after - before) context switches in 3 s while paused")
+        let paused = ContextSwitches.between(before, try ContextSwitches.perThread(of: pid))
+        #expect(paused <= 2, "\(paused) context switches in 3 s while paused")
 
         // The same measure does see a playing daemon work (so the probe is not blind).
         let mark = session.signals.count
         try await session.playerctl("play")
         try await session.waitForStatus("Playing", after: mark)
-        let playingBefore = try ContextSwitches.total(of: pid)
+        let playingBefore = try ContextSwitches.perThread(of: pid)
         try await Task.sleep(for: .seconds(1))
-        #expect(try ContextSwitches.total(of: pid) - playingBefore > 10)
+        let playing = ContextSwitches.between(playingBefore, try ContextSwitches.perThread(of: pid))
+        #expect(playing > 10, "\(playing) context switches in 1 s of playing")
     }
 }
 
-/// Voluntary plus involuntary context switches of every thread of a process.
+/// Voluntary plus involuntary context switches of the threads of a process.
 enum ContextSwitches {
-    static func total(of pid: Int32) throws -> Int {
+    /// Per thread id.
+    static func perThread(of pid: Int32) throws -> [String: Int] {
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
-        return tasks.reduce(0) { sum, task in
+        var result: [String: Int] = [:]
+        for task in tasks {
             let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
-            return sum + status.split(separator: "\n")
+            result[task] = status.split(separator: "\n")
                 .filter { $0.contains("ctxt_switches") }
                 .compactMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
                 .reduce(0, +)
         }
+        return result
+    }
+
+    /// The switches between two samples: growth of the threads in both, plus all of the
+    /// threads born in between (a thread that ended in between is not counted).
+    static func between(_ before: [String: Int], _ after: [String: Int]) -> Int {
+        after.reduce(0) { sum, entry in sum + entry.value - (before[entry.key] ?? 0) }
     }
 }

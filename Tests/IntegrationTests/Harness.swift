@@ -46,10 +46,16 @@ final class PrivateBus {
     let address: String
     let directory: URL
 
-    init() throws {
+    /// - Parameter prepare: called with the bus's folder before the daemon starts; returns
+    ///   extra environment for it (where to find activatable services, for instance).
+    init(prepare: (URL) throws -> [String: String] = { _ in [:] }) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard let daemon = Tools.find("dbus-daemon") else { throw HarnessError("dbus-daemon is not installed") }
+        let extra = try prepare(directory)
+        if !extra.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        }
         process.executableURL = daemon
         process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
         let output = Pipe()
@@ -131,7 +137,7 @@ enum TestMedia {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
                 let result = try await Tools.run(
                     Tools.quaver, ["--make-test-tracks", folder.path, "--track-count", "\(count)", "--track-seconds", "\(seconds)"],
-                    environment: ProcessInfo.processInfo.environment)
+                    environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 })
                 guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
                 return result.output.split(separator: "\n").map { URL(fileURLWithPath: String($0)) }
             }
@@ -168,10 +174,21 @@ final class Session {
         var changedInterface: String? { arguments.first?.string }
     }
 
-    init(name: String = "quaver") throws {
+    /// - Parameter activation: true to let the bus start services installed under the
+    ///   session's home (`~/.local/share/dbus-1/services`), with the session's environment.
+    init(name: String = "quaver", activation: Bool = false) throws {
         self.name = name
-        bus = try PrivateBus()
-        home = bus.directory.appendingPathComponent("home")
+        var homeFolder: URL?
+        bus = try PrivateBus { folder in
+            let home = folder.appendingPathComponent("home")
+            homeFolder = home
+            guard activation else { return [:] }
+            // The bus watches the service folders that exist when it starts.
+            try FileManager.default.createDirectory(
+                at: home.appendingPathComponent(".local/share/dbus-1/services"), withIntermediateDirectories: true)
+            return Session.xdg(home: home)
+        }
+        home = homeFolder!
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         logFile = bus.directory.appendingPathComponent("quaver.log")
         client = try Connection(address: bus.address)
@@ -195,21 +212,56 @@ final class Session {
     }
 
     var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment
+        var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
-        env["HOME"] = home.path
-        env["XDG_CACHE_HOME"] = home.appendingPathComponent(".cache").path
-        env["XDG_CONFIG_HOME"] = home.appendingPathComponent(".config").path
-        env["XDG_STATE_HOME"] = home.appendingPathComponent(".local/state").path
-        env["XDG_DATA_HOME"] = home.appendingPathComponent(".local/share").path
         env.removeValue(forKey: "JOURNAL_STREAM")
         return env
+    }
+
+    nonisolated static let sharedRegistry = FileManager.default.temporaryDirectory
+        .appendingPathComponent("quaver-tests-gst-registry-\(getuid()).bin").path
+
+    /// A home of the test's own: every XDG folder inside it.
+    nonisolated static func xdg(home: URL) -> [String: String] {
+        [
+            "HOME": home.path,
+            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
+            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
+            "XDG_STATE_HOME": home.appendingPathComponent(".local/state").path,
+            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+            "XDG_DATA_DIRS": home.appendingPathComponent("system-share").path,
+            // One GStreamer plugin registry for every process of the run: with a registry
+            // per test home, each quaver would scan all plugins again when it starts.
+            "GST_REGISTRY": sharedRegistry,
+        ]
+    }
+
+    var stateFolder: URL { home.appendingPathComponent(".local/state/quaver") }
+    var configFile: URL { home.appendingPathComponent(".config/quaver/quaver.conf") }
+
+    func writeConfig(_ text: String) throws {
+        try FileManager.default.createDirectory(at: configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try text.write(to: configFile, atomically: true, encoding: .utf8)
     }
 
     var busName: String { "org.mpris.MediaPlayer2." + name }
 
     /// Starts quaver with a silent real-time sink and waits until it owns its bus name.
     func launch(_ arguments: [String], sink: String = "fakesink sync=true", expectName: String? = nil) async throws {
+        if let daemon, daemonStatus == nil {
+            throw HarnessError("quaver (pid \(daemon.processIdentifier)) still runs")
+        }
+        let wanted = expectName ?? busName
+        if owners[wanted].map({ !$0.isEmpty }) ?? false {
+            // A previous quaver held the name: wait for the bus to say it is free.
+            guard await waiter.wait(timeout: .seconds(10), until: { [unowned self] in owners[wanted] == "" }) else {
+                throw HarnessError("\(wanted) is still owned by \(owners[wanted] ?? "?")")
+            }
+        }
+        daemonStatus = nil
+        if FileManager.default.fileExists(atPath: logFile.path) {
+            previousLogs += log()
+        }
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try spawn(arguments, sink: sink, log: logFile)
         process.terminationHandler = { [weak self] finished in
@@ -222,12 +274,11 @@ final class Session {
             }
         }
         daemon = process
-        let wanted = expectName ?? busName
-        let owned = await waiter.wait(timeout: .seconds(20)) { [unowned self] in
+        let owned = await waiter.wait(timeout: .seconds(30)) { [unowned self] in
             (owners[wanted].map { !$0.isEmpty } ?? false) || daemonStatus != nil
         }
         guard owned, daemonStatus == nil else {
-            throw HarnessError("quaver did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running")); log:\n\(self.log())")
+            throw HarnessError("quaver did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running"); owners seen: \(owners)); log: \(self.log().replacingOccurrences(of: "\n", with: " | "))")
         }
     }
 
@@ -246,6 +297,9 @@ final class Session {
         return process
     }
     private var extras: [Process] = []
+
+    /// What earlier runs in this session logged.
+    private(set) var previousLogs = ""
 
     func log() -> String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 

@@ -232,7 +232,7 @@ struct PlayerPlaybackTests {
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
         player.play()
-        #expect(await probe.waitFor(.playing))
+        #expect(await probe.waitFor(.playing), "log: \(probe.log.messages)")
         #expect(await probe.waitForPosition { $0 > 0.2 })
 
         player.pause()
@@ -495,7 +495,7 @@ struct PlayerPlaybackTests {
         let entries = player.enqueue([files[0].absoluteString, dead, files[1].absoluteString])
         player.play()
         #expect(await probe.waitFor(.playing, entry: 0))
-        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(6)), "the entry after the stream plays")
+        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(12)), "the entry after the stream plays: \(probe.log.messages)")
         #expect(player.entries[1].failure != nil)
         #expect(!probe.log.lines(containing: "skipping", dead).isEmpty, "\(probe.log.messages)")
         #expect(player.entries[0].failure == nil, "the local track was fine: \(player.entries[0].failure ?? "")")

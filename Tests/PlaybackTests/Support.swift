@@ -181,7 +181,7 @@ class MainActorWaiter {
 
     /// True once `condition` holds; false if the deadline passes first.
     func wait(
-        upTo timeout: Duration = .seconds(5), poll: Duration? = nil,
+        upTo timeout: Duration = .seconds(15), poll: Duration? = nil,
         until condition: @escaping @MainActor () -> Bool
     ) async -> Bool {
         if condition() { return true }
@@ -257,14 +257,14 @@ final class PlayerProbe: MainActorWaiter {
     func count(_ change: Player.Change) -> Int { changes.filter { $0 == change }.count }
 
     /// Waits until the player settles in `status` (with `entry` current, if given).
-    func waitFor(_ status: Player.Status, entry: Int? = nil, upTo timeout: Duration = .seconds(5)) async -> Bool {
+    func waitFor(_ status: Player.Status, entry: Int? = nil, upTo timeout: Duration = .seconds(15)) async -> Bool {
         await wait(upTo: timeout) { [player] in
             player.status == status && (entry.map { player.current?.id == player.entries[$0].id } ?? true)
         }
     }
 
     /// Waits until the live position satisfies `condition` (polled: no callback announces it).
-    func waitForPosition(upTo timeout: Duration = .seconds(5), _ condition: @escaping (Double) -> Bool) async -> Bool {
+    func waitForPosition(upTo timeout: Duration = .seconds(15), _ condition: @escaping (Double) -> Bool) async -> Bool {
         await wait(upTo: timeout, poll: .milliseconds(20)) { [player] in
             player.position.map { condition($0.inSeconds) } ?? false
         }
@@ -286,7 +286,7 @@ final class PipelineProbe: MainActorWaiter {
         }
     }
 
-    func waitForEvent(upTo timeout: Duration = .seconds(5), _ match: @escaping (Pipeline.Event) -> Bool) async -> Bool {
+    func waitForEvent(upTo timeout: Duration = .seconds(15), _ match: @escaping (Pipeline.Event) -> Bool) async -> Bool {
         await wait(upTo: timeout) { [unowned self] in events.contains(where: match) }
     }
 
@@ -299,7 +299,7 @@ final class PipelineProbe: MainActorWaiter {
     }
 
     var errorMessage: String? {
-        for event in events { if case .error(let message, _) = event { return message } }
+        for event in events { if case .error(let message, _, _) = event { return message } }
         return nil
     }
 }
