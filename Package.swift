@@ -48,6 +48,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .executableTarget(name: "quaver-bench", dependencies: ["DBus", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // MARK: - Tests
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus"]),
