@@ -38,6 +38,7 @@ final class Daemon {
     /// What was last written, so that nothing is rewritten when nothing changed.
     private var savedState: SavedState?
     private var savedQueue: [UInt64]?
+    private var saveScheduled = false
 
     init(options: Options, logger: Logger) throws {
         self.options = options
@@ -205,7 +206,22 @@ final class Daemon {
 
     private func playerDidChange(_ change: Player.Change) {
         syncNowPlaying(republishTiming: change == .transport)
-        if change != .metadata { saveState() }
+        if change != .metadata { setNeedsSave() }
+    }
+
+    /// Saves the session after this turn of the main queue, so that the PropertiesChanged
+    /// and Seeked signals the change caused (queued the same way, earlier) go out before
+    /// the file is written and synced: clients are not kept waiting on the disk.
+    private func setNeedsSave() {
+        guard !saveScheduled else { return }
+        saveScheduled = true
+        DispatchQueue.main.async { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self else { return }
+                self.saveScheduled = false
+                self.saveState()
+            }
+        }
     }
 
     // MARK: - Saved session

@@ -142,7 +142,7 @@ public final class MPRISServer {
     /// Schedules one publication at the end of the current main-queue turn, so that all
     /// changes of one transition leave in one signal.
     public func setNeedsPublish() {
-        if object.interfaces.first(where: { $0.name == Self.playerInterface })?.properties.map(\.name) != playerProperties().map(\.name) {
+        if optionalMembers != exportedOptionalMembers {
             object.replaceInterfaces(makeInterfaces())
         }
         guard !publishScheduled else { return }
@@ -267,8 +267,16 @@ public final class MPRISServer {
 
     // MARK: - Interfaces
 
+    /// What decides which optional members are exported: `LoopStatus` and `Shuffle` exist
+    /// only while their commands have handlers.
+    private var optionalMembers: [Bool] {
+        [commandCenter.changeRepeatModeCommand.hasTargets, commandCenter.changeShuffleModeCommand.hasTargets]
+    }
+    private var exportedOptionalMembers: [Bool] = []
+
     private func makeInterfaces() -> [Interface] {
-        [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
+        exportedOptionalMembers = optionalMembers
+        return [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
             SignalDeclaration("Seeked", [Argument("Position", .int64)])
         ])]
     }
