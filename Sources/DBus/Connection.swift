@@ -186,6 +186,26 @@ public final class Connection {
         return try await call(message, timeout: timeout)
     }
 
+    /// Calls a method and blocks the calling thread until the reply comes: for command-line
+    /// tools before the main queue runs, never from a running daemon.
+    public func callBlocking(
+        destination: String, path: ObjectPath, interface: String, member: String,
+        arguments: [Value] = [], timeout: Duration = .seconds(25)
+    ) throws(BusError) -> [Value] {
+        guard !isClosed else { throw BusError(.disconnected, "connection closed") }
+        let message = try Message.methodCall(
+            destination: destination, path: path, interface: interface, member: member, arguments: arguments)
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, Connection.milliseconds(timeout), &error) else {
+            let name = error.name.map { String(cString: $0) } ?? BusError.Name.failed.rawValue
+            let text = error.message.map { String(cString: $0) } ?? "no reply to \(member)"
+            throw BusError(BusError.Name(name), text)
+        }
+        return try Message(owning: reply).readArguments()
+    }
+
     func callReturningMessage(_ message: Message, timeout: Duration) async throws(BusError) -> Message {
         guard !isClosed else { throw BusError(.disconnected, "connection closed") }
         var pending: OpaquePointer?

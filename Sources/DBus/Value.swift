@@ -134,6 +134,12 @@ extension Value {
     /// To take off exactly one level, match `.variant(let inner)` instead.
     public var unwrapped: Value { if case .variant(let inner) = self { inner.unwrapped } else { self } }
 
+    /// The paths of an `ao` array (empty for anything else).
+    public var objectPaths: [ObjectPath] {
+        guard case .array(.objectPath, let items) = self else { return [] }
+        return items.compactMap(\.objectPath)
+    }
+
     public var stringArray: [String]? {
         guard case .array(.string, let items) = self else { return nil }
         return items.compactMap(\.string)

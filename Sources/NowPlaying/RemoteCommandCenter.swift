@@ -130,6 +130,24 @@ public struct OpenURICommandEvent: Sendable, Equatable {
     public var uri: String
 }
 
+/// Queue a URI after a queued item (nil: at the start), and make it current if asked
+/// (MPRIS `AddTrack`); its scheme is already known to be supported.
+public struct AddTrackCommandEvent: Sendable, Equatable {
+    public var uri: String
+    public var afterItemID: UInt64?
+    public var setAsCurrent: Bool
+}
+
+/// Act on one queued item (MPRIS `RemoveTrack`, `GoTo`).
+public struct TrackCommandEvent: Sendable, Equatable {
+    public var itemID: UInt64
+}
+
+/// Start playing a playlist (MPRIS `ActivatePlaylist`).
+public struct ActivatePlaylistCommandEvent: Sendable, Equatable {
+    public var playlistID: UInt64
+}
+
 /// The commands a player offers to remote controllers, like Apple's `MPRemoteCommandCenter`.
 ///
 /// ```swift
@@ -154,6 +172,10 @@ public final class RemoteCommandCenter {
     public private(set) lazy var changeShuffleModeCommand = make("changeShuffleMode", ChangeShuffleModeCommandEvent.self)
     public private(set) lazy var changeVolumeCommand = make("changeVolume", ChangeVolumeCommandEvent.self)
     public private(set) lazy var openURICommand = make("openURI", OpenURICommandEvent.self)
+    public private(set) lazy var addTrackCommand = make("addTrack", AddTrackCommandEvent.self)
+    public private(set) lazy var removeTrackCommand = make("removeTrack", TrackCommandEvent.self)
+    public private(set) lazy var goToTrackCommand = make("goToTrack", TrackCommandEvent.self)
+    public private(set) lazy var activatePlaylistCommand = make("activatePlaylist", ActivatePlaylistCommandEvent.self)
 
     /// The repeat mode shown to clients (Apple keeps it on `MPChangeRepeatModeCommand`).
     public var currentRepeatType: RepeatType = .off { didSet { if currentRepeatType != oldValue { notify() } } }
@@ -176,7 +198,8 @@ public final class RemoteCommandCenter {
         changePlaybackPositionCommand.removeAllTargets(); seekCommand.removeAllTargets()
         changePlaybackRateCommand.removeAllTargets(); changeRepeatModeCommand.removeAllTargets()
         changeShuffleModeCommand.removeAllTargets(); changeVolumeCommand.removeAllTargets()
-        openURICommand.removeAllTargets()
+        openURICommand.removeAllTargets(); addTrackCommand.removeAllTargets(); removeTrackCommand.removeAllTargets()
+        goToTrackCommand.removeAllTargets(); activatePlaylistCommand.removeAllTargets()
     }
 
     private func make<E: Sendable>(_ name: String, _: E.Type) -> RemoteCommand<E> {

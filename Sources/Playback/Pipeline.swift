@@ -121,6 +121,9 @@ final class GaplessHandoff: Sendable {
     /// Main actor: whether playbin already took the prepared URI and has not started it yet.
     var hasCommitted: Bool { state.withLock { $0.committed != nil } }
 
+    /// Main actor: the entry whose URI playbin took and has not started yet.
+    var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
+
     /// Main actor: forget everything (a new track is loaded by hand).
     func reset() { state.withLock { $0 = State() } }
 }

@@ -13,9 +13,28 @@ public final class Player {
         /// Unique in this process, never reused: the same file queued twice has two ids.
         public let id: UInt64
         public let uri: String
-        public internal(set) var info: TrackInfo?
+        /// The tags, once read (boxed, so that an entry of a long queue stays small).
+        public internal(set) var info: TrackInfo? {
+            get { infoBox?.info }
+            set { infoBox = newValue.map(InfoBox.init) }
+        }
         /// Why the entry cannot be played, once that is known.
         public internal(set) var failure: String?
+        private var infoBox: InfoBox?
+
+        init(id: UInt64, uri: String) {
+            self.id = id
+            self.uri = uri
+        }
+
+        public static func == (a: Entry, b: Entry) -> Bool {
+            a.id == b.id && a.uri == b.uri && a.failure == b.failure && a.info == b.info
+        }
+    }
+
+    private final class InfoBox: Sendable {
+        let info: TrackInfo
+        init(_ info: TrackInfo) { self.info = info }
     }
 
     public enum Status: String, Sendable { case stopped, paused, playing }
@@ -29,11 +48,20 @@ public final class Player {
         /// The current entry's metadata changed.
         case metadata
         case volume
-        /// Repeat or shuffle changed, or the queue did.
+        /// Repeat or shuffle changed.
         case options
+        /// Entries were added, removed or replaced (`queueRevision` changed).
+        case queue
+        /// The tags of an entry were read, or it was found unplayable.
+        case entryInfo(UInt64)
     }
 
-    public private(set) var entries: [Entry] = []
+    /// The queue in order.
+    public var entries: [Entry] { queue.entries }
+    /// Changes whenever entries are added, removed or replaced.
+    public var queueRevision: Int { queue.revision }
+    public var count: Int { queue.count }
+    private var queue = PlayQueue()
     public private(set) var status: Status = .stopped
     /// The entry the pipeline plays (or, when stopped, the one Play would start).
     public private(set) var current: Entry?
@@ -66,7 +94,10 @@ public final class Player {
     private var ignoredErrorSource: String?
     private var consecutiveFailures = 0
     private var isBuffering = false
-    private var shuffleOrder: [UInt64] = []
+    /// Shuffle: the entries still to play in this cycle (the next one last), and those
+    /// played, most recent last, which Previous walks back through.
+    private var shuffleUpcoming: [UInt64] = []
+    private var shuffleHistory: [UInt64] = []
     private var warnedAboutNullSink = false
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
@@ -83,27 +114,101 @@ public final class Player {
 
     // MARK: - Queue
 
-    /// Appends URIs (already expanded) and returns their entries.
+    /// Queues URIs (already expanded) after the entry at `index` (nil: at the end) and
+    /// returns their entries.
     @discardableResult
     public func enqueue(_ uris: [String], after index: Int? = nil) -> [Entry] {
+        insert(uris, at: index.map { min($0 + 1, queue.count) } ?? queue.count)
+    }
+
+    /// Queues URIs after the entry with id `afterID` (nil: at the start). Nil when no
+    /// entry has that id.
+    public func insert(_ uris: [String], afterID: UInt64?) -> [Entry]? {
+        guard let afterID else { return insert(uris, at: 0) }
+        guard let index = queue.index(of: afterID) else { return nil }
+        return insert(uris, at: index + 1)
+    }
+
+    private func insert(_ uris: [String], at position: Int) -> [Entry] {
+        guard !uris.isEmpty else { return [] }
         let new = uris.map { uri -> Entry in
             defer { nextEntryID += 1 }
             return Entry(id: nextEntryID, uri: uri)
         }
-        let position = index.map { min($0 + 1, entries.count) } ?? entries.count
-        entries.insert(contentsOf: new, at: position)
+        queue.insert(new, at: position)
         if let selected = selectedIndex, selected >= position { selectedIndex = selected + new.count }
-        if shuffle { shuffleOrder += new.map(\.id).shuffled() }
-        if selectedIndex == nil, !entries.isEmpty {
+        if shuffle {
+            shuffleUpcoming += new.map(\.id)
+            shuffleUpcoming.shuffle()
+        }
+        if selectedIndex == nil {
             selectedIndex = firstIndex()
             // A local file becomes `current` once its tags are read, so that clients see
             // one Metadata for it, not a file name followed by the real title.
-            if let selectedIndex, !needsDiscovery(entries[selectedIndex]) { current = entries[selectedIndex] }
+            if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
             discoverCurrentIfNeeded()
         }
         prepareNext()
-        onChange?(.options)
+        onChange?(.queue)
         return new
+    }
+
+    /// Removes the entry with `id`; removing the current one moves on as Next would, or
+    /// stops when nothing follows. False when no entry has that id.
+    @discardableResult
+    public func remove(id: UInt64) -> Bool {
+        guard let index = queue.index(of: id) else { return false }
+        guard index == selectedIndex else {
+            queue.remove(at: index)
+            if let selected = selectedIndex, selected > index { selectedIndex = selected - 1 }
+            if pipeline.handoff.committedEntryID == id, let playing = selectedIndex, loadedEntryID != nil {
+                // playbin already took it for a gapless switch: it must not be heard.
+                start(playing, seekingTo: pipeline.position ?? .zero)
+            }
+            prepareNext()
+            onChange?(.queue)
+            return true
+        }
+        let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
+        queue.remove(at: index)
+        if let followerID, followerID != id, let follower = queue.index(of: followerID) {
+            selectedIndex = follower
+            recordMove(from: id, to: followerID, forward: true)
+            onChange?(.queue)
+            go(to: follower)
+            return true
+        }
+        desired = .stopped
+        loadGeneration += 1
+        unload()
+        selectedIndex = queue.isEmpty ? nil : min(index, queue.count - 1)
+        current = nil
+        if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
+        discoverCurrentIfNeeded()
+        onChange?(.queue)
+        settle(.stopped)
+        return true
+    }
+
+    /// Replaces the whole queue (a playlist activated) and plays it from the start, or
+    /// stays stopped when `play` is false.
+    public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
+        desired = .stopped
+        loadGeneration += 1
+        unload()
+        queue.removeAll()
+        selectedIndex = nil
+        current = nil
+        shuffleUpcoming = []
+        shuffleHistory = []
+        enqueue(uris)
+        settle(.stopped)
+        if shouldPlay { play() }
+    }
+
+    /// The queued entry with `id`, if any.
+    public func entry(id: UInt64) -> Entry? {
+        queue.index(of: id).map { queue[$0] }
     }
 
     /// The index of the selected entry in `entries`.
@@ -128,8 +233,8 @@ public final class Player {
     public func play() -> Bool {
         guard let index = selectedIndex ?? firstIndex() else { return false }
         desired = .playing
-        if loadedEntryID == entries[index].id, status != .stopped {
-            if pipeline.setState(.playing) == .failure { fail(entries[index], reason: "the audio output refused to start") }
+        if loadedEntryID == queue[index].id, status != .stopped {
+            if pipeline.setState(.playing) == .failure { fail(queue[index], reason: "the audio output refused to start") }
         } else {
             load(index)
         }
@@ -140,7 +245,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        guard let index = index.flatMap({ entries.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
+        guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
         desired = .paused
         load(index, at: position)
         return true
@@ -149,7 +254,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        guard entries.indices.contains(index) else { return false }
+        guard queue.indices.contains(index) else { return false }
         desired = .playing
         load(index, at: position)
         return true
@@ -191,8 +296,9 @@ public final class Player {
     }
 
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
+    @discardableResult
     public func goTo(id: UInt64) -> Bool {
-        guard let index = entries.firstIndex(where: { $0.id == id }) else { return false }
+        guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
     }
@@ -246,15 +352,18 @@ public final class Player {
         onChange?(.options)
     }
 
+    /// Shuffle plays every entry once per cycle in a random order; turning it off goes on
+    /// in queue order from the current entry.
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
         shuffle = on
+        shuffleHistory = []
         if on {
-            let currentID = selectedIndex.map { entries[$0].id }
-            shuffleOrder = entries.map(\.id).filter { $0 != currentID }.shuffled()
-            if let currentID { shuffleOrder.insert(currentID, at: 0) }
+            let currentID = selectedIndex.map { queue[$0].id }
+            shuffleUpcoming = queue.entries.compactMap { $0.id == currentID ? nil : $0.id }
+            shuffleUpcoming.shuffle()
         } else {
-            shuffleOrder = []
+            shuffleUpcoming = []
         }
         prepareNext()
         onChange?(.options)
@@ -265,7 +374,7 @@ public final class Player {
     public func open(_ uris: [String]) -> Bool {
         guard !uris.isEmpty else { return false }
         let added = enqueue(uris, after: selectedIndex)
-        guard let first = added.first, let index = entries.firstIndex(where: { $0.id == first.id }) else { return false }
+        guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         desired = .playing
         go(to: index)
         return true
@@ -281,15 +390,20 @@ public final class Player {
     // MARK: - Loading
 
     private func firstIndex() -> Int? {
-        if shuffle, let id = shuffleOrder.first { return entries.firstIndex { $0.id == id } }
-        return entries.isEmpty ? nil : 0
+        guard !queue.isEmpty else { return nil }
+        guard shuffle, let index = shuffleNext(after: nil) else { return 0 }
+        shuffleUpcoming.removeLast()  // it is now the current one
+        return index
     }
 
     private func go(to index: Int, forward: Bool = true) {
+        if let selectedIndex, selectedIndex != index {
+            recordMove(from: queue[selectedIndex].id, to: queue[index].id, forward: forward)
+        }
         selectedIndex = index
         switch desired {
         case .stopped:
-            current = entries[index]
+            current = queue[index]
             discoverCurrentIfNeeded()
             onChange?(.transport)
         case .playing, .paused:
@@ -302,26 +416,27 @@ public final class Player {
         loadGeneration += 1
         let generation = loadGeneration
         pipeline.handoff.reset()
-        let entry = entries[index]
+        let entry = queue[index]
         if entry.info != nil || !isLocal(entry.uri) {
             start(index, seekingTo: position)
             return
         }
         discoverer.discover(entry.uri) { [weak self] result in
             guard let self, generation == self.loadGeneration,
-                let index = self.entries.firstIndex(where: { $0.id == entry.id })
+                let index = self.queue.index(of: entry.id)
             else { return }
             switch result {
             case .success(let info):
-                self.entries[index].info = info
+                self.queue[index].info = info
+                self.onChange?(.entryInfo(entry.id))
                 self.start(index, seekingTo: position)
             case .failure(let error) where error.isTimeout:
                 // Slow to read is not broken: let the pipeline try (it reports real errors).
                 self.logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
                 self.start(index, seekingTo: position)
             case .failure(let error):
-                self.entries[index].failure = error.reason
-                self.fail(self.entries[index], reason: error.reason, forward: forward)
+                self.queue[index].failure = error.reason
+                self.fail(self.queue[index], reason: error.reason, forward: forward)
             }
         }
     }
@@ -329,7 +444,7 @@ public final class Player {
     /// Loads the entry into the pipeline. When a seek is needed (a start position, or a rate
     /// other than 1) the pipeline prerolls paused, seeks, and only then plays.
     private func start(_ index: Int, seekingTo position: Duration? = nil) {
-        let entry = entries[index]
+        let entry = queue[index]
         pipeline.handoff.reset()
         pipeline.setState(.ready)
         pipeline.discardQueuedMessages()
@@ -363,23 +478,27 @@ public final class Player {
     /// (in the direction of travel), or stop at the end.
     private func fail(_ entry: Entry, reason: String, forward: Bool = true) {
         logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(reason)")
-        if let index = entries.firstIndex(where: { $0.id == entry.id }) { entries[index].failure = reason }
+        if let index = queue.index(of: entry.id) {
+            queue[index].failure = reason
+            onChange?(.entryInfo(entry.id))
+        }
         consecutiveFailures += 1
         unload()
-        guard desired != .stopped, consecutiveFailures <= entries.count,
-            let index = entries.firstIndex(where: { $0.id == entry.id }),
+        guard desired != .stopped, consecutiveFailures <= queue.count,
+            let index = queue.index(of: entry.id),
             let target = neighbour(of: index, forward: forward, automatic: true, allowRepeatOne: false)
         else {
-            if consecutiveFailures > entries.count { logger.error("nothing in the queue can be played") }
+            if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
             desired = .stopped
             settle(.stopped)
             return
         }
+        recordMove(from: entry.id, to: queue[target].id, forward: forward)
         load(target, forward: forward)
     }
 
     private func settle(_ newStatus: Status) {
-        if let index = selectedIndex { current = entries[index] }
+        if let index = selectedIndex { current = queue[index] }
         if newStatus != .stopped { consecutiveFailures = 0 }
         status = newStatus
         prepareNext()
@@ -391,17 +510,18 @@ public final class Player {
     }
 
     private func discoverCurrentIfNeeded() {
-        guard let index = selectedIndex, needsDiscovery(entries[index]) else { return }
-        let id = entries[index].id
-        discoverer.discover(entries[index].uri) { [weak self] result in
-            guard let self, let index = self.entries.firstIndex(where: { $0.id == id }) else { return }
+        guard let index = selectedIndex, needsDiscovery(queue[index]) else { return }
+        let id = queue[index].id
+        discoverer.discover(queue[index].uri) { [weak self] result in
+            guard let self, let index = self.queue.index(of: id) else { return }
             switch result {
-            case .success(let info): self.entries[index].info = info
-            case .failure(let error): self.entries[index].failure = error.reason
+            case .success(let info): self.queue[index].info = info
+            case .failure(let error): self.queue[index].failure = error.reason
             }
+            self.onChange?(.entryInfo(id))
             let stillSelected = self.selectedIndex == index && (self.current == nil || self.current?.id == id)
             if stillSelected {
-                self.current = self.entries[index]
+                self.current = self.queue[index]
                 self.onChange?(.metadata)
             }
         }
@@ -416,21 +536,23 @@ public final class Player {
             pipeline.handoff.prepare(nil)
             return
         }
-        let entry = entries[next]
+        let entry = queue[next]
         pipeline.handoff.prepare(.init(entryID: entry.id, uri: entry.uri))
         if entry.info == nil, entry.failure == nil, isLocal(entry.uri) {
             discoverer.discover(entry.uri) { [weak self] result in
-                guard let self, let index = self.entries.firstIndex(where: { $0.id == entry.id }) else { return }
+                guard let self, let index = self.queue.index(of: entry.id) else { return }
                 switch result {
                 case .success(let info):
-                    self.entries[index].info = info
+                    self.queue[index].info = info
+                    self.onChange?(.entryInfo(entry.id))
                     if self.current?.id == entry.id {
-                        self.current = self.entries[index]
+                        self.current = self.queue[index]
                         self.onChange?(.metadata)
                     }
                 case .failure(let error):
-                    self.entries[index].failure = error.reason
+                    self.queue[index].failure = error.reason
                     self.logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(error.reason)")
+                    self.onChange?(.entryInfo(entry.id))
                     self.prepareNext()
                 }
             }
@@ -440,23 +562,124 @@ public final class Player {
     /// The entry after (or before) `index` in play order, skipping entries known to fail.
     /// `automatic` is the end of a track: it repeats the track in repeat-one mode.
     private func neighbour(of index: Int, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
-        guard entries.indices.contains(index) else { return nil }
-        if automatic && allowRepeatOne && repeatMode == .one && entries[index].failure == nil { return index }
-        let order: [Int] = shuffle
-            ? shuffleOrder.compactMap { id in entries.firstIndex { $0.id == id } }
-            : Array(entries.indices)
-        guard var position = order.firstIndex(of: index) else { return nil }
-        for _ in 0..<order.count {
-            position += forward ? 1 : -1
-            if position >= order.count || position < 0 {
+        guard queue.indices.contains(index) else { return nil }
+        if automatic && allowRepeatOne && repeatMode == .one && queue[index].failure == nil { return index }
+        if shuffle { return forward ? shuffleNext(after: queue[index].id) : shufflePrevious() }
+        var candidate = index
+        for _ in 0..<queue.count {
+            candidate += forward ? 1 : -1
+            if candidate >= queue.count || candidate < 0 {
                 guard repeatMode == .all else { return nil }
-                position = forward ? 0 : order.count - 1
+                candidate = forward ? 0 : queue.count - 1
             }
-            let candidate = order[position]
-            if candidate == index && !(repeatMode == .all) { return nil }
-            if entries[candidate].failure == nil { return candidate }
+            if candidate == index { return repeatMode == .all && queue[index].failure == nil ? index : nil }
+            if queue[candidate].failure == nil { return candidate }
         }
         return nil
+    }
+
+    /// Shuffle: the next entry of this cycle, without taking it; with repeat-all a new
+    /// cycle begins when this one is over. Entries removed, failed or current are dropped
+    /// from the cycle on the way.
+    private func shuffleNext(after currentID: UInt64?) -> Int? {
+        while let id = shuffleUpcoming.last {
+            if id != currentID, let index = queue.index(of: id), queue[index].failure == nil { return index }
+            shuffleUpcoming.removeLast()
+        }
+        guard repeatMode == .all else { return nil }
+        shuffleUpcoming = queue.entries.compactMap { $0.failure == nil && $0.id != currentID ? $0.id : nil }
+        shuffleUpcoming.shuffle()
+        if let id = shuffleUpcoming.last { return queue.index(of: id) }
+        // A queue of one: it repeats.
+        return currentID.flatMap { queue.index(of: $0) }.flatMap { queue[$0].failure == nil ? $0 : nil }
+    }
+
+    /// Shuffle: the entry played before the current one, most recent first.
+    private func shufflePrevious() -> Int? {
+        while let id = shuffleHistory.last {
+            if let index = queue.index(of: id), queue[index].failure == nil { return index }
+            shuffleHistory.removeLast()
+        }
+        return nil
+    }
+
+    /// Shuffle bookkeeping for a move from one entry to another: forward takes the target
+    /// out of this cycle and remembers where it came from; backward walks the history back
+    /// and puts the entry left at the front of what is to come.
+    private func recordMove(from oldID: UInt64, to newID: UInt64, forward: Bool) {
+        guard shuffle, oldID != newID else { return }
+        if forward {
+            if shuffleUpcoming.last == newID {
+                shuffleUpcoming.removeLast()
+            } else if let position = shuffleUpcoming.lastIndex(of: newID) {
+                shuffleUpcoming.remove(at: position)
+            }
+            shuffleHistory.append(oldID)
+        } else {
+            if shuffleHistory.last == newID { shuffleHistory.removeLast() }
+            shuffleUpcoming.append(oldID)
+        }
+    }
+
+    // MARK: - Reading tags ahead
+
+    /// Reads the tags of these entries in the background, lowest priority and at most
+    /// `backgroundReads` at a time, each entry once; `.entryInfo(id)` tells when one is in.
+    /// Only the latest requests are kept when more than `maximumPendingReads` wait.
+    public func readInfoAhead(_ ids: some Sequence<UInt64>) {
+        for id in ids where !infoRequested.contains(id) {
+            guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { continue }
+            infoRequested.insert(id)
+            pendingReads.append(id)
+        }
+        if pendingReads.count > Self.maximumPendingReads {
+            for id in pendingReads.prefix(pendingReads.count - Self.maximumPendingReads) { infoRequested.remove(id) }
+            pendingReads.removeFirst(pendingReads.count - Self.maximumPendingReads)
+        }
+        startBackgroundReads()
+    }
+
+    static let backgroundReads = 2
+    /// One serial queue per concurrent read. Not a global queue: using one starts
+    /// libdispatch's worker-pool monitor, which then wakes the process every second.
+    private static let readQueues = (0..<backgroundReads).map { DispatchQueue(label: "quaver.tags.\($0)", qos: .utility) }
+    private var readsStarted = 0
+    static let maximumPendingReads = 2_000
+    private var infoRequested = Set<UInt64>()
+    private var pendingReads: [UInt64] = []
+    private var readsInFlight = 0
+
+    private func startBackgroundReads() {
+        while readsInFlight < Self.backgroundReads, !pendingReads.isEmpty {
+            let id = pendingReads.removeFirst()
+            infoRequested.remove(id)
+            guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { continue }
+            readsInFlight += 1
+            readsStarted &+= 1
+            let uri = queue[index].uri
+            Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
+                let result = Discoverer.discoverNow(uri)
+                DispatchQueue.main.async {
+                    MainActor.assumeIsolated { self?.finishBackgroundRead(id, result) }
+                }
+            }
+        }
+    }
+
+    private func finishBackgroundRead(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
+        readsInFlight -= 1
+        defer { startBackgroundReads() }
+        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
+        switch result {
+        case .success(let info): queue[index].info = info
+        case .failure(let error) where error.isTimeout: return  // busy, not broken: read again when played
+        case .failure(let error): queue[index].failure = error.reason
+        }
+        onChange?(.entryInfo(id))
+        if current?.id == id {
+            current = queue[index]
+            onChange?(.metadata)
+        }
     }
 
     private func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
@@ -505,12 +728,13 @@ public final class Player {
                 return
             }
             guard let switched = pipeline.handoff.takeCommitted(),
-                let index = entries.firstIndex(where: { $0.id == switched.entryID })
+                let index = queue.index(of: switched.entryID)
             else { return }
             // A gapless switch: the new entry is now what is heard.
+            if let previous = loadedEntryID { recordMove(from: previous, to: switched.entryID, forward: true) }
             selectedIndex = index
             loadedEntryID = switched.entryID
-            current = entries[index]
+            current = queue[index]
             if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
             prepareNext()
             onChange?(.transport)
@@ -526,21 +750,22 @@ public final class Player {
                 return
             }
             if pipeline.handoff.hasCommitted, let handedOver = pipeline.handoff.takeCommitted(),
-                let next = entries.firstIndex(where: { $0.id == handedOver.entryID }),
-                entries[next].info == nil || !isLocal(entries[next].uri),
-                let playing = loadedEntryID.flatMap({ id in entries.firstIndex { $0.id == id } })
+                let next = queue.index(of: handedOver.entryID),
+                queue[next].info == nil || !isLocal(queue[next].uri),
+                let playing = loadedEntryID.flatMap({ id in queue.index(of: id) })
             {
                 // The URI handed over for gapless playback failed while the current one was
                 // still playing: skip that one, and go on with the current one where it was.
-                entries[next].failure = message
+                queue[next].failure = message
+                onChange?(.entryInfo(handedOver.entryID))
                 ignoredErrorSource = Self.decoderPath(of: source)
-                logger.warning("skipping \(MediaSources.displayName(entries[next].uri)): \(message)")
+                logger.warning("skipping \(MediaSources.displayName(queue[next].uri)): \(message)")
                 let position = pipeline.position ?? .zero
                 pipeline.setState(.null)  // tears down the failed stream's decoder too
                 start(playing, seekingTo: position)
                 return
             }
-            let failed = loadedEntryID.flatMap { id in entries.first { $0.id == id } }
+            let failed = loadedEntryID.flatMap { id in queue.index(of: id).map { queue[$0] } }
             if let failed {
                 fail(failed, reason: message)
             } else {
@@ -595,15 +820,16 @@ public final class Player {
     /// Settles a state the pipeline confirmed for the loaded entry, filling in what the
     /// pipeline knows when the entry was never read ahead (a stream).
     private func settleLoaded(_ newStatus: Status) {
-        if let id = loadedEntryID, let index = entries.firstIndex(where: { $0.id == id }) {
+        if let id = loadedEntryID, let index = queue.index(of: id) {
             selectedIndex = index
-            if entries[index].info == nil {
+            if queue[index].info == nil {
                 var info = TrackInfo()
                 info.duration = pipeline.duration
                 info.isSeekable = pipeline.isSeekable
                 info.isLive = info.duration == nil
                 info.audioStreams = 1
-                entries[index].info = info
+                queue[index].info = info
+                onChange?(.entryInfo(id))
             }
         }
         settle(newStatus)

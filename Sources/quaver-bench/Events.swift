@@ -1,5 +1,6 @@
 import DBus
 import Dispatch
+import Foundation
 
 /// A failure that ends a measurement, with a sentence saying what went wrong.
 struct BenchError: Error, CustomStringConvertible {
@@ -18,6 +19,8 @@ struct BusEvent {
         case nameOwnerChanged(name: String, newOwner: String)
         /// The player process ended.
         case exited(status: Int32)
+        /// One line the player printed (only when launched with `watchOutput`).
+        case output(line: String)
     }
 
     var kind: Kind
@@ -66,6 +69,7 @@ final class EventHub {
 
     /// Delivers an event to every open expectation it matches.
     func post(_ event: BusEvent) {
+        if ProcessInfo.processInfo.environment["QB_TRACE"] != nil { log("TRACE \(event.kind)") }
         guard !open.isEmpty else { return }
         open.removeAll { expectation in
             guard expectation.match(event) else { return false }

@@ -122,11 +122,17 @@ final class PlayerSession {
     private let programs: Programs
     private(set) var process: Process?
     private(set) var exitStatus: Int32?
-    /// The unique name owning `kind.busName` now, nil while nobody does.
+    /// The MPRIS bus name the player takes (`kind.busName` unless the player is started with
+    /// another `--name`).
+    let busName: String
+    /// The unique name owning `busName` now, nil while nobody does.
     private(set) var nameOwner: String?
+    /// What is left of the player's output after its last full line (with `watchOutput`).
+    private var outputTail = Data()
 
-    init(_ kind: PlayerKind, programs: Programs, label: String) throws {
+    init(_ kind: PlayerKind, programs: Programs, label: String, busName: String? = nil) throws {
         self.kind = kind
+        self.busName = busName ?? kind.busName
         self.programs = programs
         let folder = programs.workDir.appendingPathComponent("\(label)-\(kind.rawValue)")
         try? FileManager.default.removeItem(at: folder)
@@ -152,7 +158,7 @@ final class PlayerSession {
             let time = ContinuousClock.now
             let arguments = message.arguments
             guard let self, arguments.count == 3, let name = arguments[0].string, let owner = arguments[2].string else { return }
-            if name == kind.busName { nameOwner = owner.isEmpty ? nil : owner }
+            if name == busName { nameOwner = owner.isEmpty ? nil : owner }
             events.post(BusEvent(kind: .nameOwnerChanged(name: name, newOwner: owner), time: time))
         }
     }
@@ -184,7 +190,9 @@ final class PlayerSession {
     }
 
     /// Starts `command` (program first) with the player's environment; output goes to the log.
-    func launch(_ command: [String], environment extra: [String: String] = [:]) throws {
+    /// With `watchOutput`, the output goes through a pipe instead, is copied to the log and
+    /// every line of it is posted as an `.output` event, stamped when the benchmark read it.
+    func launch(_ command: [String], environment extra: [String: String] = [:], watchOutput: Bool = false) throws {
         guard !isRunning else { throw BenchError("\(kind.title) already runs") }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command[0])
@@ -192,8 +200,28 @@ final class PlayerSession {
         process.environment = environment.merging(extra) { $1 }
         let log = try FileHandle(forWritingTo: touch(logFile))
         log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
+        if watchOutput {
+            let pipe = Pipe()
+            outputTail = Data()
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                let time = ContinuousClock.now
+                if data.isEmpty {
+                    handle.readabilityHandler = nil  // end of output: the player (and its children) ended
+                    try? log.close()
+                    return
+                }
+                log.write(data)
+                DispatchQueue.main.async {
+                    MainActor.assumeIsolated { self?.receiveOutput(data, time: time) }
+                }
+            }
+            process.standardOutput = pipe
+            process.standardError = pipe
+        } else {
+            process.standardOutput = log
+            process.standardError = log
+        }
         process.standardInput = FileHandle.nullDevice
         process.terminationHandler = { [weak self] finished in
             let status = finished.terminationStatus
@@ -208,8 +236,20 @@ final class PlayerSession {
         }
         exitStatus = nil
         try process.run()
-        try? log.close()  // the child has its own copy
+        // The child has its own copy (Process closes a pipe's write end in this process; the
+        // read end's handler owns the log).
+        if !watchOutput { try? log.close() }
         self.process = process
+    }
+
+    /// Splits output into lines and posts each one.
+    private func receiveOutput(_ data: Data, time: ContinuousClock.Instant) {
+        outputTail.append(data)
+        while let newline = outputTail.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: outputTail[outputTail.startIndex..<newline], as: UTF8.self)
+            outputTail.removeSubrange(outputTail.startIndex...newline)
+            events.post(BusEvent(kind: .output(line: line), time: time))
+        }
     }
 
     /// Starts the player and waits until it owns its bus name and has answered `GetAll`.
@@ -218,7 +258,7 @@ final class PlayerSession {
     func start(_ command: [String], environment extra: [String: String] = [:], timeout: Duration = .seconds(30)) async throws
         -> (owned: Duration, answered: Duration)
     {
-        let name = kind.busName
+        let name = busName
         let ready = events.expect("\(name) owned or \(kind.title) exited") { event in
             switch event.kind {
             case .nameOwnerChanged(let changed, let owner): changed == name && !owner.isEmpty
@@ -241,8 +281,8 @@ final class PlayerSession {
     /// name; kills it when it does not within the deadline.
     func stop(timeout: Duration = .seconds(15)) async {
         guard let process, isRunning else { return }
-        let released = events.expect("\(kind.busName) released") { event in
-            if case .nameOwnerChanged(let name, let owner) = event.kind { name == self.kind.busName && owner.isEmpty } else { false }
+        let released = events.expect("\(busName) released") { event in
+            if case .nameOwnerChanged(let name, let owner) = event.kind { name == self.busName && owner.isEmpty } else { false }
         }
         let exited = events.expect("exit of \(kind.title)") { if case .exited = $0.kind { true } else { false } }
         _ = try? await call("Quit", interface: MPRIS.root, timeout: .seconds(5))
@@ -270,7 +310,7 @@ final class PlayerSession {
         _ member: String, interface: String = MPRIS.player, _ arguments: [Value] = [], timeout: Duration = .seconds(10)
     ) async throws -> [Value] {
         try await client.call(
-            destination: kind.busName, path: MPRIS.path, interface: interface, member: member, arguments: arguments,
+            destination: busName, path: MPRIS.path, interface: interface, member: member, arguments: arguments,
             timeout: timeout)
     }
 

@@ -65,14 +65,26 @@ struct QuaverBench: AsyncParsableCommand {
     @Option(help: "Also write the table to this file.")
     var output: String?
 
+    @OptionGroup(title: "Scale benchmark")
+    var scaleOptions: ScaleOptions
+
     func validate() throws {
         guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2 else {
             throw ValidationError("counts must be positive (toggles, seeks and callgrind toggles at least 2)")
         }
         guard getallSeconds > 0, windowSeconds >= 3 else { throw ValidationError("windows must be positive (the CPU window at least 3 s)") }
+        try scaleOptions.check()
     }
 
     func run() async throws {
+        if scaleOptions.scale {
+            let table = try await ScaleBenchmark(
+                scaleOptions.settings(quaver: quaver, workDir: workDir, rounds: rounds)
+            ).run()
+            print(table, terminator: "")
+            if let output { try table.write(toFile: output, atomically: true, encoding: .utf8) }
+            return
+        }
         let settings = Settings(
             quaver: quaver, mpv: mpv, mprisPlugin: mprisPlugin, workDir: workDir, rounds: rounds, toggles: toggles,
             thinkTime: .milliseconds(thinkTimeMs), seeks: seeks, getallDuration: .milliseconds(Int(getallSeconds * 1000)),
@@ -173,18 +185,7 @@ final class Benchmark {
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         guard let gstLaunch = findProgram("gst-launch-1.0") else { throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
 
-        let workDir = URL(fileURLWithPath: settings.workDir ?? FileManager.default.temporaryDirectory.appendingPathComponent("quaver-bench").path)
-        // Empty the folder of the previous run, but never a folder this did not make.
-        let marker = workDir.appendingPathComponent(".quaver-bench")
-        let existing = (try? FileManager.default.contentsOfDirectory(atPath: workDir.path)) ?? []
-        if !existing.isEmpty {
-            guard FileManager.default.fileExists(atPath: marker.path) else {
-                throw BenchError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
-            }
-            try FileManager.default.removeItem(at: workDir)
-        }
-        try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
-        touch(marker)
+        let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench")
         var programs = Programs(
             quaver: quaver, mpv: mpv, mprisPlugin: plugin, dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [], workDir: workDir)
 
@@ -428,4 +429,21 @@ final class Benchmark {
         report.add(playing)
         report.note("Callgrind: each player under valgrind --tool=callgrind on its own bus, 10 warm-up toggles, then counters zeroed (callgrind_control -z), \(settings.callgrindToggles) toggles back to back, dumped (-d); zeroed again, the same window paused, dumped; (with toggles − paused) / toggles. The toggles run back to back, so the player hardly plays in between (the time it did is given above; at the rate of the playing row it is negligible). The second row is a further window with the player playing. Quaver runs as a copy without debug info (valgrind 3.19 cannot read Swift's DWARF 5) with a sigsuspend shim preloaded (valgrind 3.19 writes into the read-only signal mask dispatch_main passes to rt_sigsuspend and crashes).")
     }
+}
+
+/// The work folder (`path`, or `name` in the temporary folder), emptied of the previous run
+/// (but never a folder quaver-bench did not make) and marked as quaver-bench's.
+func prepareWorkDir(_ path: String?, default name: String) throws -> URL {
+    let workDir = URL(fileURLWithPath: path ?? FileManager.default.temporaryDirectory.appendingPathComponent(name).path)
+    let marker = workDir.appendingPathComponent(".quaver-bench")
+    let existing = (try? FileManager.default.contentsOfDirectory(atPath: workDir.path)) ?? []
+    if !existing.isEmpty {
+        guard FileManager.default.fileExists(atPath: marker.path) else {
+            throw BenchError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
+        }
+        try FileManager.default.removeItem(at: workDir)
+    }
+    try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+    touch(marker)
+    return workDir
 }

@@ -17,9 +17,12 @@ import Foundation
 struct Config: Equatable {
     /// What a second `quaver` does when one already owns the bus name.
     enum InstancePolicy: String, CaseIterable {
+        /// Hand the paths named to the running Quaver (queued after its current track, the
+        /// first playing) and exit 0; with nothing named, say it runs and exit 0.
+        case handOver = "hand-over"
         /// Start anyway, as `org.mpris.MediaPlayer2.quaver.instance<PID>`.
         case new
-        /// Say that Quaver is already running and exit 0 (for launchers and autostart).
+        /// Say that Quaver is already running and exit 0, handing nothing over.
         case quit
     }
 
@@ -28,10 +31,11 @@ struct Config: Equatable {
     var resume = true
     var minimumRate = 0.5
     var maximumRate = 2.0
-    var instance = InstancePolicy.new
+    var instance = InstancePolicy.handOver
     var volume: Double?
+    var playlistsFolder: URL?
 
-    static let keys = ["audio-sink", "music-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"]
+    static let keys = ["audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"]
 
     struct ParseError: Error, CustomStringConvertible {
         var file: String
@@ -82,6 +86,8 @@ struct Config: Equatable {
                 config.audioSink = value
             case "music-folder":
                 config.musicFolder = try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
+            case "playlists-folder":
+                config.playlistsFolder = try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
             case "resume":
                 guard let flag = boolean(value) else { throw fail("must be yes or no, not \"\(value)\"") }
                 config.resume = flag

@@ -20,7 +20,9 @@ final class Daemon {
         var musicFolder: URL = Paths.music
         var resume = true
         var rates: ClosedRange<Double> = 0.5...2.0
-        var instance = Config.InstancePolicy.new
+        var instance = Config.InstancePolicy.handOver
+        /// The folder of playlists offered over MPRIS; nil: none.
+        var playlistsFolder: URL?
     }
 
     /// Keeps the running daemon alive for the life of the process.
@@ -37,8 +39,17 @@ final class Daemon {
     let store: StateStore
     /// What was last written, so that nothing is rewritten when nothing changed.
     private var savedState: SavedState?
-    private var savedQueue: [UInt64]?
+    private var savedQueueRevision: Int?
     private var saveScheduled = false
+    /// Writes the session in order, off the main queue.
+    private let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
+    /// Media being expanded in the background; the session is saved once it is all in.
+    var loadsInProgress = 0
+    var loadGeneration = 0
+    var playlistFolder: PlaylistFolder?
+    var activePlaylistID: UInt64?
+    /// Play was asked for before anything was queued.
+    var playWhenLoaded = false
 
     init(options: Options, logger: Logger) throws {
         self.options = options
@@ -52,6 +63,7 @@ final class Daemon {
         mpris = MPRISServer(commandCenter: commands, infoCenter: info, configuration: configuration, logger: logger)
         mpris.quitHandler = { [weak self] in self?.shutdown(status: 0, reason: "asked to quit over D-Bus") }
         bindCommands()
+        mpris.trackList = self
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -66,6 +78,9 @@ final class Daemon {
         server.quitHandler = {}
         commands.changeRepeatModeCommand.addTarget { _ in .success }
         commands.changeShuffleModeCommand.addTarget { _ in .success }
+        let sources = EmptySources()
+        server.trackList = sources
+        server.playlists = sources
         server.setNeedsPublish()
         return server.object.introspectionXML()
     }
@@ -88,20 +103,19 @@ final class Daemon {
         let restored = options.items.isEmpty && options.resume ? store.load() : nil
         if let (state, queue) = restored {
             player.enqueue(queue)
-            savedQueue = player.entries.map(\.id)
+            savedQueueRevision = player.queueRevision
             if options.volume == nil { player.setVolume(state.volume) }
             player.setRate(state.rate)
             player.setRepeatMode(Player.RepeatMode(rawValue: state.loop) ?? .off)
             player.setShuffle(state.shuffle)
-        } else {
-            player.enqueue(resolveStartupMedia())
         }
+        startPlaylists()
 
         guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
             logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
             exit(0)
         }
-        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version): \(player.entries.count) tracks queued, bus name \(name)")
+        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name)")
         installSignalHandlers()
 
         if let (state, _) = restored, let index = state.current {
@@ -110,10 +124,8 @@ final class Daemon {
             if options.startPlaying { player.play(index: index, at: position) } else { player.preroll(index: index, at: position) }
         } else if restored != nil {
             if options.startPlaying { player.play() }
-        } else if options.startPaused {
-            player.preroll()
         } else {
-            player.play()
+            loadStartupMedia()
         }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
@@ -124,28 +136,41 @@ final class Daemon {
         return String(format: "%d:%02d", seconds / 60, seconds % 60)
     }
 
-    /// What to play when started: the arguments, else the music folder, else the demo.
-    private func resolveStartupMedia() -> [String] {
-        if !options.items.isEmpty {
-            let uris = MediaSources.expand(options.items, logger: logger)
-            if uris.isEmpty { logger.warning("nothing playable among the arguments; waiting for OpenUri") }
-            return uris
+    /// Queues what to play when started, in the background: the arguments, else the music
+    /// folder, else the demo. Playback starts with the first tracks found.
+    private func loadStartupMedia() {
+        let fromArguments = !options.items.isEmpty
+        let sources = fromArguments ? options.items : [options.musicFolder.path]
+        let startPaused = options.startPaused
+        var started = false
+        load(sources, quietly: !fromArguments) { [unowned self] uris in
+            player.enqueue(uris)
+            if !started {
+                started = true
+                if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
+                playWhenLoaded = false
+            }
+        } done: { [unowned self] count in
+            if count > 0 {
+                if !fromArguments { logger.info("playing \(count) tracks from \(options.musicFolder.path)") }
+            } else if fromArguments {
+                logger.warning("nothing playable among the arguments; waiting for OpenUri")
+            } else {
+                playDemo(startPaused: startPaused)
+            }
         }
-        let music = options.musicFolder
-        let files = FileManager.default.fileExists(atPath: music.path)
-            ? MediaSources.audioFiles(in: music, logger: logger) : []
-        if !files.isEmpty {
-            logger.info("playing \(files.count) tracks from \(music.path)")
-            return files.map(\.absoluteString)
-        }
+    }
+
+    private func playDemo(startPaused: Bool) {
         let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
         do {
             let demo = try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder)
-            logger.info("no audio in \(music.path); playing the built-in demo playlist from \(demoFolder.path)")
-            return demo.map(\.absoluteString)
+            logger.info("no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
+            player.enqueue(demo.map(\.absoluteString))
+            if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
+            playWhenLoaded = false
         } catch {
             logger.error("could not create the demo playlist in \(demoFolder.path): \(error)")
-            return []
         }
     }
 
@@ -153,12 +178,20 @@ final class Daemon {
 
     private func bindCommands() {
         commands.supportedPlaybackRates = player.supportedRates
-        commands.playCommand.addTarget { [unowned self] _ in player.play() ? .success : .noActionableNowPlayingItem }
+        commands.playCommand.addTarget { [unowned self] _ in
+            if player.play() { return .success }
+            // Asked to play while the first tracks are still being found (an activation
+            // call): they start playing as soon as they are in.
+            guard loadsInProgress > 0 else { return .noActionableNowPlayingItem }
+            playWhenLoaded = true
+            return .success
+        }
         commands.pauseCommand.addTarget { [unowned self] _ in
             player.pause()
             return .success
         }
         commands.togglePlayPauseCommand.addTarget { [unowned self] _ in
+            if player.count == 0 && loadsInProgress > 0 { playWhenLoaded.toggle() }
             player.togglePlayPause()
             return .success
         }
@@ -197,16 +230,39 @@ final class Daemon {
             return .success
         }
         commands.openURICommand.addTarget { [unowned self] event in
-            let uris = MediaSources.expand([event.uri], logger: logger)
-            return player.open(uris) ? .success : .noSuchContent
+            guard MediaSources.isCollection(event.uri) else {
+                return player.open(MediaSources.expand([event.uri], logger: logger)) ? .success : .noSuchContent
+            }
+            // A folder or playlist: queued after the current track as it is read, the
+            // first of it playing at once.
+            var lastID: UInt64?
+            load([event.uri]) { [unowned self] uris in
+                if let previous = lastID {
+                    lastID = player.insert(uris, afterID: previous)?.last?.id ?? previous
+                } else if player.open(uris), let first = player.currentIndex {
+                    lastID = player.entries[first + uris.count - 1].id
+                }
+            }
+            return .success
         }
+        bindTrackListCommands()
     }
 
     // MARK: - Player to now-playing info
 
     private func playerDidChange(_ change: Player.Change) {
+        switch change {
+        case .entryInfo(let id):
+            mpris.trackMetadataDidChange(id)
+            return
+        case .queue:
+            mpris.trackListDidChange()
+        case .transport, .metadata, .volume, .options:
+            break
+        }
         syncNowPlaying(republishTiming: change == .transport)
         if change != .metadata { setNeedsSave() }
+        player.readInfoAhead(trackListWindow())
     }
 
     /// Saves the session after this turn of the main queue, so that the PropertiesChanged
@@ -226,35 +282,49 @@ final class Daemon {
 
     // MARK: - Saved session
 
-    /// Saves the queue (when it changed) and the playback state (when it changed). Called at
-    /// the moments that change them: never on a timer.
+    /// Saves the queue (when it changed) and the playback state (when it changed), off the
+    /// main queue and in order. Called at the moments that change them: never on a timer;
+    /// not while media is still being queued (once it is all in).
     func saveState() {
-        guard connection != nil else { return }  // not before the session is restored
-        let ids = player.entries.map(\.id)
-        do {
-            if ids != savedQueue {
-                try store.saveQueue(player.entries.map(\.uri))
-                savedQueue = ids
+        guard connection != nil, loadsInProgress == 0 else { return }  // not before the session is restored
+        let store = self.store, logger = self.logger
+        if player.queueRevision != savedQueueRevision {
+            savedQueueRevision = player.queueRevision
+            let entries = player.entries
+            saveQueue.async {
+                do {
+                    try store.saveQueue(entries.map(\.uri))
+                } catch {
+                    logger.warning("could not save the queue (playback goes on): \(error)")
+                }
             }
-            let position = player.status == .stopped ? .zero : (player.position ?? .zero)
-            let state = SavedState(
-                queueCount: ids.count, current: player.currentIndex,
-                position: position.microseconds, volume: player.volume, rate: player.rate,
-                loop: player.repeatMode.rawValue, shuffle: player.shuffle)
-            if state != savedState {
-                try store.save(state)
-                savedState = state
-            }
-        } catch {
-            logger.warning("could not save the session (playback goes on): \(error)")
         }
+        let position = player.status == .stopped ? .zero : (player.position ?? .zero)
+        let state = SavedState(
+            queueCount: player.count, current: player.currentIndex,
+            position: position.microseconds, volume: player.volume, rate: player.rate,
+            loop: player.repeatMode.rawValue, shuffle: player.shuffle)
+        guard state != savedState else { return }
+        savedState = state
+        saveQueue.async {
+            do {
+                try store.save(state)
+            } catch {
+                logger.warning("could not save the session (playback goes on): \(error)")
+            }
+        }
+    }
+
+    /// Waits until every save asked for is on disk.
+    func finishSaving() {
+        saveQueue.sync {}
     }
 
     /// Copies the player's settled state into the command center and info center. The
     /// elapsed time is republished only at transport moments (play, pause, seek, rate,
     /// track change), as Apple's model asks; clients extrapolate in between.
-    private func syncNowPlaying(republishTiming: Bool) {
-        commands.playCommand.isEnabled = !player.entries.isEmpty
+    func syncNowPlaying(republishTiming: Bool) {
+        commands.playCommand.isEnabled = player.count > 0 || loadsInProgress > 0
         commands.pauseCommand.isEnabled = player.current != nil
         commands.togglePlayPauseCommand.isEnabled = player.current != nil
         commands.stopCommand.isEnabled = player.current != nil
@@ -277,8 +347,21 @@ final class Daemon {
         let published = info.nowPlayingInfo.flatMap { $0.queueItemID == entry.id ? $0 : nil }
         let sameItem = published != nil
         var now = published ?? NowPlayingInfo(queueItemID: entry.id)
+        Self.describe(entry, in: &now)
+        now.defaultPlaybackRate = player.rate
+        let rate = player.status == .playing ? player.rate : 0
+        if republishTiming || !sameItem || now.playbackRate != rate {
+            now.playbackRate = rate
+            now.elapsedPlaybackTime = player.status == .stopped ? .zero : (player.position ?? (sameItem ? now.elapsedPlaybackTime : .zero))
+        }
+        info.nowPlayingInfo = now
+        info.playbackState = PlaybackState(rawValue: player.status.rawValue) ?? .stopped
+    }
+
+    /// What an entry's tags (or, before they are read, its file name) say of it.
+    static func describe(_ entry: Player.Entry, in now: inout NowPlayingInfo) {
         let track = entry.info ?? TrackInfo()
-        now.title = track.title ?? Self.fileTitle(entry.uri)
+        now.title = track.title ?? fileTitle(entry.uri)
         now.artists = track.artists
         now.album = track.album
         now.albumArtists = track.albumArtists
@@ -288,14 +371,6 @@ final class Daemon {
         now.duration = track.duration
         now.isLiveStream = track.isLive
         now.assetURL = entry.uri
-        now.defaultPlaybackRate = player.rate
-        let rate = player.status == .playing ? player.rate : 0
-        if republishTiming || !sameItem || now.playbackRate != rate {
-            now.playbackRate = rate
-            now.elapsedPlaybackTime = player.status == .stopped ? .zero : (player.position ?? (sameItem ? now.elapsedPlaybackTime : .zero))
-        }
-        info.nowPlayingInfo = now
-        info.playbackState = PlaybackState(rawValue: player.status.rawValue) ?? .stopped
     }
 
     static func fileTitle(_ uri: String) -> String? {
@@ -323,7 +398,9 @@ final class Daemon {
     /// Releases the bus name, stops the pipeline and exits.
     func shutdown(status: Int32, reason: String) {
         logger.info("stopping: \(reason)")
+        loadsInProgress = 0
         saveState()
+        finishSaving()
         mpris.unregister()
         player.shutdown()
         connection?.flush()
@@ -354,4 +431,15 @@ extension RepeatType {
         case .all: self = .all
         }
     }
+}
+
+/// Sources with nothing in them, for the introspection document.
+@MainActor
+private final class EmptySources: TrackListDataSource, PlaylistsDataSource {
+    func trackListWindow() -> [UInt64] { [] }
+    func trackListMetadata(_ ids: [UInt64]) -> [NowPlayingInfo] { [] }
+    var playlistCount: Int { 0 }
+    var playlistOrderings: [String] { [] }
+    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? { nil }
+    var activePlaylist: MediaPlaylist? { nil }
 }

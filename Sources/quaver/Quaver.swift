@@ -50,9 +50,12 @@ struct Quaver: ParsableCommand {
     var name = "quaver"
 
     @Option(help: ArgumentHelp(
-        "When Quaver already runs: 'new' starts another one (named <name>.instance<PID>), 'quit' exits quietly.",
-        valueName: "new|quit"))
+        "When Quaver already runs: 'hand-over' (the default) queues the paths named in it, after its current track, and plays the first; 'new' starts another one (named <name>.instance<PID>); 'quit' exits quietly.",
+        valueName: "hand-over|new|quit"))
     var instance: Config.InstancePolicy?
+
+    @Flag(help: "Start another Quaver even when one runs (the same as --instance new).")
+    var newInstance = false
 
     @Option(help: ArgumentHelp(
         "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
@@ -124,11 +127,16 @@ struct Quaver: ParsableCommand {
         options.musicFolder = config.musicFolder ?? Paths.music
         options.resume = config.resume && !noResume
         options.rates = config.minimumRate...config.maximumRate
-        options.instance = instance ?? config.instance
+        options.instance = newInstance ? .new : instance ?? config.instance
+        options.playlistsFolder = config.playlistsFolder ?? Paths.music.appendingPathComponent("Playlists", isDirectory: true)
         if printIntrospection {
             MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
             return
         }
+        let handedOver = options.instance != .new && MainActor.assumeIsolated {
+            HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger)
+        }
+        if handedOver { return }
         try MainActor.assumeIsolated {
             let daemon = try Daemon(options: options, logger: logger)
             try daemon.start()

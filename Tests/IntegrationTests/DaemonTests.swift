@@ -39,7 +39,7 @@ struct DaemonTests {
         #expect(root["DesktopEntry"] == .string("quaver"))
         #expect(root["CanQuit"] == .boolean(true))
         #expect(root["CanRaise"] == .boolean(false))
-        #expect(root["HasTrackList"] == .boolean(false))
+        #expect(root["HasTrackList"] == .boolean(true))
         #expect(root["SupportedUriSchemes"] == .strings(["file", "http", "https"]))
         let mimeTypes = root["SupportedMimeTypes"]?.stringArray ?? []
         #expect(mimeTypes.contains("audio/flac") && mimeTypes.contains("audio/x-wav"), "\(mimeTypes)")
@@ -116,7 +116,7 @@ struct DaemonTests {
         let session = try Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
-        let second = try session.spawn(["--paused"] + tracks.map(\.path), log: session.bus.directory.appendingPathComponent("second.log"))
+        let second = try session.spawn(["--new-instance", "--paused"] + tracks.map(\.path), log: session.bus.directory.appendingPathComponent("second.log"))
         let instance = session.busName + ".instance\(second.processIdentifier)"
         let owned = await session.waiter.wait(timeout: .seconds(20)) { session.owners[instance].map { !$0.isEmpty } ?? false }
         #expect(owned, "\(session.owners)")

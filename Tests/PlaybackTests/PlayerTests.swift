@@ -36,13 +36,14 @@ struct PlayerQueueTests {
         #expect(player.entries == added)
         #expect(player.currentIndex == 0)
         #expect(player.current?.id == added[0].id, "a stream is current at once (nothing to read ahead)")
-        #expect(probe.count(.options) == 1)
+        #expect(probe.count(.queue) == 1)
 
         let more = player.enqueue([streams[2]])
         #expect(more[0].id > added.map(\.id).max()!)
         #expect(player.entries.map(\.uri) == [streams[0], streams[1], streams[0], streams[2]])
         #expect(player.currentIndex == 0)
-        #expect(probe.count(.options) == 2)
+        #expect(probe.count(.queue) == 2)
+        #expect(probe.count(.options) == 0)
         #expect(player.status == .stopped)
     }
 
@@ -91,9 +92,9 @@ struct PlayerQueueTests {
         let entries = player.enqueue(Array(streams.prefix(3)))
         player.setRepeatMode(.all)
         #expect(player.repeatMode == .all)
-        #expect(probe.count(.options) == 2)
+        #expect(probe.count(.options) == 1)
         player.setRepeatMode(.all)
-        #expect(probe.count(.options) == 2, "no change, no notification")
+        #expect(probe.count(.options) == 1, "no change, no notification")
         #expect(player.canGoPrevious, "wraps to the end")
         player.previous()
         #expect(player.current?.id == entries[2].id)
@@ -116,7 +117,7 @@ struct PlayerQueueTests {
         let start = player.current!.id
         player.setShuffle(true)
         #expect(player.shuffle)
-        #expect(probe.count(.options) == 2)
+        #expect(probe.count(.options) == 1)
         #expect(player.current?.id == start)
         #expect(!player.canGoPrevious, "the current entry comes first in the shuffled order")
         var visited = [start]

@@ -12,6 +12,10 @@ public import Logging
 ///   in it. `Seeked` follows when the position jumped in a way the last published timing
 ///   does not predict.
 /// - A method whose command is not active does nothing and replies success.
+/// - With a `trackList` source, `org.mpris.MediaPlayer2.TrackList` is exported too: changes
+///   of the window go out as `TrackRemoved`/`TrackAdded` when they are a few edits, else
+///   as `TrackListReplaced`, each time with `Tracks` invalidated.
+/// - With a `playlists` source, `org.mpris.MediaPlayer2.Playlists` is exported too.
 @MainActor
 public final class MPRISServer {
     public struct Configuration: Sendable {
@@ -23,6 +27,8 @@ public final class MPRISServer {
         public var supportedMIMETypes: [String] = []
         /// Prefix of `mpris:trackid` paths; must not lie under `/org/mpris`.
         public var trackIDPrefix: ObjectPath
+        /// Prefix of playlist ids.
+        public var playlistIDPrefix: ObjectPath
         /// The namespace of the errors returned for failed commands.
         public var errorNamespace: String
         /// How far (µs) a new elapsed time may differ from the predicted one before it counts
@@ -35,6 +41,7 @@ public final class MPRISServer {
             self.desktopEntry = desktopEntry
             let safe = Self.nameElement(playerName)
             self.trackIDPrefix = ObjectPath("/" + safe + "/track") ?? ObjectPath("/player/track")!
+            self.playlistIDPrefix = ObjectPath("/" + safe + "/playlist") ?? ObjectPath("/player/playlist")!
             self.errorNamespace = "org.mpris.MediaPlayer2." + safe + ".Error"
         }
 
@@ -52,6 +59,8 @@ public final class MPRISServer {
     public static let objectPath = ObjectPath("/org/mpris/MediaPlayer2")!
     public static let rootInterface = "org.mpris.MediaPlayer2"
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
+    public static let playlistsInterface = "org.mpris.MediaPlayer2.Playlists"
     public static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
 
     public let commandCenter: RemoteCommandCenter
@@ -64,6 +73,22 @@ public final class MPRISServer {
     public var quitHandler: (@MainActor () -> Void)? { didSet { setNeedsPublish() } }
     /// Called by `Raise`; nil makes `CanRaise` false.
     public var raiseHandler: (@MainActor () -> Void)? { didSet { setNeedsPublish() } }
+    /// The queue to show as `org.mpris.MediaPlayer2.TrackList`; nil leaves it out
+    /// (`HasTrackList` false).
+    public weak var trackList: (any TrackListDataSource)? {
+        didSet {
+            publishedWindow = trackList?.trackListWindow() ?? []
+            setNeedsPublish()
+        }
+    }
+    /// The playlists to offer as `org.mpris.MediaPlayer2.Playlists`; nil leaves it out.
+    public weak var playlists: (any PlaylistsDataSource)? { didSet { setNeedsPublish() } }
+
+    /// The window of the track list as clients last learnt it.
+    private var publishedWindow: [UInt64] = []
+    private var trackListReplaced = false
+    private var changedTrackMetadata: [UInt64] = []
+    private var renamedPlaylists: [MediaPlaylist] = []
 
     private var published: [String: [String: Value]] = [:]
     private var publishedTiming: Timing?
@@ -152,6 +177,27 @@ public final class MPRISServer {
         }
     }
 
+    /// The queue changed: its window is compared with what clients know at the next
+    /// publication. `replaced` says the queue was replaced as a whole (a playlist
+    /// activated), which goes out as `TrackListReplaced` whatever the window looks like.
+    public func trackListDidChange(replaced: Bool = false) {
+        if replaced { trackListReplaced = true }
+        setNeedsPublish()
+    }
+
+    /// What is known of a queued item changed (its tags were read): `TrackMetadataChanged`
+    /// goes out at the next publication.
+    public func trackMetadataDidChange(_ itemID: UInt64) {
+        changedTrackMetadata.append(itemID)
+        setNeedsPublish()
+    }
+
+    /// The set of playlists changed, or (`renamed`) some playlists' names or icons did.
+    public func playlistsDidChange(renamed: [MediaPlaylist] = []) {
+        renamedPlaylists += renamed
+        setNeedsPublish()
+    }
+
     /// Emits what changed since the last publication: one `PropertiesChanged` per interface,
     /// then `Seeked` if the position jumped.
     public func publishNow() {
@@ -174,6 +220,55 @@ public final class MPRISServer {
         }
         if restamped { seekRequested = false }
         publishedTiming = newTiming
+        publishTrackList()
+        for playlist in renamedPlaylists {
+            object.emit(interface: Self.playlistsInterface, member: "PlaylistChanged", arguments: [playlistValue(playlist)])
+        }
+        renamedPlaylists = []
+    }
+
+    /// The window's change as removals and additions when it is a few edits (a track
+    /// change slides it by one), else `TrackListReplaced`; then `TrackMetadataChanged` for
+    /// items whose tags came in and were not just announced with them.
+    private func publishTrackList() {
+        defer {
+            trackListReplaced = false
+            changedTrackMetadata = []
+        }
+        guard let trackList else { return }
+        let window = trackList.trackListWindow()
+        var announced = Set<UInt64>()
+        if window != publishedWindow || trackListReplaced {
+            let edits = trackListReplaced ? nil : WindowEdits(from: publishedWindow, to: window)
+            if let edits, edits.count <= max(4, window.count / 2) {
+                for id in edits.removed {
+                    object.emit(interface: Self.trackListInterface, member: "TrackRemoved", arguments: [.objectPath(trackID(for: id))])
+                }
+                let added = Dictionary(uniqueKeysWithValues: trackList.trackListMetadata(edits.added.map(\.id)).map { ($0.queueItemID, $0) })
+                for (id, after) in edits.added {
+                    let info = added[id] ?? NowPlayingInfo(queueItemID: id)
+                    object.emit(interface: Self.trackListInterface, member: "TrackAdded", arguments: [
+                        metadataValue(info), .objectPath(after.map { trackID(for: $0) } ?? Self.noTrack),
+                    ])
+                    announced.insert(id)
+                }
+            } else {
+                object.emit(interface: Self.trackListInterface, member: "TrackListReplaced", arguments: [
+                    trackIDs(window), .objectPath(currentTrackID),
+                ])
+                announced = Set(window)
+            }
+            object.emitPropertiesChanged(interface: Self.trackListInterface, changed: [:], invalidated: ["Tracks"])
+            publishedWindow = window
+        }
+        var seen = announced
+        let changed = changedTrackMetadata.filter { seen.insert($0).inserted }
+        guard !changed.isEmpty else { return }
+        for info in trackList.trackListMetadata(changed) {
+            object.emit(interface: Self.trackListInterface, member: "TrackMetadataChanged", arguments: [
+                .objectPath(trackID(for: info.queueItemID)), metadataValue(info),
+            ])
+        }
     }
 
     private func timing() -> Timing {
@@ -243,6 +338,11 @@ public final class MPRISServer {
         guard let info = infoCenter.nowPlayingInfo else {
             return .stringVariantDictionary(["mpris:trackid": .objectPath(Self.noTrack)])
         }
+        return metadataValue(info)
+    }
+
+    /// The metadata map of an item.
+    public func metadataValue(_ info: NowPlayingInfo) -> Value {
         var map: [String: Value] = ["mpris:trackid": .objectPath(trackID(for: info.queueItemID))]
         if let duration = info.duration, !info.isLiveStream { map["mpris:length"] = .int64(duration.microseconds) }
         if let title = info.title, !title.isEmpty { map["xesam:title"] = .string(title) }
@@ -270,15 +370,19 @@ public final class MPRISServer {
     /// What decides which optional members are exported: `LoopStatus` and `Shuffle` exist
     /// only while their commands have handlers.
     private var optionalMembers: [Bool] {
-        [commandCenter.changeRepeatModeCommand.hasTargets, commandCenter.changeShuffleModeCommand.hasTargets]
+        [commandCenter.changeRepeatModeCommand.hasTargets, commandCenter.changeShuffleModeCommand.hasTargets,
+         trackList != nil, playlists != nil]
     }
     private var exportedOptionalMembers: [Bool] = []
 
     private func makeInterfaces() -> [Interface] {
         exportedOptionalMembers = optionalMembers
-        return [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
+        var interfaces = [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
             SignalDeclaration("Seeked", [Argument("Position", .int64)])
         ])]
+        if trackList != nil { interfaces.append(trackListInterfaceDeclaration()) }
+        if playlists != nil { interfaces.append(playlistsInterfaceDeclaration()) }
+        return interfaces
     }
 
     private func rootInterfaceDeclaration() -> Interface {
@@ -301,7 +405,7 @@ public final class MPRISServer {
             properties: [
                 Property("CanQuit", .boolean) { [unowned self] in .boolean(quitHandler != nil) },
                 Property("CanRaise", .boolean) { [unowned self] in .boolean(raiseHandler != nil) },
-                Property("HasTrackList", .boolean) { .boolean(false) },
+                Property("HasTrackList", .boolean) { [unowned self] in .boolean(trackList != nil) },
                 Property("Identity", .string) { [unowned self] in .string(configuration.identity) },
                 Property("DesktopEntry", .string) { [unowned self] in .string(configuration.desktopEntry ?? "") },
                 Property("SupportedUriSchemes", .array(.string)) { [unowned self] in .strings(configuration.supportedURISchemes) },
@@ -450,12 +554,140 @@ public final class MPRISServer {
     }
 
     private func openURI(_ uri: String) throws(BusError) {
+        try checkScheme(uri)
+        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
+    }
+
+    private func checkScheme(_ uri: String) throws(BusError) {
         guard let colon = uri.firstIndex(of: ":"),
             configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
         else {
             throw BusError(.invalidArgs, "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))")
         }
-        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
+    }
+
+    // MARK: - TrackList
+
+    private func trackListInterfaceDeclaration() -> Interface {
+        let metadataType = DataType.dictionary(key: .string, value: .variant)
+        return Interface(
+            Self.trackListInterface,
+            methods: [
+                Method("GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))], out: [Argument("Metadata", .array(metadataType))]) { [unowned self] arguments in
+                    let paths = arguments[0].objectPaths
+                    let ids = paths.compactMap { itemID(of: $0) }
+                    let found = trackList?.trackListMetadata(ids) ?? []
+                    return [.array(metadataType, found.map { metadataValue($0) })]
+                },
+                Method("AddTrack", in: [Argument("Uri", .string), Argument("AfterTrack", .objectPath), Argument("SetAsCurrent", .boolean)]) { [unowned self] arguments throws(BusError) in
+                    let uri = arguments[0].string!, after = arguments[1].objectPath!
+                    try checkScheme(uri)
+                    var afterID: UInt64?
+                    if after != Self.noTrack {
+                        guard let id = itemID(of: after), trackList?.trackListMetadata([id]).isEmpty == false else {
+                            throw BusError(.invalidArgs, "AfterTrack \(after) is not in the track list")
+                        }
+                        afterID = id
+                    }
+                    try run(commandCenter.addTrackCommand, AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!))
+                    return []
+                },
+                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
+                    try runOnTrack(commandCenter.removeTrackCommand, arguments[0].objectPath!)
+                    return []
+                },
+                Method("GoTo", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
+                    try runOnTrack(commandCenter.goToTrackCommand, arguments[0].objectPath!)
+                    return []
+                },
+            ],
+            properties: [
+                Property("Tracks", .array(.objectPath), emitsChangedSignal: .invalidates) { [unowned self] in
+                    trackIDs(trackList?.trackListWindow() ?? [])
+                },
+                Property("CanEditTracks", .boolean) { [unowned self] in
+                    .boolean(commandCenter.addTrackCommand.isActive && commandCenter.removeTrackCommand.isActive)
+                },
+            ],
+            signals: [
+                SignalDeclaration("TrackListReplaced", [Argument("Tracks", .array(.objectPath)), Argument("CurrentTrack", .objectPath)]),
+                SignalDeclaration("TrackAdded", [Argument("Metadata", metadataType), Argument("AfterTrack", .objectPath)]),
+                SignalDeclaration("TrackRemoved", [Argument("TrackId", .objectPath)]),
+                SignalDeclaration("TrackMetadataChanged", [Argument("TrackId", .objectPath), Argument("Metadata", metadataType)]),
+            ])
+    }
+
+    /// The item id of one of this server's track ids, or nil for any other path.
+    public func itemID(of trackID: ObjectPath) -> UInt64? {
+        let prefix = configuration.trackIDPrefix.rawValue + "/"
+        guard trackID.rawValue.hasPrefix(prefix) else { return nil }
+        return UInt64(trackID.rawValue.dropFirst(prefix.count))
+    }
+
+    private func trackIDs(_ ids: [UInt64]) -> Value {
+        .array(.objectPath, ids.map { .objectPath(trackID(for: $0)) })
+    }
+
+    /// `RemoveTrack` and `GoTo`: a path that is not a track id is an error; the id of an
+    /// item no longer queued does nothing, as the spec says.
+    private func runOnTrack(_ command: RemoteCommand<TrackCommandEvent>, _ path: ObjectPath) throws(BusError) {
+        guard let id = itemID(of: path) else {
+            throw BusError(.invalidArgs, "\(path) is not a track id of this player")
+        }
+        guard trackList?.trackListMetadata([id]).isEmpty == false else {
+            logger.debug("\(command.name) ignored: \(path) is not in the track list")
+            return
+        }
+        try run(command, TrackCommandEvent(itemID: id))
+    }
+
+    // MARK: - Playlists
+
+    private static let playlistType = DataType.structure([.objectPath, .string, .string])
+
+    private func playlistsInterfaceDeclaration() -> Interface {
+        Interface(
+            Self.playlistsInterface,
+            methods: [
+                Method("ActivatePlaylist", in: [Argument("PlaylistId", .objectPath)]) { [unowned self] arguments throws(BusError) in
+                    let path = arguments[0].objectPath!
+                    let prefix = configuration.playlistIDPrefix.rawValue + "/"
+                    guard path.rawValue.hasPrefix(prefix), let id = UInt64(path.rawValue.dropFirst(prefix.count)) else {
+                        throw BusError(.invalidArgs, "\(path) is not a playlist id of this player")
+                    }
+                    try run(commandCenter.activatePlaylistCommand, ActivatePlaylistCommandEvent(playlistID: id))
+                    return []
+                },
+                Method(
+                    "GetPlaylists",
+                    in: [Argument("Index", .uint32), Argument("MaxCount", .uint32), Argument("Order", .string), Argument("ReverseOrder", .boolean)],
+                    out: [Argument("Playlists", .array(Self.playlistType))]
+                ) { [unowned self] arguments throws(BusError) in
+                    let ordering = arguments[2].string!
+                    guard let source = playlists,
+                        let found = source.playlists(from: Int(arguments[0].uint32!), maxCount: Int(arguments[1].uint32!), ordering: ordering, reversed: arguments[3].boolean!)
+                    else {
+                        throw BusError(.invalidArgs, "unknown ordering '\(ordering.prefix(100))': use one of \((playlists?.playlistOrderings ?? []).joined(separator: ", "))")
+                    }
+                    return [.array(Self.playlistType, found.map { playlistValue($0) })]
+                },
+            ],
+            properties: [
+                Property("PlaylistCount", .uint32) { [unowned self] in .uint32(UInt32(clamping: playlists?.playlistCount ?? 0)) },
+                Property("Orderings", .array(.string)) { [unowned self] in .strings(playlists?.playlistOrderings ?? []) },
+                Property("ActivePlaylist", .structure([.boolean, Self.playlistType])) { [unowned self] in
+                    if let active = playlists?.activePlaylist { return .structure([.boolean(true), playlistValue(active)]) }
+                    return .structure([.boolean(false), .structure([.objectPath(ObjectPath("/")!), .string(""), .string("")])])
+                },
+            ],
+            signals: [SignalDeclaration("PlaylistChanged", [Argument("Playlist", Self.playlistType)])])
+    }
+
+    private func playlistValue(_ playlist: MediaPlaylist) -> Value {
+        .structure([
+            .objectPath(configuration.playlistIDPrefix.appending(String(playlist.id))!),
+            .string(playlist.name), .string(playlist.icon),
+        ])
     }
 
     /// Runs a command and turns its status into a reply: success or a no-op is a normal
@@ -505,5 +737,45 @@ extension Duration {
         if overflow { return seconds < 0 ? .min : .max }
         let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000)
         return overflow2 ? (seconds < 0 ? .min : .max) : sum
+    }
+}
+
+/// How a window of ids became another: the ids that left, and those that came in with the
+/// id each follows in the new window (nil: first). Applied in order — removals, then
+/// additions — they turn the old window into the new one.
+struct WindowEdits: Equatable {
+    var removed: [UInt64]
+    var added: [(id: UInt64, after: UInt64?)]
+    var count: Int { removed.count + added.count }
+
+    static func == (a: WindowEdits, b: WindowEdits) -> Bool {
+        a.removed == b.removed && a.added.map(\.id) == b.added.map(\.id) && a.added.map(\.after) == b.added.map(\.after)
+    }
+
+    /// Keeps the longest common subsequence (windows are short: about 20 ids).
+    init(from old: [UInt64], to new: [UInt64]) {
+        var length = Array(repeating: Array(repeating: 0, count: new.count + 1), count: old.count + 1)
+        for i in stride(from: old.count - 1, through: 0, by: -1) {
+            for j in stride(from: new.count - 1, through: 0, by: -1) {
+                length[i][j] = old[i] == new[j] ? length[i + 1][j + 1] + 1 : max(length[i + 1][j], length[i][j + 1])
+            }
+        }
+        var kept = Set<UInt64>()
+        var i = 0, j = 0
+        while i < old.count && j < new.count {
+            if old[i] == new[j] {
+                kept.insert(old[i])
+                i += 1
+                j += 1
+            } else if length[i + 1][j] >= length[i][j + 1] {
+                i += 1
+            } else {
+                j += 1
+            }
+        }
+        removed = old.filter { !kept.contains($0) }
+        added = new.indices.compactMap { index in
+            kept.contains(new[index]) ? nil : (new[index], index > 0 ? new[index - 1] : nil)
+        }
     }
 }

@@ -1,0 +1,191 @@
+import Dispatch
+import Foundation
+import Logging
+import NowPlaying
+import Playback
+
+/// The queue as clients see it (MPRIS TrackList), how media gets into it (expanded in the
+/// background, in order), and the playlists offered (MPRIS Playlists).
+extension Daemon: TrackListDataSource, PlaylistsDataSource {
+    /// `Tracks` shows this many entries: a few before the current one, the rest after.
+    static let trackListWindowSize = 20
+    static let trackListEntriesBefore = 5
+
+    // MARK: - Loading
+
+    /// Where media is expanded, one load after another. Not a global queue: using one
+    /// starts libdispatch's worker-pool monitor, which then wakes the process every second
+    /// for good.
+    static let loadQueue = DispatchQueue(label: "quaver.loader", qos: .userInitiated)
+
+    /// Expands `sources` (files, folders, playlists, URIs) on a background queue and hands
+    /// the URIs to `batch` on the main queue, in order: the first as soon as it is known,
+    /// then in batches. `done` gets the count, and the session is saved, once all are in.
+    /// A later `replaceLoads()` makes the batches of this load be dropped.
+    func load(
+        _ sources: [String], quietly: Bool = false,
+        batch: @escaping @MainActor ([String]) -> Void,
+        done: (@MainActor (Int) -> Void)? = nil
+    ) {
+        let logger = self.logger
+        let generation = loadGeneration
+        let started = ContinuousClock.now
+        loadsInProgress += 1
+        let deliver: @Sendable ([String]) -> Void = { uris in
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in
+                    guard let self, generation == loadGeneration else { return }
+                    batch(uris)
+                }
+            }
+        }
+        Self.loadQueue.async {
+            var pending: [String] = []
+            var delivered = 0
+            MediaSources.expand(sources, logger: logger) { uris in
+                pending += uris
+                // The first tracks at once (to start playing), then in batches small enough
+                // to keep the main queue responsive.
+                if delivered == 0 || pending.count >= 8_192 {
+                    for start in stride(from: 0, to: pending.count, by: 8_192) {
+                        deliver(Array(pending[start..<min(start + 8_192, pending.count)]))
+                    }
+                    delivered += pending.count
+                    pending = []
+                }
+            }
+            if !pending.isEmpty { deliver(pending) }
+            let count = delivered + pending.count
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in
+                    guard let self else { return }
+                    loadsInProgress -= 1
+                    syncNowPlaying(republishTiming: false)
+                    guard generation == loadGeneration else { return }
+                    let elapsed = ContinuousClock.now - started
+                    if !quietly || count > 0 {
+                        logger.info("queue loaded: \(count) tracks in \(String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s (\(player.count) queued in all)")
+                    }
+                    done?(count)
+                    saveState()
+                }
+            }
+        }
+    }
+
+    /// Drops the batches still to come from earlier loads (the queue is being replaced).
+    func replaceLoads() {
+        loadGeneration += 1
+    }
+
+    // MARK: - TrackList
+
+    func trackListWindow() -> [UInt64] {
+        let entries = player.entries
+        guard !entries.isEmpty else { return [] }
+        let size = Self.trackListWindowSize
+        let current = player.currentIndex ?? 0
+        let start = max(0, min(current - Self.trackListEntriesBefore, entries.count - size))
+        return entries[start..<min(entries.count, start + size)].map(\.id)
+    }
+
+    func trackListMetadata(_ ids: [UInt64]) -> [NowPlayingInfo] {
+        var unread: [UInt64] = []
+        let found = ids.compactMap { id -> NowPlayingInfo? in
+            guard let entry = player.entry(id: id) else { return nil }
+            if entry.info == nil { unread.append(id) }
+            if let published = info.nowPlayingInfo, published.queueItemID == id { return published }
+            var now = NowPlayingInfo(queueItemID: id)
+            Self.describe(entry, in: &now)
+            return now
+        }
+        player.readInfoAhead(unread)
+        return found
+    }
+
+    func bindTrackListCommands() {
+        commands.addTrackCommand.addTarget { [unowned self] event in
+            if !MediaSources.isCollection(event.uri) {
+                let uris = MediaSources.expand([event.uri], logger: logger)
+                guard !uris.isEmpty else { return .noSuchContent }
+                guard let added = player.insert(uris, afterID: event.afterItemID) else { return .noSuchContent }
+                if event.setAsCurrent, let first = added.first { player.goTo(id: first.id) }
+                return .success
+            }
+            var lastID = event.afterItemID
+            var first = true
+            load([event.uri]) { [unowned self] uris in
+                guard let added = player.insert(uris, afterID: lastID) ?? player.insert(uris, afterID: player.entries.last?.id) else { return }
+                lastID = added.last?.id
+                if first, event.setAsCurrent, let id = added.first?.id { player.goTo(id: id) }
+                first = false
+            }
+            return .success
+        }
+        commands.removeTrackCommand.addTarget { [unowned self] event in
+            player.remove(id: event.itemID) ? .success : .noSuchContent
+        }
+        commands.goToTrackCommand.addTarget { [unowned self] event in
+            player.goTo(id: event.itemID) ? .success : .noSuchContent
+        }
+        commands.activatePlaylistCommand.addTarget { [unowned self] event in
+            guard let playlist = playlistFolder?.playlist(id: event.playlistID) else { return .noSuchContent }
+            activatePlaylist(playlist)
+            return .success
+        }
+    }
+
+    // MARK: - Playlists
+
+    func startPlaylists() {
+        guard let folder = options.playlistsFolder else { return }
+        let playlists = PlaylistFolder(folder: folder, logger: logger)
+        playlists.onChange = { [weak self] retitled in
+            guard let self else { return }
+            if let active = activePlaylistID, playlistFolder?.playlist(id: active) == nil { activePlaylistID = nil }
+            mpris.playlistsDidChange(renamed: retitled.map(Self.mediaPlaylist))
+        }
+        playlists.start()
+        playlistFolder = playlists
+        mpris.playlists = self
+    }
+
+    /// Replaces the queue with the playlist's tracks and plays them from the first.
+    private func activatePlaylist(_ playlist: PlaylistItem) {
+        logger.info("playing the playlist \(playlist.title) (\(playlist.url.path))")
+        replaceLoads()
+        activePlaylistID = playlist.id
+        var first = true
+        load([playlist.url.path]) { [unowned self] uris in
+            if first {
+                first = false
+                player.replaceQueue(with: uris, play: true)
+                mpris.trackListDidChange(replaced: true)
+            } else {
+                player.enqueue(uris)
+            }
+        } done: { [unowned self] count in
+            if count == 0 { logger.warning("the playlist \(playlist.url.path) has nothing playable") }
+        }
+        mpris.playlistsDidChange()
+    }
+
+    static func mediaPlaylist(_ item: PlaylistItem) -> MediaPlaylist {
+        MediaPlaylist(id: item.id, name: item.title)
+    }
+
+    var playlistCount: Int { playlistFolder?.playlists.count ?? 0 }
+
+    var playlistOrderings: [String] { PlaylistOrdering.allCases.map(\.rawValue) }
+
+    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? {
+        guard let order = PlaylistOrdering(mpris: ordering) else { return nil }
+        let all = playlistFolder?.sorted(by: order, reversed: reversed) ?? []
+        guard index < all.count, maxCount > 0 else { return [] }
+        return all[index..<min(all.count, index + maxCount)].map(Self.mediaPlaylist)
+    }
+
+    var activePlaylist: MediaPlaylist? {
+        activePlaylistID.flatMap { playlistFolder?.playlist(id: $0) }.map(Self.mediaPlaylist)
+    }
+}

@@ -1,0 +1,70 @@
+import DBus
+import Foundation
+import Logging
+import NowPlaying
+import Playback
+
+/// `quaver PATH...` while Quaver already runs: the paths go to the running player over
+/// MPRIS (`AddTrack` after its current track, the first made current) instead of starting
+/// a second player.
+@MainActor
+enum HandOver {
+    /// Returns true when another process owns the bus name and this one is done (the
+    /// paths were handed over, or there were none); exits 1 when it refused them all.
+    /// False when no Quaver runs, or the bus cannot be reached: start as usual.
+    static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Bool {
+        let busName = "org.mpris.MediaPlayer2." + name
+        guard let connection = try? Connection(bus: .session, logger: logger) else { return false }
+        defer { connection.close() }
+        let owned = (try? connection.callBlocking(
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+            interface: "org.freedesktop.DBus", member: "NameHasOwner", arguments: [.string(busName)]))?.first?.boolean ?? false
+        guard owned else { return false }
+        guard policy == .handOver, !items.isEmpty else {
+            logger.notice("Quaver is already running as \(busName); leaving it be")
+            return true
+        }
+
+        func call(_ interface: String, _ member: String, _ arguments: [Value] = []) throws(BusError) -> [Value] {
+            try connection.callBlocking(
+                destination: busName, path: MPRISServer.objectPath, interface: interface, member: member,
+                arguments: arguments, timeout: .seconds(10))
+        }
+        // After the current track: its id, or NoTrack (the start) when nothing is loaded.
+        var current = MPRISServer.noTrack
+        if let reply = try? call("org.freedesktop.DBus.Properties", "Get", [.string(MPRISServer.playerInterface), .string("Metadata")]),
+            let id = reply.first?.unwrapped.stringVariantDictionary?["mpris:trackid"]?.objectPath
+        {
+            current = id
+        }
+        // Added in reverse after the same track, they end up in the order given.
+        var accepted = 0
+        for (index, item) in items.enumerated().reversed() {
+            let uri = Self.uri(item)
+            do {
+                _ = try call(MPRISServer.trackListInterface, "AddTrack", [.string(uri), .objectPath(current), .boolean(index == 0)])
+                accepted += 1
+            } catch {
+                logger.error("\(item): the running Quaver refused it: \(error.message)")
+            }
+        }
+        guard accepted > 0 else { exit(1) }
+        if play { _ = try? call(MPRISServer.playerInterface, "Play") }
+        logger.notice("handed \(accepted) of \(items.count) to the running Quaver (\(busName))")
+        return true
+    }
+
+    /// An absolute URI for a path or URI named on the command line.
+    static func uri(_ item: String) -> String {
+        if item.contains("://") { return item }
+        let path: String
+        if item.hasPrefix("/") {
+            path = item
+        } else if item.hasPrefix("~/") {
+            path = FileManager.default.homeDirectoryForCurrentUser.path + "/" + item.dropFirst(2)
+        } else {
+            path = FileManager.default.currentDirectoryPath + "/" + item
+        }
+        return MediaSources.fileURI(MediaSources.normalized(path))
+    }
+}
