@@ -1,5 +1,8 @@
+#define _GNU_SOURCE
 #include "CShims.h"
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cshims_object_set_string(gpointer object, const char *property, const char *value) {
     g_object_set(object, property, value, NULL);
@@ -70,4 +73,12 @@ static void on_element_setup(GstElement *playbin, GstElement *element, gpointer 
 
 void cshims_playbin_decode_audio_only(GstElement *playbin) {
     g_signal_connect(playbin, "element-setup", G_CALLBACK(on_element_setup), NULL);
+}
+
+int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
+    struct statx info;
+    if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;
+    *seconds = info.stx_btime.tv_sec;
+    *nanoseconds = info.stx_btime.tv_nsec;
+    return 0;
 }

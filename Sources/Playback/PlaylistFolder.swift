@@ -2,6 +2,7 @@ public import Foundation
 public import Logging
 import Dispatch
 import Glibc
+internal import CShims
 
 /// One playlist file of a `PlaylistFolder`, as the MPRIS Playlists interface shows it.
 public struct PlaylistItem: Sendable, Equatable, Identifiable {
@@ -451,35 +452,11 @@ public final class PlaylistFolder {
     }
 
     /// The birth time `statx(2)` reports, or nil where the file system (or the kernel, or a
-    /// sandbox) does not tell. `statx` is looked up at run time: Glibc's module does not
-    /// declare it (it needs `_GNU_SOURCE`), though glibc has had it since 2.28.
+    /// sandbox) does not tell.
     nonisolated static func birthTime(_ path: String) -> Date? {
-        guard let statx = Statx.function else { return nil }
-        return withUnsafeTemporaryAllocation(byteCount: Statx.size, alignment: 8) { buffer -> Date? in
-            buffer.initializeMemory(as: UInt8.self, repeating: 0)
-            guard statx(Statx.currentFolder, path, 0, Statx.birthTimeMask, buffer.baseAddress!) == 0,
-                buffer.load(fromByteOffset: Statx.maskOffset, as: UInt32.self) & Statx.birthTimeMask != 0
-            else { return nil }
-            let seconds = buffer.load(fromByteOffset: Statx.birthTimeOffset, as: Int64.self)
-            let nanoseconds = buffer.load(fromByteOffset: Statx.birthTimeOffset + 8, as: UInt32.self)
-            return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1_000_000_000)
-        }
+        var seconds: Int64 = 0
+        var nanoseconds: UInt32 = 0
+        guard cshims_birth_time(path, &seconds, &nanoseconds) == 0 else { return nil }
+        return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1_000_000_000)
     }
-}
-
-/// The parts of the `statx(2)` interface used: the layout of `struct statx` is part of the
-/// kernel's stable ABI (linux/stat.h).
-private enum Statx {
-    typealias Function = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UInt32, UnsafeMutableRawPointer) -> Int32
-
-    static let function: Function? = {
-        guard let program = dlopen(nil, RTLD_NOW), let symbol = dlsym(program, "statx") else { return nil }
-        return unsafeBitCast(symbol, to: Function.self)
-    }()
-
-    static let size = 256  // sizeof(struct statx)
-    static let currentFolder: Int32 = -100  // AT_FDCWD
-    static let birthTimeMask: UInt32 = 0x800  // STATX_BTIME
-    static let maskOffset = 0  // stx_mask
-    static let birthTimeOffset = 80  // stx_btime: { __s64 tv_sec; __u32 tv_nsec; __s32 reserved }
 }

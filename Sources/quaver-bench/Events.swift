@@ -1,6 +1,5 @@
 import DBus
 import Dispatch
-import Foundation
 
 /// A failure that ends a measurement, with a sentence saying what went wrong.
 struct BenchError: Error, CustomStringConvertible {
@@ -69,7 +68,6 @@ final class EventHub {
 
     /// Delivers an event to every open expectation it matches.
     func post(_ event: BusEvent) {
-        if ProcessInfo.processInfo.environment["QB_TRACE"] != nil { log("TRACE \(event.kind)") }
         guard !open.isEmpty else { return }
         open.removeAll { expectation in
             guard expectation.match(event) else { return false }

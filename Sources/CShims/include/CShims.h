@@ -8,6 +8,7 @@
 // GLib's inline functions appear in two modules, which fails to build).
 #include "../../CDBus/cdbus.h"
 #include "../../CGStreamer/cgstreamer.h"
+#include <stdint.h>
 
 // g_object_set() is variadic. One typed setter per value kind. `object` is any GObject.
 void cshims_object_set_string(gpointer object, const char *property, const char *value);
@@ -40,5 +41,9 @@ gpointer cshims_message_source(GstMessage *message);
 // Signal handlers with return values and several arguments are written in C: makes every
 // decodebin inside `playbin` skip video, image and subtitle decoders.
 void cshims_playbin_decode_audio_only(GstElement *playbin);
+
+
+/// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
+int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
 
 #endif

@@ -203,7 +203,7 @@ public final class MPRISServer {
     public func publishNow() {
         publishScheduled = false
         let current = snapshot()
-        for interface in [Self.rootInterface, Self.playerInterface] {
+        for interface in object.interfaces.map(\.name) {
             let old = published[interface] ?? [:]
             let new = current[interface] ?? [:]
             var changed: [String: Value] = [:]
