@@ -54,7 +54,7 @@ public enum MediaSources {
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
     /// current folder), with `.` and `..` resolved.
-    private static func localPath(_ argument: String, relativeTo base: String?) -> String {
+    public static func localPath(_ argument: String, relativeTo base: String? = nil) -> String {
         let joined: String
         if argument.hasPrefix("/") {
             joined = argument
@@ -67,7 +67,7 @@ public enum MediaSources {
     }
 
     /// `path` without empty, `.` and `..` elements (symbolic links are not resolved).
-    public static func normalized(_ path: String) -> String {
+    static func normalized(_ path: String) -> String {
         guard path.contains("/.") || path.contains("//") else { return path }
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {

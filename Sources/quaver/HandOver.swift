@@ -56,15 +56,6 @@ enum HandOver {
 
     /// An absolute URI for a path or URI named on the command line.
     static func uri(_ item: String) -> String {
-        if item.contains("://") { return item }
-        let path: String
-        if item.hasPrefix("/") {
-            path = item
-        } else if item.hasPrefix("~/") {
-            path = FileManager.default.homeDirectoryForCurrentUser.path + "/" + item.dropFirst(2)
-        } else {
-            path = FileManager.default.currentDirectoryPath + "/" + item
-        }
-        return MediaSources.fileURI(MediaSources.normalized(path))
+        item.contains("://") ? item : MediaSources.fileURI(MediaSources.localPath(item))
     }
 }
