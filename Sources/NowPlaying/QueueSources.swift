@@ -44,4 +44,6 @@ public protocol PlaylistsDataSource: AnyObject {
     func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]?
     /// The playlist playing now, if the queue is one.
     var activePlaylist: MediaPlaylist? { get }
+    /// The playlist with this id, nil when there is none.
+    func playlist(id: UInt64) -> MediaPlaylist?
 }

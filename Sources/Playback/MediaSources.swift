@@ -36,8 +36,11 @@ public enum MediaSources {
         }
         let path = localPath(argument, relativeTo: base)
         // "Interlude: Reprise.flac" names a file, not a URI with the scheme "interlude".
-        let isExistingPath = !argument.contains("://") && FileStatus(path) != nil
-        if !isExistingPath, let scheme = scheme(of: argument) {
+        let status = FileStatus(path)
+        if status != nil, !argument.utf8.starts(with: "file:".utf8) {
+            return expandFile(path, status: status, argument: argument, depth: depth, logger: logger, emit: emit)
+        }
+        if let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
                 logger.warning("skipping \(argument): unsupported URI scheme '\(scheme)' (supported: \(supportedSchemes.joined(separator: ", ")))")
                 return
@@ -47,9 +50,10 @@ public enum MediaSources {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
             }
-            return expandFile(url.standardizedFileURL.path, argument: argument, depth: depth, logger: logger, emit: emit)
+            let filePath = url.standardizedFileURL.path
+            return expandFile(filePath, status: FileStatus(filePath), argument: argument, depth: depth, logger: logger, emit: emit)
         }
-        expandFile(path, argument: argument, depth: depth, logger: logger, emit: emit)
+        expandFile(path, status: status, argument: argument, depth: depth, logger: logger, emit: emit)
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -78,8 +82,8 @@ public enum MediaSources {
         return "/" + parts.joined(separator: "/")
     }
 
-    private static func expandFile(_ path: String, argument: String, depth: Int, logger: Logger, emit: ([String]) -> Void) {
-        guard let status = FileStatus(path) else {
+    private static func expandFile(_ path: String, status: FileStatus?, argument: String, depth: Int, logger: Logger, emit: ([String]) -> Void) {
+        guard let status else {
             logger.warning("skipping \(argument): no such file or folder")
             return
         }
@@ -91,11 +95,14 @@ public enum MediaSources {
         let pathExtension = Self.pathExtension(path)
         if playlistExtensions.contains(pathExtension) {
             let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+            // The first entry at once (to start playing), then in batches.
             var pending: [String] = []
+            var emitted = false
             for entry in playlistEntries(URL(fileURLWithPath: path), logger: logger) {
                 expand(entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, logger: logger) { pending += $0 }
-                if pending.count >= 1024 || pending.count == 1 {
+                if pending.count >= 1024 || (!emitted && !pending.isEmpty) {
                     emit(pending)
+                    emitted = true
                     pending = []
                 }
             }
@@ -197,16 +204,28 @@ public enum MediaSources {
         NaturalKey(a) < NaturalKey(b)
     }
 
-    /// The entries of an `.m3u`/`.m3u8`/`.pls` file, as written (paths or URIs).
+    /// The entries of an `.m3u`/`.m3u8`/`.pls` file, as written (paths or URIs). Read as
+    /// bytes (a playlist of 100,000 lines takes milliseconds): lines end at LF or CR, blanks
+    /// and tabs around them are dropped, and so is a byte order mark.
     public static func playlistEntries(_ url: URL, logger: Logger) -> [String] {
         guard let data = FileManager.default.contents(atPath: url.path) else {
             logger.warning("skipping playlist \(url.path): cannot read it")
             return []
         }
-        var text = String(decoding: data, as: UTF8.self)
-        if text.unicodeScalars.first == "\u{FEFF}" { text.unicodeScalars.removeFirst() }  // a byte order mark
-        let lines = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
-        if url.pathExtension.lowercased() == "pls" {
+        var lines: [String] = []
+        data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
+            var start = bytes.starts(with: bom) ? 3 : 0
+            for end in start...bytes.count where end == bytes.count || bytes[end] == 0x0A || bytes[end] == 0x0D {
+                var first = start, last = end
+                while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+                while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+                if last > first { lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self)) }
+                start = end + 1
+            }
+        }
+        if pathExtension(url.path) == "pls" {
             var entries: [(Int, String)] = []
             for line in lines {
                 let lower = line.lowercased()
@@ -216,7 +235,7 @@ public enum MediaSources {
             }
             return entries.sorted { $0.0 < $1.0 }.map(\.1).filter { !$0.isEmpty }
         }
-        return lines.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        return lines.filter { !$0.hasPrefix("#") }
     }
 
     /// The lower-cased scheme of a URI (`file`, `http`), or nil for a plain path.

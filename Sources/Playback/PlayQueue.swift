@@ -1,15 +1,29 @@
 /// The entries of a play queue in order, found by id in constant time on average.
 ///
-/// Built for long queues (100,000 entries): entries are small (tags are boxed), an append
-/// touches only the new entries, and an insertion or removal in the middle only marks the
-/// id index stale from that point; it is brought up to date on the next lookup that needs it.
+/// Built for long queues (100,000 entries) edited anywhere: entries are small (tags are
+/// boxed); an append touches only the new entries; an insertion or removal elsewhere is
+/// logged rather than renumbering everything after it. A lookup takes the index an id had
+/// when it was last numbered and applies the edits logged since; once the log is long, the
+/// whole queue is renumbered (so an edit costs O(n / maximumLoggedEdits) on average).
 struct PlayQueue {
     private(set) var entries: [Player.Entry] = []
-    /// The index each id had when last indexed; valid below `staleFrom`.
-    private var indexByID: [UInt64: Int] = [:]
-    private var staleFrom = 0
+    /// Where each id was, as of an epoch (a count of logged edits).
+    private var slots: [UInt64: Slot] = [:]
+    /// Edits since `firstEpoch`, in order: `count` entries inserted (positive) or removed
+    /// (negative) at `position`.
+    private var edits: [(position: Int, count: Int)] = []
+    private var firstEpoch = 0
     /// Changes at each insertion, removal or replacement (not at tag updates).
     private(set) var revision = 0
+
+    static let maximumLoggedEdits = 32
+
+    private struct Slot {
+        var index: Int
+        var epoch: Int
+    }
+
+    private var epoch: Int { firstEpoch + edits.count }
 
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
@@ -23,48 +37,55 @@ struct PlayQueue {
         }
     }
 
-    func contains(_ id: UInt64) -> Bool { indexByID[id] != nil }
+    func contains(_ id: UInt64) -> Bool { slots[id] != nil }
 
-    mutating func index(of id: UInt64) -> Int? {
-        guard let index = indexByID[id] else { return nil }
-        if index < staleFrom { return index }
-        reindex()
-        return indexByID[id]
+    func index(of id: UInt64) -> Int? {
+        guard let slot = slots[id] else { return nil }
+        var index = slot.index
+        for edit in edits[(slot.epoch - firstEpoch)...] {
+            if edit.count > 0 {
+                if index >= edit.position { index += edit.count }
+            } else if index > edit.position {
+                index += edit.count
+            }
+        }
+        assert(entries[index].id == id)
+        return index
     }
 
     /// Inserts `new` before `position` (`count` appends).
     mutating func insert(_ new: [Player.Entry], at position: Int) {
         guard !new.isEmpty else { return }
-        let appending = position >= entries.count
-        entries.insert(contentsOf: new, at: min(position, entries.count))
-        if appending && staleFrom >= entries.count - new.count {
-            for offset in new.indices { indexByID[new[offset].id] = position + offset }
-            staleFrom = entries.count
-        } else {
-            for entry in new { indexByID[entry.id] = Int.max }  // known, index to be computed
-            staleFrom = min(staleFrom, position)
-        }
+        let position = min(position, entries.count)
+        let appending = position == entries.count
+        entries.insert(contentsOf: new, at: position)
+        // An append moves no one; anything else is logged.
+        if !appending { log(position: position, count: new.count) }
+        for (offset, entry) in new.enumerated() { slots[entry.id] = Slot(index: position + offset, epoch: epoch) }
         revision &+= 1
     }
 
     @discardableResult
     mutating func remove(at index: Int) -> Player.Entry {
         let removed = entries.remove(at: index)
-        indexByID[removed.id] = nil
-        staleFrom = min(staleFrom, index)
+        slots[removed.id] = nil
+        if index < entries.count { log(position: index, count: -1) }
         revision &+= 1
         return removed
     }
 
     mutating func removeAll() {
         entries = []
-        indexByID = [:]
-        staleFrom = 0
+        slots = [:]
+        edits = []
         revision &+= 1
     }
 
-    private mutating func reindex() {
-        for index in staleFrom..<entries.count { indexByID[entries[index].id] = index }
-        staleFrom = entries.count
+    private mutating func log(position: Int, count: Int) {
+        edits.append((position, count))
+        guard edits.count > Self.maximumLoggedEdits else { return }
+        firstEpoch += edits.count
+        edits = []
+        for (index, entry) in entries.enumerated() { slots[entry.id] = Slot(index: index, epoch: firstEpoch) }
     }
 }

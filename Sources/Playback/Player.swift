@@ -87,6 +87,9 @@ public final class Player {
     private var isPrerolling = false
     /// A position to seek to once a load has prerolled (also used to apply the rate).
     private var seekAfterPreroll: Duration?
+    /// When the last gapless switch happened, until the pipeline reports the new stream's
+    /// position.
+    private var switchedAt: ContinuousClock.Instant?
     /// The next STREAM_START is the loaded entry's own, not a gapless switch (a short file
     /// can have handed over the next URI before its own stream started).
     private var awaitingLoadedStreamStart = false
@@ -148,7 +151,7 @@ public final class Player {
             if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
             discoverCurrentIfNeeded()
         }
-        prepareNext()
+        nextMayHaveChanged()
         onChange?(.queue)
         return new
     }
@@ -161,11 +164,7 @@ public final class Player {
         guard index == selectedIndex else {
             queue.remove(at: index)
             if let selected = selectedIndex, selected > index { selectedIndex = selected - 1 }
-            if pipeline.handoff.committedEntryID == id, let playing = selectedIndex, loadedEntryID != nil {
-                // playbin already took it for a gapless switch: it must not be heard.
-                start(playing, seekingTo: pipeline.position ?? .zero)
-            }
-            prepareNext()
+            nextMayHaveChanged()
             onChange?(.queue)
             return true
         }
@@ -220,7 +219,17 @@ public final class Player {
     /// The live position from the pipeline; zero when stopped, nil while it cannot say.
     public var position: Duration? {
         guard status != .stopped, loadedEntryID != nil else { return .zero }
-        return pipeline.position
+        let reported = pipeline.position
+        guard let switchedAt else { return reported }
+        // Just after a gapless switch the pipeline still reports where the old stream was
+        // (the sink has not rendered the new one yet): the new stream's position is then
+        // the time since the switch, until the pipeline catches up.
+        let since = status == .playing ? (ContinuousClock.now - switchedAt) * rate : .zero
+        if let reported, reported <= since + .milliseconds(250) || since > .seconds(2) {
+            self.switchedAt = nil
+            return reported
+        }
+        return since
     }
 
     /// Names of the GStreamer elements in the pipeline now (for tests and diagnostics).
@@ -321,6 +330,7 @@ public final class Player {
             return false
         }
         seekPending = true
+        switchedAt = nil
         return true
     }
 
@@ -348,7 +358,7 @@ public final class Player {
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
         repeatMode = mode
-        prepareNext()
+        nextMayHaveChanged()
         onChange?(.options)
     }
 
@@ -365,7 +375,7 @@ public final class Player {
         } else {
             shuffleUpcoming = []
         }
-        prepareNext()
+        nextMayHaveChanged()
         onChange?(.options)
     }
 
@@ -427,15 +437,13 @@ public final class Player {
             else { return }
             switch result {
             case .success(let info):
-                self.queue[index].info = info
-                self.onChange?(.entryInfo(entry.id))
+                self.record(info, at: index)
                 self.start(index, seekingTo: position)
             case .failure(let error) where error.isTimeout:
                 // Slow to read is not broken: let the pipeline try (it reports real errors).
                 self.logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
                 self.start(index, seekingTo: position)
             case .failure(let error):
-                self.queue[index].failure = error.reason
                 self.fail(self.queue[index], reason: error.reason, forward: forward)
             }
         }
@@ -450,6 +458,7 @@ public final class Player {
         pipeline.discardQueuedMessages()
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
+        switchedAt = nil
         // playbin asks for the next URI as soon as it has read this one, which for a short
         // file is during preroll: have the answer ready before starting.
         selectedIndex = index
@@ -468,6 +477,7 @@ public final class Player {
         pipeline.handoff.reset()
         pipeline.setState(.null)
         loadedEntryID = nil
+        switchedAt = nil
         seekPending = false
         seekAfterPreroll = nil
         isPrerolling = false
@@ -479,8 +489,7 @@ public final class Player {
     private func fail(_ entry: Entry, reason: String, forward: Bool = true) {
         logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(reason)")
         if let index = queue.index(of: entry.id) {
-            queue[index].failure = reason
-            onChange?(.entryInfo(entry.id))
+            recordFailure(reason, at: index)
         }
         consecutiveFailures += 1
         unload()
@@ -505,6 +514,20 @@ public final class Player {
         onChange?(.transport)
     }
 
+    /// Keeps what was read of an entry; the observer hears of an entry's tags (or of its
+    /// failure) once, the first time.
+    private func record(_ info: TrackInfo, at index: Int) {
+        let isNew = queue[index].info == nil
+        queue[index].info = info
+        if isNew { onChange?(.entryInfo(queue[index].id)) }
+    }
+
+    private func recordFailure(_ reason: String, at index: Int) {
+        let isNew = queue[index].failure == nil
+        queue[index].failure = reason
+        if isNew { onChange?(.entryInfo(queue[index].id)) }
+    }
+
     private func needsDiscovery(_ entry: Entry) -> Bool {
         entry.info == nil && entry.failure == nil && isLocal(entry.uri)
     }
@@ -515,16 +538,29 @@ public final class Player {
         discoverer.discover(queue[index].uri) { [weak self] result in
             guard let self, let index = self.queue.index(of: id) else { return }
             switch result {
-            case .success(let info): self.queue[index].info = info
-            case .failure(let error): self.queue[index].failure = error.reason
+            case .success(let info): self.record(info, at: index)
+            case .failure(let error): self.recordFailure(error.reason, at: index)
             }
-            self.onChange?(.entryInfo(id))
             let stillSelected = self.selectedIndex == index && (self.current == nil || self.current?.id == id)
             if stillSelected {
                 self.current = self.queue[index]
                 self.onChange?(.metadata)
             }
         }
+    }
+
+    /// After a change to what follows the current entry (loop, shuffle, an edit of the
+    /// queue): prepares the new next entry. When playbin already took another one for a
+    /// gapless switch (it asks early, during preroll for a short track), the current entry
+    /// is loaded again where it is, so that the change applies to its end.
+    private func nextMayHaveChanged() {
+        guard let committed = pipeline.handoff.committedEntryID, let index = selectedIndex, loadedEntryID != nil else {
+            return prepareNext()
+        }
+        let wanted = neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
+        guard wanted != committed else { return }
+        logger.debug("what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it")
+        start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
     }
 
     /// Tells the pipeline which URI follows the current one, for a gapless switch, and
@@ -543,16 +579,14 @@ public final class Player {
                 guard let self, let index = self.queue.index(of: entry.id) else { return }
                 switch result {
                 case .success(let info):
-                    self.queue[index].info = info
-                    self.onChange?(.entryInfo(entry.id))
+                    self.record(info, at: index)
                     if self.current?.id == entry.id {
                         self.current = self.queue[index]
                         self.onChange?(.metadata)
                     }
                 case .failure(let error):
-                    self.queue[index].failure = error.reason
                     self.logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(error.reason)")
-                    self.onChange?(.entryInfo(entry.id))
+                    self.recordFailure(error.reason, at: index)
                     self.prepareNext()
                 }
             }
@@ -671,11 +705,10 @@ public final class Player {
         defer { startBackgroundReads() }
         guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
         switch result {
-        case .success(let info): queue[index].info = info
+        case .success(let info): record(info, at: index)
         case .failure(let error) where error.isTimeout: return  // busy, not broken: read again when played
-        case .failure(let error): queue[index].failure = error.reason
+        case .failure(let error): recordFailure(error.reason, at: index)
         }
-        onChange?(.entryInfo(id))
         if current?.id == id {
             current = queue[index]
             onChange?(.metadata)
@@ -735,10 +768,20 @@ public final class Player {
             selectedIndex = index
             loadedEntryID = switched.entryID
             current = queue[index]
+            switchedAt = ContinuousClock.now
             if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
             prepareNext()
             onChange?(.transport)
         case .endOfStream:
+            if desired == .playing, let index = selectedIndex,
+                let next = neighbour(of: index, forward: true, automatic: true)
+            {
+                // playbin asked for the next track before there was one (a short first
+                // track while the rest of a folder was still being read): play it now.
+                recordMove(from: queue[index].id, to: queue[next].id, forward: true)
+                load(next)
+                return
+            }
             logger.debug("end of the queue")
             desired = .stopped
             unload()
@@ -756,8 +799,7 @@ public final class Player {
             {
                 // The URI handed over for gapless playback failed while the current one was
                 // still playing: skip that one, and go on with the current one where it was.
-                queue[next].failure = message
-                onChange?(.entryInfo(handedOver.entryID))
+                recordFailure(message, at: next)
                 ignoredErrorSource = Self.decoderPath(of: source)
                 logger.warning("skipping \(MediaSources.displayName(queue[next].uri)): \(message)")
                 let position = pipeline.position ?? .zero
@@ -828,8 +870,7 @@ public final class Player {
                 info.isSeekable = pipeline.isSeekable
                 info.isLive = info.duration == nil
                 info.audioStreams = 1
-                queue[index].info = info
-                onChange?(.entryInfo(id))
+                record(info, at: index)
             }
         }
         settle(newStatus)

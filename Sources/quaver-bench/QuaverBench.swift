@@ -13,6 +13,8 @@ struct QuaverBench: AsyncParsableCommand {
             Each player runs on its own private dbus-daemon with silent output that keeps real time \
             (Quaver: fakesink sync=true; mpv: --ao=null), playing the same generated FLAC tracks. \
             The players are measured alternately, round after round, in one run.
+
+            With --scale, it measures Quaver alone with a queue of 100,000 tracks instead (see SCALE BENCHMARK).
             """)
 
     /// The figures, by the names `--skip` takes.

@@ -535,7 +535,7 @@ final class ScaleBenchmark {
             let (kiB, before) = try await settledRSS(session)
             if before != "Playing" {
                 let track = try? await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath
-                problem(source, round: round, "Quaver was \(before), not Playing, \(Int((ContinuousClock.now - run.start).seconds.rounded())) s after the start (current track \(track.map { "\($0)" } ?? "none"), each 0.5 s long): it stopped on its own")
+                problem(source, round: round, "Quaver was \(before), not Playing, when it was to be paused once loaded (current track \(track.map { "\($0)" } ?? "none"), each 0.5 s long): it stopped on its own")
             }
             record(.rssLoaded, source, Double(kiB) / 1024)
             if loadedEvent == nil {

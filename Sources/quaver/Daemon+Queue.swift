@@ -185,6 +185,10 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         return all[index..<min(all.count, index + maxCount)].map(Self.mediaPlaylist)
     }
 
+    func playlist(id: UInt64) -> MediaPlaylist? {
+        playlistFolder?.playlist(id: id).map(Self.mediaPlaylist)
+    }
+
     var activePlaylist: MediaPlaylist? {
         activePlaylistID.flatMap { playlistFolder?.playlist(id: $0) }.map(Self.mediaPlaylist)
     }

@@ -1,6 +1,7 @@
 import DBus
 import Dispatch
 import Foundation
+import Synchronization
 import Logging
 import NowPlaying
 import Playback
@@ -43,6 +44,7 @@ final class Daemon {
     private var saveScheduled = false
     /// Writes the session in order, off the main queue.
     private let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
+    private let pendingSave = PendingSave()
     /// Media being expanded in the background; the session is saved once it is all in.
     var loadsInProgress = 0
     var loadGeneration = 0
@@ -283,32 +285,41 @@ final class Daemon {
     // MARK: - Saved session
 
     /// Saves the queue (when it changed) and the playback state (when it changed), off the
-    /// main queue and in order. Called at the moments that change them: never on a timer;
-    /// not while media is still being queued (once it is all in).
+    /// main queue. Called at the moments that change them: never on a timer; not while media
+    /// is still being queued (once it is all in). Saves asked for while one is waiting are
+    /// folded into it: the newest queue and state are written, in that order, once.
     func saveState() {
         guard connection != nil, loadsInProgress == 0 else { return }  // not before the session is restored
-        let store = self.store, logger = self.logger
+        var queue: [Player.Entry]?
         if player.queueRevision != savedQueueRevision {
             savedQueueRevision = player.queueRevision
-            let entries = player.entries
-            saveQueue.async {
-                do {
-                    try store.saveQueue(entries.map(\.uri))
-                } catch {
-                    logger.warning("could not save the queue (playback goes on): \(error)")
-                }
-            }
+            queue = player.entries
         }
         let position = player.status == .stopped ? .zero : (player.position ?? .zero)
         let state = SavedState(
             queueCount: player.count, current: player.currentIndex,
             position: position.microseconds, volume: player.volume, rate: player.rate,
             loop: player.repeatMode.rawValue, shuffle: player.shuffle)
-        guard state != savedState else { return }
+        guard queue != nil || state != savedState else { return }
         savedState = state
+        let pending = pendingSave
+        let wasIdle = pending.slot.withLock { slot in
+            defer {
+                slot.state = state
+                if let queue { slot.queue = queue }
+            }
+            return slot.state == nil
+        }
+        guard wasIdle else { return }
+        let store = self.store, logger = self.logger
         saveQueue.async {
+            let (queue, state) = pending.slot.withLock { slot in
+                defer { slot = PendingSave.Slot() }
+                return (slot.queue, slot.state)
+            }
             do {
-                try store.save(state)
+                if let queue { try store.saveQueue(queue.map(\.uri)) }
+                if let state { try store.save(state) }
             } catch {
                 logger.warning("could not save the session (playback goes on): \(error)")
             }
@@ -408,6 +419,16 @@ final class Daemon {
     }
 }
 
+/// The newest queue and state not written yet, handed from the main actor to the save
+/// queue.
+final class PendingSave: Sendable {
+    struct Slot {
+        var queue: [Player.Entry]?
+        var state: SavedState?
+    }
+    let slot = Mutex(Slot())
+}
+
 struct ExitError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
@@ -442,4 +463,5 @@ private final class EmptySources: TrackListDataSource, PlaylistsDataSource {
     var playlistOrderings: [String] { [] }
     func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? { nil }
     var activePlaylist: MediaPlaylist? { nil }
+    func playlist(id: UInt64) -> MediaPlaylist? { nil }
 }

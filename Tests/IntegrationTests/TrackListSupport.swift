@@ -74,6 +74,25 @@ final class TrackListSignals {
         events.dropFirst(from).filter { $0.member != "PropertiesChanged" }.map(\.member)
     }
 
+    /// The edits of the window announced since `from`: TrackAdded, TrackRemoved,
+    /// TrackListReplaced (not TrackMetadataChanged, which tags read late may cause).
+    func edits(after from: Int) -> [String] {
+        members(after: from).filter { ["TrackAdded", "TrackRemoved", "TrackListReplaced"].contains($0) }
+    }
+
+    /// A client's copy of `Tracks` built from every event recorded so far.
+    func replayed() -> [ObjectPath] {
+        var model: [ObjectPath] = []
+        for event in events { _ = Self.apply(event, to: &model) }
+        return model
+    }
+
+    /// Waits until the signals announced a window of `count` entries (the queue given at
+    /// start-up is loaded in the background).
+    func waitForWindow(of count: Int, timeout: Duration = .seconds(20)) async throws {
+        try await wait(timeout: timeout, "a window of \(count) announced") { [unowned self] _ in replayed().count == count }
+    }
+
     /// Applies `TrackListReplaced`, `TrackAdded` and `TrackRemoved` to a client's copy of
     /// `Tracks`, as a client following the spec would. Returns a problem found on the way
     /// (an `after` id the copy does not have, an id added twice), or nil.

@@ -43,6 +43,7 @@ final class FakeQueue: TrackListDataSource, PlaylistsDataSource {
         return Array(sorted[index..<min(sorted.count, index + maxCount)])
     }
     var activePlaylist: MediaPlaylist? { active }
+    func playlist(id: UInt64) -> MediaPlaylist? { playlistItems.first { $0.id == id } }
 }
 
 extension Result where Success == [Value], Failure == BusError {
@@ -316,6 +317,7 @@ struct MPRISPlaylistsTests {
         }
         #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/test/playlist/3")!)]).isSuccess)
         #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/other/3")!)]).errorName == BusError.Name.invalidArgs.rawValue)
+        #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/test/playlist/99")!)]).errorName == BusError.Name.invalidArgs.rawValue)
         #expect(activated == [3])
 
         source.playlistItems[2].name = "Delta Blues"

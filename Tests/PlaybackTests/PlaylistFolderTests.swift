@@ -317,9 +317,17 @@ struct PlaylistFolderWatchTests {
         #expect(descriptors.allSatisfy(isInotify))
         folders[..<3].forEach { $0.stop() }
         folders = []
-        // Closed by the sources' cancel handlers, on the main queue; a number may meanwhile be
-        // reused by another test's folder, for as long as that test runs.
-        #expect(await MainActorWaiter().wait(upTo: .seconds(5), poll: .milliseconds(20)) { !descriptors.contains(where: isInotify) })
+        // Closed by the sources' cancel handlers, on the main queue. A number may meanwhile be
+        // reused by another test's folder: a descriptor still watching this test's folder
+        // (its inode in /proc/self/fdinfo) is one of ours left open.
+        var folderStatus = stat()
+        stat(temp.url.path, &folderStatus)
+        let watchedInode = "ino:" + String(UInt64(folderStatus.st_ino), radix: 16)
+        func watchesThisFolder(_ descriptor: Int32) -> Bool {
+            guard isInotify(descriptor), let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else { return false }
+            return info.split(separator: " ").contains { $0 == watchedInode }
+        }
+        #expect(await MainActorWaiter().wait(upTo: .seconds(5), poll: .milliseconds(20)) { !descriptors.contains(where: watchesThisFolder) })
     }
 
     @Test func aFileInPlaceOfTheFolderIsReportedUntilReplaced() async throws {

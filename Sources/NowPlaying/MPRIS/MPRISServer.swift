@@ -652,8 +652,10 @@ public final class MPRISServer {
                 Method("ActivatePlaylist", in: [Argument("PlaylistId", .objectPath)]) { [unowned self] arguments throws(BusError) in
                     let path = arguments[0].objectPath!
                     let prefix = configuration.playlistIDPrefix.rawValue + "/"
-                    guard path.rawValue.hasPrefix(prefix), let id = UInt64(path.rawValue.dropFirst(prefix.count)) else {
-                        throw BusError(.invalidArgs, "\(path) is not a playlist id of this player")
+                    guard path.rawValue.hasPrefix(prefix), let id = UInt64(path.rawValue.dropFirst(prefix.count)),
+                        playlists?.playlist(id: id) != nil
+                    else {
+                        throw BusError(.invalidArgs, "\(path) is not one of this player's playlists")
                     }
                     try run(commandCenter.activatePlaylistCommand, ActivatePlaylistCommandEvent(playlistID: id))
                     return []
