@@ -75,6 +75,21 @@ void cshims_playbin_decode_audio_only(GstElement *playbin) {
     g_signal_connect(playbin, "element-setup", G_CALLBACK(on_element_setup), NULL);
 }
 
+// playbin's "element-setup" again: playsink's queue before the audio sink ("aqueue") gets
+// its limit as it is created, on the thread that creates it.
+static void on_audio_queue_setup(GstElement *playbin, GstElement *element, gpointer data) {
+    (void)playbin;
+    GstElementFactory *factory = gst_element_get_factory(element);
+    if (factory && g_strcmp0(GST_OBJECT_NAME(factory), "queue") == 0 &&
+        g_strcmp0(GST_OBJECT_NAME(element), "aqueue") == 0) {
+        g_object_set(element, "max-size-time", (guint64)GPOINTER_TO_SIZE(data), NULL);
+    }
+}
+
+void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds) {
+    g_signal_connect(playbin, "element-setup", G_CALLBACK(on_audio_queue_setup), GSIZE_TO_POINTER((gsize)nanoseconds));
+}
+
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
     struct statx info;
     if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;

@@ -88,9 +88,14 @@ public enum MediaSources {
             return
         }
         if status.isDirectory {
-            let files = audioFilePaths(in: path, logger: logger)
-            if files.isEmpty { logger.warning("\(argument): no audio files found in this folder") }
-            return emit(files.map(fileURI))
+            var found = false
+            var visited = Set<String>()
+            collect(path, visited: &visited, logger: logger) { file in
+                found = true
+                emit([fileURI(file)])
+            }
+            if !found { logger.warning("\(argument): no audio files found in this folder") }
+            return
         }
         let pathExtension = Self.pathExtension(path)
         if playlistExtensions.contains(pathExtension) {
@@ -124,40 +129,58 @@ public enum MediaSources {
     static func audioFilePaths(in folder: String, logger: Logger) -> [String] {
         var files: [String] = []
         var visited = Set<String>()
-        collect(folder, into: &files, visited: &visited, logger: logger)
+        collect(folder, visited: &visited, logger: logger) { files.append($0) }
         return files
     }
 
-    private static func collect(_ folder: String, into files: inout [String], visited: inout Set<String>, logger: Logger) {
+    /// Hands the audio files under `folder` to `found` in natural order, folders in place.
+    /// The first is handed over as soon as the folder is listed, before the rest is sorted
+    /// (a folder of 100,000 files starts playing sooner).
+    private static func collect(_ folder: String, visited: inout Set<String>, logger: Logger, found: (String) -> Void) {
         let real = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
         guard visited.insert(real).inserted else { return }  // symlink loops
         guard let directory = opendir(folder) else {
             logger.warning("skipping folder \(folder): \(String(cString: strerror(errno)))")
             return
         }
-        var children: [(name: String, kind: UInt8)] = []
+        var children: [Child] = []
         while let entry = readdir(directory) {
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
                 String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
             }
             guard !name.hasPrefix(".") else { continue }  // hidden, and . and ..
-            children.append((name, entry.pointee.d_type))
+            children.append(Child(key: NaturalKey(name), kind: entry.pointee.d_type))
         }
         closedir(directory)
-        let sorted = children.map { (key: NaturalKey($0.name), child: $0) }.sorted { $0.key < $1.key }
-        for (_, child) in sorted {
-            let path = folder.hasSuffix("/") ? folder + child.name : folder + "/" + child.name
+        func path(_ child: Child) -> String {
+            folder.hasSuffix("/") ? folder + child.key.name : folder + "/" + child.key.name
+        }
+        var first: String?
+        if let earliest = children.min(by: { $0.key < $1.key }), earliest.kind == UInt8(DT_REG),
+            audioExtensions.contains(pathExtension(earliest.key.name))
+        {
+            first = earliest.key.name
+            found(path(earliest))
+        }
+        children.sort { $0.key < $1.key }
+        for child in children where child.key.name != first {
+            let childPath = path(child)
             var isDirectory = child.kind == UInt8(DT_DIR)
             if child.kind == UInt8(DT_LNK) || child.kind == UInt8(DT_UNKNOWN) {
-                guard let status = FileStatus(path) else { continue }  // a dangling link
+                guard let status = FileStatus(childPath) else { continue }  // a dangling link
                 isDirectory = status.isDirectory
             }
             if isDirectory {
-                collect(path, into: &files, visited: &visited, logger: logger)
-            } else if audioExtensions.contains(pathExtension(child.name)) {
-                files.append(path)
+                collect(childPath, visited: &visited, logger: logger, found: found)
+            } else if audioExtensions.contains(pathExtension(child.key.name)) {
+                found(childPath)
             }
         }
+    }
+
+    private struct Child {
+        let key: NaturalKey
+        let kind: UInt8
     }
 
     /// Whether `argument` names a folder or a playlist (which can be long to read) rather

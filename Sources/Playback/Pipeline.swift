@@ -161,8 +161,6 @@ final class Pipeline {
     private var busSource: (any DispatchSourceRead)?
     let handoff = GaplessHandoff()
     private var aboutToFinishHandler: gulong = 0
-    /// The playsink queue already limited (compared, never dereferenced).
-    private var limitedAudioQueue: UnsafeMutableRawPointer?
     var onEvent: (@MainActor (Event) -> Void)?
 
     struct SetupError: Error, CustomStringConvertible {
@@ -182,6 +180,10 @@ final class Pipeline {
         // decoders are skipped when decodebin picks them).
         gst_util_set_object_arg(OpaquePointer(element).gObject, "flags", "audio+soft-volume")
         cshims_playbin_decode_audio_only(element)
+        // playsink's queue in front of the audio sink holds a second of decoded audio by
+        // default, refilled after every seek; a fifth of a second is ample ahead of a sink
+        // that buffers on its own, and makes each seek decode less.
+        cshims_playbin_limit_audio_queue(element, 200_000_000)
 
         if let scaletempo = gst_element_factory_make("scaletempo", nil) {
             cshims_object_set_object(element, "audio-filter", scaletempo)  // keeps pitch when the rate changes
@@ -304,17 +306,6 @@ final class Pipeline {
         gst_bus_set_flushing(bus, 0)
     }
 
-    /// playsink's queue in front of the audio sink holds a second of decoded audio by
-    /// default, refilled after every seek; a fifth of a second is ample ahead of a sink that
-    /// buffers on its own, and makes each seek decode less (the benchmark's seek CPU cost).
-    private func limitAudioQueue() {
-        guard let queue = gst_bin_get_by_name(OpaquePointer(playbin).bin, "aqueue") else { return }
-        defer { gst_object_unref(queue) }
-        guard UnsafeMutableRawPointer(queue) != limitedAudioQueue else { return }
-        limitedAudioQueue = UnsafeMutableRawPointer(queue)
-        gst_util_set_object_arg(OpaquePointer(queue).gObject, "max-size-time", "200000000")
-    }
-
     private func drainBus() {
         while let message = gst_bus_pop(bus) {
             let event = translate(message)
@@ -332,9 +323,7 @@ final class Pipeline {
             gst_message_parse_state_changed(message, &old, &new, &pending)
             return .stateChanged(old: State(old), new: State(new), pending: State(pending))
         case GST_MESSAGE_ASYNC_DONE:
-            guard fromPipeline else { return nil }
-            limitAudioQueue()
-            return .asyncDone
+            return fromPipeline ? .asyncDone : nil
         case GST_MESSAGE_EOS:
             return .endOfStream
         case GST_MESSAGE_ERROR:

@@ -77,7 +77,7 @@ public final class Player {
     private let logger: Logger
     private var nextEntryID: UInt64 = 1
     private var selectedIndex: Int?
-    private var desired: Status = .stopped
+    private var desired: Status = .stopped { didSet { ranOut = false } }
     private var loadedEntryID: UInt64?
     private var loadGeneration = 0
     /// A flushing seek is in flight; the next ASYNC_DONE completes it.
@@ -87,6 +87,14 @@ public final class Player {
     private var isPrerolling = false
     /// A position to seek to once a load has prerolled (also used to apply the rate).
     private var seekAfterPreroll: Duration?
+    /// The entry whose tags are being read so that it can follow the current one.
+    private var readingAhead: UInt64?
+    /// Playback stopped because the queue ran out (the end, or nothing playable left), not
+    /// because someone stopped it: tracks queued now may go on from there.
+    public private(set) var ranOut = false
+    /// playbin took a next track that is no longer the one to follow, while paused: the
+    /// current track is loaded again before it plays.
+    private var reloadBeforePlaying = false
     /// When the last gapless switch happened, until the pipeline reports the new stream's
     /// position.
     private var switchedAt: ContinuousClock.Instant?
@@ -243,7 +251,11 @@ public final class Player {
         guard let index = selectedIndex ?? firstIndex() else { return false }
         desired = .playing
         if loadedEntryID == queue[index].id, status != .stopped {
-            if pipeline.setState(.playing) == .failure { fail(queue[index], reason: "the audio output refused to start") }
+            if reloadBeforePlaying {
+                start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
+            } else if pipeline.setState(.playing) == .failure {
+                fail(queue[index], reason: "the audio output refused to start")
+            }
         } else {
             load(index)
         }
@@ -459,6 +471,7 @@ public final class Player {
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
         switchedAt = nil
+        reloadBeforePlaying = false
         // playbin asks for the next URI as soon as it has read this one, which for a short
         // file is during preroll: have the answer ready before starting.
         selectedIndex = index
@@ -487,7 +500,6 @@ public final class Player {
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
     /// (in the direction of travel), or stop at the end.
     private func fail(_ entry: Entry, reason: String, forward: Bool = true) {
-        logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(reason)")
         if let index = queue.index(of: entry.id) {
             recordFailure(reason, at: index)
         }
@@ -500,6 +512,7 @@ public final class Player {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
             desired = .stopped
             settle(.stopped)
+            ranOut = true
             return
         }
         recordMove(from: entry.id, to: queue[target].id, forward: forward)
@@ -522,10 +535,12 @@ public final class Player {
         if isNew { onChange?(.entryInfo(queue[index].id)) }
     }
 
+    /// An entry found unplayable: one log line naming it and why, the first time only.
     private func recordFailure(_ reason: String, at index: Int) {
-        let isNew = queue[index].failure == nil
+        guard queue[index].failure == nil else { return }
         queue[index].failure = reason
-        if isNew { onChange?(.entryInfo(queue[index].id)) }
+        logger.warning("skipping \(MediaSources.displayName(queue[index].uri)): \(reason)")
+        onChange?(.entryInfo(queue[index].id))
     }
 
     private func needsDiscovery(_ entry: Entry) -> Bool {
@@ -559,6 +574,11 @@ public final class Player {
         }
         let wanted = neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
         guard wanted != committed else { return }
+        if desired == .paused {
+            // Nothing plays until Play: reload then, once, however many edits come first.
+            reloadBeforePlaying = true
+            return
+        }
         logger.debug("what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it")
         start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
     }
@@ -573,23 +593,33 @@ public final class Player {
             return
         }
         let entry = queue[next]
-        pipeline.handoff.prepare(.init(entryID: entry.id, uri: entry.uri))
-        if entry.info == nil, entry.failure == nil, isLocal(entry.uri) {
-            discoverer.discover(entry.uri) { [weak self] result in
-                guard let self, let index = self.queue.index(of: entry.id) else { return }
-                switch result {
-                case .success(let info):
-                    self.record(info, at: index)
-                    if self.current?.id == entry.id {
-                        self.current = self.queue[index]
-                        self.onChange?(.metadata)
-                    }
-                case .failure(let error):
-                    self.logger.warning("skipping \(MediaSources.displayName(entry.uri)): \(error.reason)")
-                    self.recordFailure(error.reason, at: index)
-                    self.prepareNext()
+        guard entry.info == nil, isLocal(entry.uri) else {
+            pipeline.handoff.prepare(.init(entryID: entry.id, uri: entry.uri))
+            return
+        }
+        // A local file is handed to playbin only once it has been read: a broken one is
+        // then skipped here, never torn out of a pipeline that already switched to it.
+        pipeline.handoff.prepare(nil)
+        guard readingAhead != entry.id else { return }
+        readingAhead = entry.id
+        discoverer.discover(entry.uri) { [weak self] result in
+            guard let self else { return }
+            if self.readingAhead == entry.id { self.readingAhead = nil }
+            guard let index = self.queue.index(of: entry.id) else { return }
+            switch result {
+            case .success(let info):
+                self.record(info, at: index)
+                if self.current?.id == entry.id {
+                    self.current = self.queue[index]
+                    self.onChange?(.metadata)
                 }
+            case .failure(let error) where error.isTimeout:
+                // Slow to read is not broken: it is loaded when its turn comes.
+                return
+            case .failure(let error):
+                self.recordFailure(error.reason, at: index)
             }
+            self.prepareNext()
         }
     }
 
@@ -786,6 +816,7 @@ public final class Player {
             desired = .stopped
             unload()
             settle(.stopped)
+            ranOut = true
         case .error(let message, let debug, let source):
             logger.debug("pipeline error from \(source): \(debug ?? "-")")
             if let ignored = ignoredErrorSource, source.hasPrefix(ignored) {
@@ -801,7 +832,6 @@ public final class Player {
                 // still playing: skip that one, and go on with the current one where it was.
                 recordFailure(message, at: next)
                 ignoredErrorSource = Self.decoderPath(of: source)
-                logger.warning("skipping \(MediaSources.displayName(queue[next].uri)): \(message)")
                 let position = pipeline.position ?? .zero
                 pipeline.setState(.null)  // tears down the failed stream's decoder too
                 start(playing, seekingTo: position)

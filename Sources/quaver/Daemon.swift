@@ -1,7 +1,6 @@
 import DBus
 import Dispatch
 import Foundation
-import Synchronization
 import Logging
 import NowPlaying
 import Playback
@@ -44,7 +43,9 @@ final class Daemon {
     private var saveScheduled = false
     /// Writes the session in order, off the main queue.
     private let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
-    private let pendingSave = PendingSave()
+    private var isWritingSave = false
+    private var queueSaveDue = false
+    private var stateSaveDue: SavedState?
     /// Media being expanded in the background; the session is saved once it is all in.
     var loadsInProgress = 0
     var loadGeneration = 0
@@ -146,7 +147,12 @@ final class Daemon {
         let startPaused = options.startPaused
         var started = false
         load(sources, quietly: !fromArguments) { [unowned self] uris in
-            player.enqueue(uris)
+            let added = player.enqueue(uris)
+            // The first tracks were all unplayable and playback ran out before these came:
+            // go on with them.
+            if started, player.ranOut, !(startPaused && !playWhenLoaded), !added.isEmpty {
+                player.play(index: player.count - added.count, at: nil)
+            }
             if !started {
                 started = true
                 if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
@@ -286,49 +292,63 @@ final class Daemon {
 
     /// Saves the queue (when it changed) and the playback state (when it changed), off the
     /// main queue. Called at the moments that change them: never on a timer; not while media
-    /// is still being queued (once it is all in). Saves asked for while one is waiting are
-    /// folded into it: the newest queue and state are written, in that order, once.
+    /// is still being queued (once it is all in). While a save is being written, further
+    /// changes only mark what is due; the newest queue and state are written, in that
+    /// order, as soon as it is done (a burst of 2,000 AddTrack calls is a few writes).
     func saveState() {
         guard connection != nil, loadsInProgress == 0 else { return }  // not before the session is restored
-        var queue: [Player.Entry]?
         if player.queueRevision != savedQueueRevision {
             savedQueueRevision = player.queueRevision
-            queue = player.entries
+            queueSaveDue = true
         }
         let position = player.status == .stopped ? .zero : (player.position ?? .zero)
         let state = SavedState(
             queueCount: player.count, current: player.currentIndex,
             position: position.microseconds, volume: player.volume, rate: player.rate,
             loop: player.repeatMode.rawValue, shuffle: player.shuffle)
-        guard queue != nil || state != savedState else { return }
-        savedState = state
-        let pending = pendingSave
-        let wasIdle = pending.slot.withLock { slot in
-            defer {
-                slot.state = state
-                if let queue { slot.queue = queue }
-            }
-            return slot.state == nil
+        if state != savedState {
+            savedState = state
+            stateSaveDue = state
         }
-        guard wasIdle else { return }
+        writeDueSaves()
+    }
+
+    private func writeDueSaves() {
+        guard !isWritingSave, queueSaveDue || stateSaveDue != nil else { return }
+        isWritingSave = true
+        let queue = queueSaveDue ? player.entries : nil
+        let state = stateSaveDue
+        queueSaveDue = false
+        stateSaveDue = nil
         let store = self.store, logger = self.logger
         saveQueue.async {
-            let (queue, state) = pending.slot.withLock { slot in
-                defer { slot = PendingSave.Slot() }
-                return (slot.queue, slot.state)
-            }
-            do {
-                if let queue { try store.saveQueue(queue.map(\.uri)) }
-                if let state { try store.save(state) }
-            } catch {
-                logger.warning("could not save the session (playback goes on): \(error)")
+            Self.write(queue: queue, state: state, store: store, logger: logger)
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in
+                    self?.isWritingSave = false
+                    self?.writeDueSaves()
+                }
             }
         }
     }
 
-    /// Waits until every save asked for is on disk.
+    nonisolated private static func write(queue: [Player.Entry]?, state: SavedState?, store: StateStore, logger: Logger) {
+        do {
+            if let queue { try store.saveQueue(queue.map(\.uri)) }
+            if let state { try store.save(state) }
+        } catch {
+            logger.warning("could not save the session (playback goes on): \(error)")
+        }
+    }
+
+    /// Writes what is still due, waiting for a write under way first (before exit).
     func finishSaving() {
         saveQueue.sync {}
+        if queueSaveDue || stateSaveDue != nil {
+            Self.write(queue: queueSaveDue ? player.entries : nil, state: stateSaveDue, store: store, logger: logger)
+            queueSaveDue = false
+            stateSaveDue = nil
+        }
     }
 
     /// Copies the player's settled state into the command center and info center. The
@@ -417,16 +437,6 @@ final class Daemon {
         connection?.flush()
         exit(status)
     }
-}
-
-/// The newest queue and state not written yet, handed from the main actor to the save
-/// queue.
-final class PendingSave: Sendable {
-    struct Slot {
-        var queue: [Player.Entry]?
-        var state: SavedState?
-    }
-    let slot = Mutex(Slot())
 }
 
 struct ExitError: Error, CustomStringConvertible {

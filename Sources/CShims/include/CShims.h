@@ -41,6 +41,8 @@ gpointer cshims_message_source(GstMessage *message);
 // Signal handlers with return values and several arguments are written in C: makes every
 // decodebin inside `playbin` skip video, image and subtitle decoders.
 void cshims_playbin_decode_audio_only(GstElement *playbin);
+// Limits playsink's queue in front of the audio sink to `nanoseconds` of audio.
+void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds);
 
 
 /// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
