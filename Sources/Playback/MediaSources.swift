@@ -34,7 +34,7 @@ public enum MediaSources {
             logger.warning("skipping \(argument): playlists nested too deeply")
             return
         }
-        let path = localPath(argument, relativeTo: base)
+        let path = Array(localPath(argument, relativeTo: base).utf8)
         // "Interlude: Reprise.flac" names a file, not a URI with the scheme "interlude".
         let status = FileStatus(path)
         if status != nil, !argument.utf8.starts(with: "file:".utf8) {
@@ -46,11 +46,10 @@ public enum MediaSources {
                 return
             }
             guard scheme == "file" else { return emit([argument]) }
-            guard let url = URL(string: argument), url.isFileURL else {
+            guard let filePath = filePath(ofURI: argument) else {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
             }
-            let filePath = url.standardizedFileURL.path
             return expandFile(filePath, status: FileStatus(filePath), argument: argument, depth: depth, logger: logger, emit: emit)
         }
         expandFile(path, status: status, argument: argument, depth: depth, logger: logger, emit: emit)
@@ -82,14 +81,62 @@ public enum MediaSources {
         return "/" + parts.joined(separator: "/")
     }
 
-    private static func expandFile(_ path: String, status: FileStatus?, argument: String, depth: Int, logger: Logger, emit: ([String]) -> Void) {
+    /// The path a `file:` URI names, as bytes (a file name need not be UTF-8): its
+    /// percent-escapes decoded, `.` and `..` resolved; nil for another host or bad escapes.
+    static func filePath(ofURI uri: String) -> [UInt8]? {
+        var rest = Substring(uri)
+        guard let colon = rest.firstIndex(of: ":"), rest[..<colon].lowercased() == "file" else { return nil }
+        rest = rest[rest.index(after: colon)...]
+        if rest.hasPrefix("//") {
+            rest = rest.dropFirst(2)
+            guard let slash = rest.firstIndex(of: "/") else { return nil }
+            let host = rest[..<slash]
+            guard host.isEmpty || host.lowercased() == "localhost" else { return nil }
+            rest = rest[slash...]
+        }
+        guard rest.hasPrefix("/") else { return nil }
+        var bytes: [UInt8] = []
+        var iterator = rest.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        guard !bytes.contains(0) else { return nil }
+        return normalized(bytes)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    /// `path` without empty, `.` and `..` elements, as bytes.
+    static func normalized(_ path: [UInt8]) -> [UInt8] {
+        var parts: [ArraySlice<UInt8>] = []
+        for part in path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
+            if part.elementsEqual([UInt8(ascii: ".")]) { continue }
+            if part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) { _ = parts.popLast(); continue }
+            parts.append(part)
+        }
+        return [UInt8(ascii: "/")] + Array(parts.joined(separator: [UInt8(ascii: "/")]))
+    }
+
+    private static func expandFile(_ path: [UInt8], status: FileStatus?, argument: String, depth: Int, logger: Logger, emit: ([String]) -> Void) {
         guard let status else {
             logger.warning("skipping \(argument): no such file or folder")
             return
         }
         if status.isDirectory {
             var found = false
-            var visited = Set<String>()
+            var visited = Set<[UInt8]>()
             collect(path, visited: &visited, logger: logger) { file in
                 found = true
                 emit([fileURI(file)])
@@ -97,13 +144,13 @@ public enum MediaSources {
             if !found { logger.warning("\(argument): no audio files found in this folder") }
             return
         }
-        let pathExtension = Self.pathExtension(path)
-        if playlistExtensions.contains(pathExtension) {
-            let folder = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let pathText = String(decoding: path, as: UTF8.self)
+        if playlistExtensions.contains(pathExtension(pathText)) {
+            let folder = String(pathText[..<(pathText.lastIndex(of: "/") ?? pathText.startIndex)])
             // The first entry at once (to start playing), then in batches.
             var pending: [String] = []
             var emitted = false
-            for entry in playlistEntries(URL(fileURLWithPath: path), logger: logger) {
+            for entry in playlistEntries(URL(fileURLWithPath: pathText), logger: logger) {
                 expand(entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, logger: logger) { pending += $0 }
                 if pending.count >= 1024 || (!emitted && !pending.isEmpty) {
                     emit(pending)
@@ -114,11 +161,18 @@ public enum MediaSources {
             if !pending.isEmpty { emit(pending) }
             return
         }
-        guard access(path, R_OK) == 0 else {
+        guard withCString(path, { access($0, R_OK) }) == 0 else {
             logger.warning("skipping \(argument): permission denied")
             return
         }
         emit([fileURI(path)])
+    }
+
+    /// Calls `body` with `path` as a NUL-terminated C string.
+    static func withCString<R>(_ path: [UInt8], _ body: (UnsafePointer<CChar>) -> R) -> R {
+        (path + [0]).withUnsafeBufferPointer { buffer in
+            body(UnsafeRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self))
+        }
     }
 
     /// The audio files under `folder`, recursively, in natural order (`2` before `10`).
@@ -128,43 +182,47 @@ public enum MediaSources {
 
     static func audioFilePaths(in folder: String, logger: Logger) -> [String] {
         var files: [String] = []
-        var visited = Set<String>()
-        collect(folder, visited: &visited, logger: logger) { files.append($0) }
+        var visited = Set<[UInt8]>()
+        collect(Array(folder.utf8), visited: &visited, logger: logger) { files.append(String(decoding: $0, as: UTF8.self)) }
         return files
     }
 
     /// Hands the audio files under `folder` to `found` in natural order, folders in place.
     /// The first is handed over as soon as the folder is listed, before the rest is sorted
     /// (a folder of 100,000 files starts playing sooner).
-    private static func collect(_ folder: String, visited: inout Set<String>, logger: Logger, found: (String) -> Void) {
-        let real = URL(fileURLWithPath: folder).resolvingSymlinksInPath().path
+    private static func collect(_ folder: [UInt8], visited: inout Set<[UInt8]>, logger: Logger, found: ([UInt8]) -> Void) {
+        let real = withCString(folder) { path -> [UInt8] in
+            guard let resolved = realpath(path, nil) else { return folder }
+            defer { free(resolved) }
+            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(resolved).assumingMemoryBound(to: UInt8.self), count: strlen(resolved)))
+        }
         guard visited.insert(real).inserted else { return }  // symlink loops
-        guard let directory = opendir(folder) else {
-            logger.warning("skipping folder \(folder): \(String(cString: strerror(errno)))")
+        guard let directory = withCString(folder, { opendir($0) }) else {
+            logger.warning("skipping folder \(String(decoding: folder, as: UTF8.self)): \(String(cString: strerror(errno)))")
             return
         }
         var children: [Child] = []
         while let entry = readdir(directory) {
+            // The name as bytes: a file name need not be UTF-8, and its URI must name it.
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
-                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+                let start = UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self)
+                return Array(UnsafeBufferPointer(start: start, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
             }
-            guard !name.hasPrefix(".") else { continue }  // hidden, and . and ..
-            children.append(Child(key: NaturalKey(name), kind: entry.pointee.d_type))
+            guard name.first != UInt8(ascii: ".") else { continue }  // hidden, and . and ..
+            children.append(Child(key: NaturalKey(String(decoding: name, as: UTF8.self)), name: name, kind: entry.pointee.d_type))
         }
         closedir(directory)
-        func path(_ child: Child) -> String {
-            folder.hasSuffix("/") ? folder + child.key.name : folder + "/" + child.key.name
-        }
-        var first: String?
+        let prefix = folder.last == UInt8(ascii: "/") ? folder : folder + [UInt8(ascii: "/")]
+        var first: [UInt8]?
         if let earliest = children.min(by: { $0.key < $1.key }), earliest.kind == UInt8(DT_REG),
             audioExtensions.contains(pathExtension(earliest.key.name))
         {
-            first = earliest.key.name
-            found(path(earliest))
+            first = earliest.name
+            found(prefix + earliest.name)
         }
         children.sort { $0.key < $1.key }
-        for child in children where child.key.name != first {
-            let childPath = path(child)
+        for child in children where child.name != first {
+            let childPath = prefix + child.name
             var isDirectory = child.kind == UInt8(DT_DIR)
             if child.kind == UInt8(DT_LNK) || child.kind == UInt8(DT_UNKNOWN) {
                 guard let status = FileStatus(childPath) else { continue }  // a dangling link
@@ -180,6 +238,7 @@ public enum MediaSources {
 
     private struct Child {
         let key: NaturalKey
+        let name: [UInt8]
         let kind: UInt8
     }
 
@@ -204,10 +263,15 @@ public enum MediaSources {
     /// `file://` and the absolute path, percent-encoded as RFC 3986 asks (what
     /// `URL(fileURLWithPath:).absoluteString` gives, without its cost).
     public static func fileURI(_ path: String) -> String {
+        fileURI(path.utf8)
+    }
+
+    /// `file://` and a path given as bytes (any bytes but NUL), percent-encoded.
+    static func fileURI(_ path: some Collection<UInt8>) -> String {
         var bytes: [UInt8] = Array("file://".utf8)
-        bytes.reserveCapacity(path.utf8.count + 16)
+        bytes.reserveCapacity(path.count + 16)
         let hex = Array("0123456789ABCDEF".utf8)
-        for byte in path.utf8 {
+        for byte in path {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"),
@@ -326,8 +390,12 @@ struct FileStatus {
     let isDirectory: Bool
 
     init?(_ path: String) {
+        self.init(Array(path.utf8))
+    }
+
+    init?(_ path: [UInt8]) {
         var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
+        guard MediaSources.withCString(path, { stat($0, &status) }) == 0 else { return nil }
         isDirectory = (status.st_mode & S_IFMT) == S_IFDIR
     }
 }

@@ -520,7 +520,8 @@ public final class Player {
     }
 
     private func settle(_ newStatus: Status) {
-        if let index = selectedIndex { current = queue[index] }
+        // An entry found unplayable is never shown as the current one.
+        if let index = selectedIndex { current = queue[index].failure == nil ? queue[index] : nil }
         if newStatus != .stopped { consecutiveFailures = 0 }
         status = newStatus
         prepareNext()
@@ -554,10 +555,18 @@ public final class Player {
             guard let self, let index = self.queue.index(of: id) else { return }
             switch result {
             case .success(let info): self.record(info, at: index)
+            case .failure(let error) where error.isTimeout: break  // busy, not broken
             case .failure(let error): self.recordFailure(error.reason, at: index)
             }
             let stillSelected = self.selectedIndex == index && (self.current == nil || self.current?.id == id)
-            if stillSelected {
+            if stillSelected, self.queue[index].failure != nil {
+                // Unplayable: while stopped, the selection moves on to what Play would start.
+                if self.desired == .stopped, let next = self.neighbour(of: index, forward: true, automatic: false) {
+                    self.selectedIndex = next
+                    self.current = nil
+                    self.discoverCurrentIfNeeded()
+                }
+            } else if stillSelected {
                 self.current = self.queue[index]
                 self.onChange?(.metadata)
             }
