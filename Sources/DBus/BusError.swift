@@ -21,6 +21,7 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let invalidArgs = Name("org.freedesktop.DBus.Error.InvalidArgs")
         public static let notSupported = Name("org.freedesktop.DBus.Error.NotSupported")
         public static let noReply = Name("org.freedesktop.DBus.Error.NoReply")
+        public static let limitsExceeded = Name("org.freedesktop.DBus.Error.LimitsExceeded")
         public static let timeout = Name("org.freedesktop.DBus.Error.Timeout")
         public static let disconnected = Name("org.freedesktop.DBus.Error.Disconnected")
         public static let serviceUnknown = Name("org.freedesktop.DBus.Error.ServiceUnknown")

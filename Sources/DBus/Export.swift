@@ -19,6 +19,7 @@ public struct Method {
     public var inArguments: [Argument]
     public var outArguments: [Argument]
     /// Called with arguments already checked against `inArguments`; returns the out values.
+    /// Descriptors (`h`) among the arguments are closed after it returns: `dup` one to keep it.
     public var handler: @MainActor ([Value]) throws(BusError) -> [Value]
 
     public init(
@@ -156,6 +157,10 @@ public final class ExportedObject {
         do throws(BusError) {
             let arguments = try message.readArguments()
             result = dispatch(interface: message.interface, member: message.member ?? "", arguments: arguments)
+            // Reading gave each descriptor (`h`) in the call a new descriptor of ours; any
+            // caller can send them, to any member. Close them once the handler is done (a
+            // handler that keeps one dups it), or each such call leaks them for good.
+            Value.closeDescriptors(in: arguments)
         } catch {
             result = .failure(error)
         }
@@ -164,6 +169,9 @@ public final class ExportedObject {
             do {
                 return try message.makeReturn(values)
             } catch {
+                // A reply too large for the bus goes back as that error: sent, it would make
+                // the bus drop this whole connection.
+                if error.name == .limitsExceeded { return message.makeError(error) }
                 connection?.logger.error("bad reply to \(message.member ?? "?"): \(error)")
                 return message.makeError(BusError(.failed, "internal error building the reply"))
             }

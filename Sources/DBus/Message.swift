@@ -1,4 +1,11 @@
 internal import CDBus
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// An owned libdbus message. Only the D-Bus module touches the C pointer.
 ///
@@ -9,6 +16,9 @@ public final class Message: @unchecked Sendable {
 
     /// Takes over one reference to `raw`.
     init(owning raw: OpaquePointer) { self.raw = raw }
+
+    /// The length of the body appended by `append` so far.
+    private var bodyLength = 0
 
     deinit { dbus_message_unref(raw) }
 
@@ -103,6 +113,9 @@ public final class Message: @unchecked Sendable {
 
     /// Appends arguments after validating them. Throws InvalidArgs for an invalid value, and
     /// when the body signature would grow past 255 bytes (libdbus never returns from that).
+    /// Throws LimitsExceeded when an array would hold more than 64 MiB or the message would
+    /// be longer than 128 MiB: libdbus builds such a message, but the bus (like any peer)
+    /// refuses it as invalid and drops the whole connection of whoever sent it.
     public func append(_ arguments: [Value]) throws(BusError) {
         guard !arguments.isEmpty else { return }
         for argument in arguments { try argument.validate() }
@@ -110,6 +123,16 @@ public final class Message: @unchecked Sendable {
         guard signatureLength <= Signature.maximumLength else {
             throw BusError(.invalidArgs, "the arguments' signature would be \(signatureLength) bytes, more than \(Signature.maximumLength)")
         }
+        var size = MarshalledSize(offset: bodyLength)
+        for argument in arguments { try size.add(argument) }
+        // The header: fixed part, path, interface, member, destination, error name, signature,
+        // and room for the serials and for the sender the bus adds.
+        let fields = [path, interface, member, destination, errorName].reduce(0) { $0 + ($1?.utf8.count ?? 0) + 16 }
+        let header = 16 + fields + signatureLength + 16 + 256
+        guard size.offset <= MarshalledSize.maximumMessageLength - header else {
+            throw BusError(.limitsExceeded, "the message would be longer than \(MarshalledSize.maximumMessageLength) bytes")
+        }
+        bodyLength = size.offset
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(raw, &iter)
         for argument in arguments {
@@ -122,6 +145,99 @@ public final class Message: @unchecked Sendable {
         guard kind == .error else { return nil }
         let text = arguments.first?.string ?? ""
         return BusError(BusError.Name(errorName ?? "org.freedesktop.DBus.Error.Failed"), text)
+    }
+}
+
+/// The length values take in a message body, computed the way the wire format lays them
+/// out (each value aligned to its type's boundary), to keep messages within the limits of
+/// the D-Bus specification, which the bus and libdbus enforce on receipt.
+struct MarshalledSize {
+    /// `DBUS_MAXIMUM_ARRAY_LENGTH`: the bytes of one array's elements.
+    static let maximumArrayLength = 64 << 20
+    /// `DBUS_MAXIMUM_MESSAGE_LENGTH`: header and body.
+    static let maximumMessageLength = 128 << 20
+
+    /// Where the next value starts (the body starts 8-aligned, so offset 0).
+    var offset: Int
+
+    private mutating func align(_ boundary: Int) { offset = (offset + boundary - 1) & ~(boundary - 1) }
+
+    /// The alignment of a type's values.
+    static func alignment(_ type: DataType) -> Int {
+        switch type {
+        case .byte, .signature, .variant: 1
+        case .int16, .uint16: 2
+        case .boolean, .int32, .uint32, .unixFD, .string, .objectPath, .array, .dictionary: 4
+        case .int64, .uint64, .double, .structure: 8
+        }
+    }
+
+    private mutating func addString(_ s: String, lengthBytes: Int) {
+        align(lengthBytes)
+        offset += lengthBytes + Self.sentLength(s) + 1
+    }
+
+    /// The UTF-8 length of `s` as sent: each NUL becomes U+FFFD (3 bytes; see `Marshal.sanitized`).
+    static func sentLength(_ s: String) -> Int {
+        let count = s.utf8.count
+        let nuls = s.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+            guard var next = bytes.baseAddress else { return 0 }
+            var found = 0, left = bytes.count
+            while left > 0, let hit = memchr(next, 0, left) {
+                found += 1
+                let skipped = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - next + 1
+                next += skipped
+                left -= skipped
+            }
+            return found
+        } ?? s.utf8.reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
+        return count + 2 * nuls
+    }
+
+    /// Adds one value; throws LimitsExceeded for an array longer than the limit. Stops
+    /// early once past the message limit (the caller reports that).
+    mutating func add(_ value: Value) throws(BusError) {
+        guard offset <= Self.maximumMessageLength else { return }
+        switch value {
+        case .byte: offset += 1
+        case .int16, .uint16: align(2); offset += 2
+        case .boolean, .int32, .uint32, .unixFD: align(4); offset += 4
+        case .int64, .uint64, .double: align(8); offset += 8
+        case .string(let s): addString(s, lengthBytes: 4)
+        case .objectPath(let p): addString(p.rawValue, lengthBytes: 4)
+        case .signature(let g): addString(g.rawValue, lengthBytes: 1)
+        case .variant(let inner):
+            addString(inner.type.signature, lengthBytes: 1)
+            try add(inner)
+        case .structure(let fields):
+            align(8)
+            for field in fields { try add(field) }
+        case .array(let element, let items):
+            try addArray(alignment: Self.alignment(element)) { (size: inout MarshalledSize) throws(BusError) in
+                for item in items { try size.add(item) }
+            }
+        case .dictionary(_, _, let entries):
+            try addArray(alignment: 8) { (size: inout MarshalledSize) throws(BusError) in
+                for entry in entries {
+                    size.align(8)
+                    try size.add(entry.key)
+                    try size.add(entry.value)
+                }
+            }
+        }
+    }
+
+    /// The length word, the padding to the elements' alignment (not part of the length),
+    /// then the elements.
+    private mutating func addArray(alignment: Int, _ elements: (inout MarshalledSize) throws(BusError) -> Void) throws(BusError) {
+        align(4)
+        offset += 4
+        align(alignment)
+        let start = offset
+        try elements(&self)
+        guard offset - start <= Self.maximumArrayLength else {
+            throw BusError(.limitsExceeded, "an array would be longer than \(Self.maximumArrayLength) bytes")
+        }
     }
 }
 

@@ -1,3 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A typed D-Bus value: every basic type and every container.
 ///
 /// Arrays and dictionaries carry their element types so that empty ones still have a
@@ -106,6 +114,28 @@ public indirect enum Value: Hashable, Sendable {
         default:
             break
         }
+    }
+}
+
+// MARK: - File descriptors
+
+extension Value {
+    /// The descriptors (`h`) in this value, at any depth.
+    var descriptors: [Int32] {
+        switch self {
+        case .unixFD(let fd): [fd]
+        case .array(_, let items): items.flatMap(\.descriptors)
+        case .dictionary(_, _, let entries): entries.flatMap { $0.key.descriptors + $0.value.descriptors }
+        case .structure(let fields): fields.flatMap(\.descriptors)
+        case .variant(let inner): inner.descriptors
+        default: []
+        }
+    }
+
+    /// Closes every descriptor read from a message into `values` (each is a new descriptor
+    /// owned by the reader): what must happen to those nobody takes, or each one leaks.
+    static func closeDescriptors(in values: [Value]) {
+        for fd in values.flatMap(\.descriptors) where fd >= 0 { _ = close(fd) }
     }
 }
 
