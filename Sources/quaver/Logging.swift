@@ -23,7 +23,7 @@ struct ConsoleLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let text = "\(event.message)"
+        let text = Self.sanitized("\(event.message)")
         let line: String
         if toJournal {
             line = "<\(Self.priority(event.level))>\(text)\n"
@@ -32,6 +32,35 @@ struct ConsoleLogHandler: LogHandler {
         }
         FileHandle.standardError.write(Data(line.utf8))
         if event.level >= .warning { recentProblems?.append("\(event.level): \(text)") }
+    }
+
+    /// The longest message written, in characters; the rest is cut with a note.
+    static let maximumLength = 2_000
+
+    /// One line, whatever a client sent: control characters (a newline that would forge a
+    /// second line, a journald `<2>`, terminal escapes) are written as `\n` or `\u{1B}`,
+    /// and the line is cut at `maximumLength`.
+    static func sanitized(_ message: String) -> String {
+        guard message.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) || message.utf8.count > maximumLength else {
+            return message
+        }
+        var result = ""
+        var length = 0
+        for scalar in message.unicodeScalars {
+            if length >= maximumLength {
+                result += "… (cut)"
+                break
+            }
+            switch scalar {
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            case "\t": result += "\\t"
+            case _ where scalar.properties.generalCategory == .control: result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: result.unicodeScalars.append(scalar)
+            }
+            length += 1
+        }
+        return result
     }
 
     static func priority(_ level: Logger.Level) -> Int {

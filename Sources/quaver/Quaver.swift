@@ -105,6 +105,7 @@ struct Quaver: ParsableCommand {
         let problems = ProblemLog(file: Paths.state.appendingPathComponent("problems.log"))
         LoggingSystem.bootstrap { _ in ConsoleLogHandler(level: level, recentProblems: problems) }
         let logger = Logger(label: "quaver")
+        Self.avoidGSettingsAbort()
 
         if let folder = makeTestTracks {
             let files = try TrackGenerator.generate(
@@ -143,6 +144,22 @@ struct Quaver: ParsableCommand {
             Daemon.current = daemon
         }
         dispatchMain()
+    }
+}
+
+extension Quaver {
+    /// GIO aborts the process when an http source asks for proxy settings and no GSettings
+    /// schemas are installed at all (a minimal container, a stripped session). Without
+    /// schemas there are no desktop proxy settings to read anyway: use the environment's.
+    static func avoidGSettingsAbort() {
+        let environment = ProcessInfo.processInfo.environment
+        guard environment["GIO_USE_PROXY_RESOLVER"] == nil, environment["GSETTINGS_SCHEMA_DIR"] == nil else { return }
+        let home = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share").path
+        let system = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
+        let folders = [home] + system.split(separator: ":").map(String.init)
+        guard !folders.contains(where: { FileManager.default.fileExists(atPath: $0 + "/glib-2.0/schemas/gschemas.compiled") }) else { return }
+        setenv("GIO_USE_PROXY_RESOLVER", "dummy", 1)
     }
 }
 

@@ -60,6 +60,9 @@ public final class MPRISServer {
     public static let rootInterface = "org.mpris.MediaPlayer2"
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
     public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
+    /// `GetTracksMetadata` answers at most this many ids per call (a client after more asks
+    /// again): the reply stays far below D-Bus's message size limit.
+    public static let maximumTracksPerCall = 10_000
     public static let playlistsInterface = "org.mpris.MediaPlayer2.Playlists"
     public static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
 
@@ -573,8 +576,11 @@ public final class MPRISServer {
         return Interface(
             Self.trackListInterface,
             methods: [
-                Method("GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))], out: [Argument("Metadata", .array(metadataType))]) { [unowned self] arguments in
+                Method("GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))], out: [Argument("Metadata", .array(metadataType))]) { [unowned self] arguments throws(BusError) in
                     let paths = arguments[0].objectPaths
+                    guard paths.count <= Self.maximumTracksPerCall else {
+                        throw BusError(.invalidArgs, "at most \(Self.maximumTracksPerCall) track ids per call, not \(paths.count)")
+                    }
                     let ids = paths.compactMap { itemID(of: $0) }
                     let found = trackList?.trackListMetadata(ids) ?? []
                     return [.array(metadataType, found.map { metadataValue($0) })]
