@@ -48,13 +48,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "quaver-bench", dependencies: ["DBus", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .target(name: "SeededRandom"),
+        .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // MARK: - Tests
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus"]),
-        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus"]),
+        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 
 /// Instructions per PlayPause round trip, counted by valgrind's callgrind inside the player.
 ///

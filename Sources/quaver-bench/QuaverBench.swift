@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import SeededRandom
 
 /// Compares Quaver with mpv + mpv-mpris over MPRIS, side by side in one run, and prints a
 /// markdown table (progress goes to stderr). `scripts/bench` builds it and runs it.

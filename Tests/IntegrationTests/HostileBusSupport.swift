@@ -2,6 +2,7 @@ import DBus
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
+import SeededRandom
 #endif
 
 // Support for `HostileBusTests`: the object's interfaces as the live introspection document
@@ -102,23 +103,8 @@ final class HostileIntrospectionParser: NSObject, XMLParserDelegate {
 
 // MARK: - Seeded randomness
 
-/// SplitMix64: small, fast and the same on every platform, so a seed reproduces a run.
-struct HostileRandom: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func int(_ range: Range<Int>) -> Int { Int.random(in: range, using: &self) }
-    mutating func chance(_ probability: Double) -> Bool { Double.random(in: 0..<1, using: &self) < probability }
-    mutating func pick<T>(_ items: [T]) -> T { items[int(0..<items.count)] }
-}
+/// The suite's generator: seeded, so that a run can be replayed.
+typealias HostileRandom = SplitMix
 
 // MARK: - Hostile values
 

@@ -19,17 +19,6 @@ struct TransportTests {
         try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
     }
 
-    private func expectError(_ name: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
-        do {
-            try await body()
-            Issue.record("expected \(name), got a reply", sourceLocation: sourceLocation)
-        } catch let error as BusError {
-            #expect(error.name.rawValue == name, "\(error)", sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test("SetPosition moves within the track and signals Seeked; stale ids and out-of-track positions are ignored")
     func setPosition() async throws {
         let (session, _) = try await playing()
@@ -122,9 +111,9 @@ struct TransportTests {
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
 
         for bad in [5.0, 0.1, -1, .nan, .infinity] {
-            await expectError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .double(bad)) }
+            await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .double(bad)) }
         }
-        await expectError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .string("fast")) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .string("fast")) }
         #expect(try await session.get("Rate") == .double(1.5))
 
         mark = session.signals.count
@@ -145,7 +134,7 @@ struct TransportTests {
         mark = session.signals.count
         try await session.set("Volume", .double(0.25))
         try await session.waitForPlayerChange(after: mark, "Volume 0.25") { $0["Volume"] == .double(0.25) }
-        await expectError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Volume", .double(.nan)) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Volume", .double(.nan)) }
         #expect(try await session.get("Volume") == .double(0.25))
         #expect(session.signals.dropFirst(mark).filter { $0.changed["Volume"] != nil }.count == 1)
     }
@@ -163,9 +152,9 @@ struct TransportTests {
         #expect(openedID != nil && openedID?.rawValue != "/quaver/track/3", "a new queue entry gets a new id")
         try await session.waitForStatus("Playing")
 
-        await expectError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("ftp://example.com/a.flac")]) }
-        await expectError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("no scheme at all")]) }
-        await expectError("org.mpris.MediaPlayer2.quaver.Error.NoSuchContent") {
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("ftp://example.com/a.flac")]) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("no scheme at all")]) }
+        await expectMPRISError("org.mpris.MediaPlayer2.quaver.Error.NoSuchContent") {
             _ = try await session.call("OpenUri", [.string("file:///nonexistent/quaver/test.flac")])
         }
         #expect(try await session.metadata()["mpris:trackid"]?.objectPath == openedID)
@@ -189,7 +178,7 @@ struct TransportTests {
         try await session.playerctl("shuffle", "On")
         try await session.waitForPlayerChange(after: mark, "Shuffle on") { $0["Shuffle"] == .boolean(true) }
         #expect(try await session.playerctl("shuffle") == "On")
-        await expectError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("LoopStatus", .string("Forever")) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("LoopStatus", .string("Forever")) }
         #expect(try await session.get("LoopStatus") == .string("Playlist"))
     }
 }

@@ -1,5 +1,6 @@
 import DBus
 import NowPlaying
+import SeededRandom
 import Testing
 
 /// A queue behind `TrackListDataSource`, windowed like the daemon's: up to `size` ids with
@@ -326,18 +327,5 @@ struct MPRISPlaylistsTests {
         let signals = harness.flush()
         #expect(signals.filter { $0.member == "PlaylistChanged" }.map(\.arguments) == [[.structure([.objectPath(ObjectPath("/test/playlist/3")!), .string("Delta Blues"), .string("")])]])
         #expect(signals.first { $0.changedInterface == Self.playlists }?.changed["PlaylistCount"] == .uint32(4))
-    }
-}
-
-/// A small deterministic random source for reproducible sequences.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Testing
 
 @testable import Playback
@@ -13,7 +14,7 @@ struct PlayQueueTests {
     func indexFollowsEdits(seed: UInt64) {
         var queue = PlayQueue()
         var reference: [UInt64] = []
-        var random = SeededRandom(seed: seed)
+        var random = SplitMix(seed: seed)
         var nextID: UInt64 = 1
         for step in 0..<400 {
             let revision = queue.revision
@@ -178,18 +179,5 @@ struct PlayerEditingTests {
         }
         #expect(played.count == 5)
         #expect(Set(late.map(\.id)).isSubset(of: Set(played)))
-    }
-}
-
-/// A small deterministic random source for reproducible sequences.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
