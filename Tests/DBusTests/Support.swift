@@ -135,7 +135,7 @@ final class EventRecorder<Event> {
     }
 
     /// Returns true once `check` holds for the recorded events, false after `timeout`.
-    func wait(timeout: Duration = .seconds(5), until check: @escaping ([Event]) -> Bool) async -> Bool {
+    func wait(timeout: Duration = .seconds(20), until check: @escaping ([Event]) -> Bool) async -> Bool {
         if check(events) { return true }
         return await withCheckedContinuation { continuation in
             let id = UUID()
@@ -151,7 +151,7 @@ final class EventRecorder<Event> {
     }
 
     /// Waits until at least `count` events were recorded.
-    func wait(forCount count: Int, timeout: Duration = .seconds(5)) async -> Bool {
+    func wait(forCount count: Int, timeout: Duration = .seconds(20)) async -> Bool {
         await wait(timeout: timeout) { $0.count >= count }
     }
 }

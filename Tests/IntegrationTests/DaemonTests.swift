@@ -137,7 +137,7 @@ struct DaemonTests {
         try await session.waitForStatus("Playing")
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
-        let released = await session.waiter.wait(timeout: .seconds(5)) { session.owners[session.busName] == "" }
+        let released = await session.waiter.wait(timeout: .seconds(20)) { session.owners[session.busName] == "" }
         #expect(released)
     }
 

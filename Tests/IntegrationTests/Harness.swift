@@ -305,7 +305,7 @@ final class Session {
 
     /// Waits for a recorded signal satisfying `match` at index `from` or later.
     @discardableResult
-    func waitForSignal(after from: Int = 0, timeout: Duration = .seconds(10), _ what: String, where match: @escaping (RecordedSignal) -> Bool) async throws -> RecordedSignal {
+    func waitForSignal(after from: Int = 0, timeout: Duration = .seconds(30), _ what: String, where match: @escaping (RecordedSignal) -> Bool) async throws -> RecordedSignal {
         let found = await waiter.wait(timeout: timeout) { [unowned self] in
             signals.dropFirst(from).contains(where: match)
         }
@@ -317,19 +317,19 @@ final class Session {
 
     /// Waits for a PropertiesChanged of the Player interface whose changes satisfy `match`.
     @discardableResult
-    func waitForPlayerChange(after from: Int, timeout: Duration = .seconds(10), _ what: String, where match: @escaping ([String: Value]) -> Bool) async throws -> RecordedSignal {
+    func waitForPlayerChange(after from: Int, timeout: Duration = .seconds(30), _ what: String, where match: @escaping ([String: Value]) -> Bool) async throws -> RecordedSignal {
         try await waitForSignal(after: from, timeout: timeout, what) {
             $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player" && match($0.changed)
         }
     }
 
-    func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(10)) async throws {
+    func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(30)) async throws {
         if from == 0, try await get("PlaybackStatus").string == status { return }
         try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") { $0["PlaybackStatus"]?.string == status }
     }
 
     /// Waits for the daemon to exit and returns its status.
-    func waitForExit(timeout: Duration = .seconds(10)) async throws -> Int32 {
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
         let exited = await waiter.wait(timeout: timeout) { [unowned self] in daemonStatus != nil }
         guard exited, let daemonStatus else { throw HarnessError("quaver did not exit within \(timeout)") }
         return daemonStatus

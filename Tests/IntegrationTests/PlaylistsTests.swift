@@ -154,7 +154,7 @@ struct PlaylistsTests {
         // A new playlist: PlaylistCount changes, announced.
         trackMark = signals.count
         try Data("\(tracks[1].path)\n".utf8).write(to: folder.appendingPathComponent("new.m3u"))
-        let grown = try? await signals.wait(after: trackMark, timeout: .seconds(5), "PropertiesChanged of PlaylistCount 5") {
+        let grown = try? await signals.wait(after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 5") {
             $0.member == "PropertiesChanged" && $0.changed["PlaylistCount"] != nil
         }
         #expect(grown?.changed["PlaylistCount"] == .uint32(5), "PlaylistCount 5 must be announced")
@@ -164,7 +164,7 @@ struct PlaylistsTests {
         // Removed: back to 4.
         trackMark = signals.count
         try FileManager.default.removeItem(at: folder.appendingPathComponent("b.pls"))
-        let shrunk = try? await signals.wait(after: trackMark, timeout: .seconds(5), "PropertiesChanged of PlaylistCount 4") {
+        let shrunk = try? await signals.wait(after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 4") {
             $0.member == "PropertiesChanged" && $0.changed["PlaylistCount"] != nil
         }
         #expect(shrunk?.changed["PlaylistCount"] == .uint32(4), "PlaylistCount 4 must be announced")

@@ -49,7 +49,7 @@ final class TrackListSignals {
 
     /// Waits for a recorded event satisfying `match` at index `from` or later.
     @discardableResult
-    func wait(after from: Int, timeout: Duration = .seconds(10), _ what: String, where match: @escaping (Session.RecordedSignal) -> Bool) async throws -> Session.RecordedSignal {
+    func wait(after from: Int, timeout: Duration = .seconds(30), _ what: String, where match: @escaping (Session.RecordedSignal) -> Bool) async throws -> Session.RecordedSignal {
         let found = await waiter.wait(timeout: timeout) { [unowned self] in events.dropFirst(from).contains(where: match) }
         guard found, let event = events.dropFirst(from).first(where: match) else {
             throw HarnessError("no \(what) within \(timeout); track list signals since #\(from): \(events.dropFirst(from).map(\.description))\nlog:\n\(log())")
@@ -58,7 +58,7 @@ final class TrackListSignals {
     }
 
     /// Waits until `check` holds for the events recorded so far.
-    func wait(timeout: Duration = .seconds(10), _ what: String, until check: @escaping ([Session.RecordedSignal]) -> Bool) async throws {
+    func wait(timeout: Duration = .seconds(30), _ what: String, until check: @escaping ([Session.RecordedSignal]) -> Bool) async throws {
         let done = await waiter.wait(timeout: timeout) { [unowned self] in check(events) }
         guard done else {
             throw HarnessError("\(what) did not happen within \(timeout); track list signals: \(events.map(\.description))\nlog:\n\(log())")
@@ -89,7 +89,7 @@ final class TrackListSignals {
 
     /// Waits until the signals announced a window of `count` entries (the queue given at
     /// start-up is loaded in the background).
-    func waitForWindow(of count: Int, timeout: Duration = .seconds(20)) async throws {
+    func waitForWindow(of count: Int, timeout: Duration = .seconds(30)) async throws {
         try await wait(timeout: timeout, "a window of \(count) announced") { [unowned self] _ in replayed().count == count }
     }
 
@@ -174,14 +174,14 @@ extension Session {
 
     /// Waits for a Player PropertiesChanged whose Metadata has `mpris:trackid` == `id`.
     @discardableResult
-    func waitForCurrent(_ id: ObjectPath, after from: Int, timeout: Duration = .seconds(10)) async throws -> RecordedSignal {
+    func waitForCurrent(_ id: ObjectPath, after from: Int, timeout: Duration = .seconds(30)) async throws -> RecordedSignal {
         try await waitForPlayerChange(after: from, timeout: timeout, "Metadata of \(id)") {
             $0["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath == id
         }
     }
 
     /// Waits for a Player PropertiesChanged with a Metadata other than `id`'s; returns the new id.
-    func waitForTrackChange(from id: ObjectPath?, after from: Int, timeout: Duration = .seconds(10)) async throws -> ObjectPath {
+    func waitForTrackChange(from id: ObjectPath?, after from: Int, timeout: Duration = .seconds(30)) async throws -> ObjectPath {
         let signal = try await waitForPlayerChange(after: from, timeout: timeout, "Metadata of a track other than \(id?.rawValue ?? "none")") {
             guard let new = $0["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath else { return false }
             return new != id

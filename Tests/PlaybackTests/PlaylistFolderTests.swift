@@ -31,7 +31,8 @@ private final class PlaylistFolderProbe: MainActorWaiter {
     }
 
     func until(_ condition: @escaping @MainActor (PlaylistFolder) -> Bool) async -> Bool {
-        await wait(upTo: .seconds(5), poll: .milliseconds(20)) { [folder] in condition(folder) }
+        // A generous deadline: a loaded machine can take seconds to run the main queue.
+        await wait(upTo: .seconds(20), poll: .milliseconds(20)) { [folder] in condition(folder) }
     }
 
     var warnings: [String] { log.messages(atLeast: .warning) }
@@ -327,7 +328,7 @@ struct PlaylistFolderWatchTests {
             guard isInotify(descriptor), let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else { return false }
             return info.split(separator: " ").contains { $0 == watchedInode }
         }
-        #expect(await MainActorWaiter().wait(upTo: .seconds(5), poll: .milliseconds(20)) { !descriptors.contains(where: watchesThisFolder) })
+        #expect(await MainActorWaiter().wait(upTo: .seconds(20), poll: .milliseconds(20)) { !descriptors.contains(where: watchesThisFolder) })
     }
 
     @Test func aFileInPlaceOfTheFolderIsReportedUntilReplaced() async throws {
