@@ -66,7 +66,11 @@ static gint skip_non_audio_decoder(GstElement *bin, GstPad *pad, GstCaps *caps,
 static void on_element_setup(GstElement *playbin, GstElement *element, gpointer data) {
     (void)playbin; (void)data;
     GstElementFactory *factory = gst_element_get_factory(element);
-    if (factory && g_strcmp0(GST_OBJECT_NAME(factory), "decodebin") == 0) {
+    // uridecodebin re-adds the same decodebin for every new URI, and element-setup fires
+    // each time: connect once, or the handlers (and their memory) pile up per track.
+    if (factory && g_strcmp0(GST_OBJECT_NAME(factory), "decodebin") == 0 &&
+        !g_object_get_data(G_OBJECT(element), "quaver-audio-only")) {
+        g_object_set_data(G_OBJECT(element), "quaver-audio-only", GINT_TO_POINTER(1));
         g_signal_connect(element, "autoplug-select", G_CALLBACK(skip_non_audio_decoder), NULL);
     }
 }

@@ -488,7 +488,9 @@ public final class Player {
 
     private func unload() {
         pipeline.handoff.reset()
-        pipeline.setState(.null)
+        // READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink
+        // leaks its audio chain (about 4 KiB) on every NULL → PLAYING.
+        pipeline.setState(.ready)
         loadedEntryID = nil
         switchedAt = nil
         seekPending = false

@@ -361,7 +361,8 @@ final class Daemon {
         commands.stopCommand.isEnabled = player.current != nil
         commands.nextTrackCommand.isEnabled = player.canGoNext
         commands.previousTrackCommand.isEnabled = player.canGoPrevious
-        let seekable = player.current?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false
+        let seekable = player.status != .stopped
+            && (player.current?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
         commands.changePlaybackPositionCommand.isEnabled = seekable
         commands.seekCommand.isEnabled = seekable
         commands.currentRepeatType = RepeatType(player.repeatMode)
