@@ -134,6 +134,14 @@ final class Daemon {
         mpris.setNeedsPublish()
     }
 
+    /// The reason an error gives, at the level a user can act on ("Not a directory"), not
+    /// Foundation's wrapper around it.
+    static func reason(_ error: any Error) -> String {
+        var error = error as NSError
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error { error = underlying as NSError }
+        return error.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(error.code))) : error.localizedDescription
+    }
+
     static func clock(_ duration: Duration) -> String {
         let seconds = Int(duration.components.seconds)
         return String(format: "%d:%02d", seconds / 60, seconds % 60)
@@ -143,6 +151,9 @@ final class Daemon {
     /// folder, else the demo. Playback starts with the first tracks found.
     private func loadStartupMedia() {
         let fromArguments = !options.items.isEmpty
+        guard fromArguments || FileManager.default.fileExists(atPath: options.musicFolder.path) else {
+            return playDemo(startPaused: options.startPaused)
+        }
         let sources = fromArguments ? options.items : [options.musicFolder.path]
         let startPaused = options.startPaused
         var started = false
@@ -178,7 +189,7 @@ final class Daemon {
             if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
             playWhenLoaded = false
         } catch {
-            logger.error("could not create the demo playlist in \(demoFolder.path): \(error)")
+            logger.error("could not create the demo playlist in \(demoFolder.path): \(Self.reason(error))")
         }
     }
 

@@ -1,0 +1,107 @@
+import DBus
+import Foundation
+import Testing
+
+/// Faults from the world around a running quaver: files that go away or change under it,
+/// and folders it cannot write to. (Losing the bus and SIGKILL with a restart are in
+/// DaemonTests and SessionStateTests.)
+@Suite("faults around a running quaver")
+@MainActor
+struct FaultTests {
+    /// Copies of shared test tracks into this session's own folder, which the test may
+    /// delete or replace without disturbing other tests.
+    func ownCopies(_ tracks: [URL], in session: Session) throws -> [URL] {
+        try tracks.map { track in
+            let copy = session.bus.directory.appendingPathComponent(track.lastPathComponent)
+            try FileManager.default.copyItem(at: track, to: copy)
+            return copy
+        }
+    }
+
+    func title(_ session: Session) async throws -> String? {
+        try await session.metadata()["xesam:title"]?.string
+    }
+
+    @Test("a file deleted while it plays plays to its end, then the queue goes on")
+    func deletedWhilePlaying() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 6)
+        let session = try Session()
+        defer { session.stop() }
+        let copies = try ownCopies(tracks, in: session)
+        try await session.launch(copies.map(\.path))
+        try await session.waitForStatus("Playing")
+        #expect(try await title(session) == "Track 1")
+        let mark = session.signals.count
+        try FileManager.default.removeItem(at: copies[0])
+        try await session.waitForPlayerChange(after: mark, timeout: .seconds(30), "Track 2") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string == "Track 2"
+        }
+        #expect(try await session.get("PlaybackStatus") == .string("Playing"))
+        #expect(!session.log().contains("skipping \(copies[0].path)"), "the open file played on: \(session.log())")
+        #expect(!session.log().contains("critical"))
+    }
+
+    @Test("a file replaced while it plays: the old one plays on, the new one is what plays next time")
+    func replacedWhilePlaying() async throws {
+        let session = try Session()
+        defer { session.stop() }
+        let copies = try ownCopies(try await TestMedia.tracks(count: 2, seconds: 6), in: session)
+        try await session.launch(copies.map(\.path))
+        try await session.waitForStatus("Playing")
+        // Track 2's file, written beside and renamed over track 1 (what an editor does).
+        let temporary = session.bus.directory.appendingPathComponent(".replacement.flac")
+        try FileManager.default.copyItem(at: copies[1], to: temporary)
+        let mark = session.signals.count
+        #expect(rename(temporary.path, copies[0].path) == 0)
+        try await session.waitForPlayerChange(after: mark, timeout: .seconds(30), "the second entry") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == copies[1].absoluteString
+        }
+        #expect(try await session.get("PlaybackStatus") == .string("Playing"))
+        // Back to the first entry: its file now holds track 2's audio and tags.
+        let back = session.signals.count
+        _ = try await session.call("Previous")
+        _ = try await session.call("Previous")
+        try await session.waitForPlayerChange(after: back, timeout: .seconds(30), "the first entry again") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == copies[0].absoluteString
+        }
+        #expect(!session.log().contains("critical"))
+    }
+
+    @Test("a state folder that cannot be written is logged; playback and Quit are unaffected")
+    func unwritableStateFolder() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        // A file where the folder should be: no one, not even root, can write into it.
+        try FileManager.default.createDirectory(at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: session.stateFolder.path, contents: Data("not a folder".utf8)))
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        let mark = session.signals.count
+        try await session.playerctl("pause")
+        try await session.waitForStatus("Paused", after: mark)
+        try await session.playerctl("play")
+        #expect(try await title(session) == "Track 1")
+        let logged = await session.waiter.wait(timeout: .seconds(20)) { session.log().contains("could not save the session") }
+        #expect(logged, "\(session.log())")
+        _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
+        #expect(try await session.waitForExit() == 0)
+        #expect(!session.log().contains("critical"))
+    }
+
+    @Test("a cache folder that cannot be written: no demo, a clear log line, and OpenUri still plays")
+    func unwritableCacheFolder() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        let cache = session.home.appendingPathComponent(".cache")
+        #expect(FileManager.default.createFile(atPath: cache.path, contents: Data("not a folder".utf8)))
+        try await session.launch([])  // nothing named, no music: the demo would go in the cache
+        _ = try await session.call("OpenUri", [.string(tracks[0].absoluteString)])
+        try await session.waitForStatus("Playing")
+        #expect(try await title(session) == "Track 1")
+        let lines = session.log().split(separator: "\n").filter { $0.contains("could not create the demo playlist") }
+        #expect(lines.count == 1 && lines[0].hasSuffix("Not a directory"), "\(session.log())")
+        #expect(!session.log().contains("critical"))
+    }
+}
