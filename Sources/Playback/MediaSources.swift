@@ -72,13 +72,7 @@ public enum MediaSources {
     /// `path` without empty, `.` and `..` elements (symbolic links are not resolved).
     static func normalized(_ path: String) -> String {
         guard path.contains("/.") || path.contains("//") else { return path }
-        var parts: [Substring] = []
-        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
-            if part == "." { continue }
-            if part == ".." { _ = parts.popLast(); continue }
-            parts.append(part)
-        }
-        return "/" + parts.joined(separator: "/")
+        return String(decoding: normalized(Array(path.utf8)), as: UTF8.self)
     }
 
     /// The path a `file:` URI names, as bytes (a file name need not be UTF-8): its

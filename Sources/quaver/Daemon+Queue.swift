@@ -73,6 +73,21 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         }
     }
 
+    /// Queues a folder or playlist in the background: `placeFirst` places the first batch
+    /// and returns its entries; every later batch follows the one before it (or goes to the
+    /// end when that entry was removed meanwhile).
+    func queueInBackground(_ uri: String, placeFirst: @escaping @MainActor ([String]) -> [Player.Entry]?) {
+        var lastID: UInt64?
+        var placed = false
+        load([uri]) { [unowned self] uris in
+            let added = placed
+                ? lastID.flatMap { player.insert(uris, afterID: $0) } ?? player.enqueue(uris)
+                : placeFirst(uris) ?? []
+            placed = true
+            lastID = added.last?.id ?? lastID
+        }
+    }
+
     /// Drops the batches still to come from earlier loads (the queue is being replaced).
     func replaceLoads() {
         loadGeneration += 1
@@ -112,13 +127,10 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                 if event.setAsCurrent, let first = added.first { player.goTo(id: first.id) }
                 return .success
             }
-            var lastID = event.afterItemID
-            var first = true
-            load([event.uri]) { [unowned self] uris in
-                guard let added = player.insert(uris, afterID: lastID) ?? player.insert(uris, afterID: player.entries.last?.id) else { return }
-                lastID = added.last?.id
-                if first, event.setAsCurrent, let id = added.first?.id { player.goTo(id: id) }
-                first = false
+            queueInBackground(event.uri) { [unowned self] uris in
+                let added = player.insert(uris, afterID: event.afterItemID) ?? player.enqueue(uris)
+                if event.setAsCurrent, let id = added.first?.id { player.goTo(id: id) }
+                return added
             }
             return .success
         }

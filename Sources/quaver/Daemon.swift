@@ -254,13 +254,9 @@ final class Daemon {
             }
             // A folder or playlist: queued after the current track as it is read, the
             // first of it playing at once.
-            var lastID: UInt64?
-            load([event.uri]) { [unowned self] uris in
-                if let previous = lastID {
-                    lastID = player.insert(uris, afterID: previous)?.last?.id ?? previous
-                } else if player.open(uris), let first = player.currentIndex {
-                    lastID = player.entries[first + uris.count - 1].id
-                }
+            queueInBackground(event.uri) { [unowned self] uris in
+                guard player.open(uris), let first = player.currentIndex else { return nil }
+                return Array(player.entries[first..<(first + uris.count)])
             }
             return .success
         }
