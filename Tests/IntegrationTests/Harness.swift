@@ -386,6 +386,14 @@ final class Session {
     func stop() {
         for process in extras where process.isRunning {
             process.terminate()
+            // A daemon that does not end on SIGTERM is stuck: a test fails on it (never a
+            // test process waiting forever), after its threads are printed for the report.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+            if process.isRunning {
+                Issue.record("quaver (pid \(process.processIdentifier)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(String(log().suffix(3000)))")
+                kill(process.processIdentifier, SIGKILL)
+            }
             process.waitUntilExit()
         }
         client.close()
