@@ -87,6 +87,13 @@ public final class Player {
     private var isPrerolling = false
     /// A position to seek to once a load has prerolled (also used to apply the rate).
     private var seekAfterPreroll: Duration?
+    /// A load asked for while the previous one still prerolled: done once that preroll ends
+    /// (the last one asked for wins). GStreamer 1.22's playbin2 can deadlock when a load is
+    /// taken down while its first data reaches playbin's stream selector, which is during
+    /// preroll: playbin deactivates the group's pads holding a lock the streaming thread
+    /// also wants (README, "Known limits").
+    private var deferredStart: (entryID: UInt64, position: Duration?)?
+    private var deferralGeneration = 0
     /// The entry whose tags are being read so that it can follow the current one.
     private var readingAhead: UInt64?
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
@@ -327,6 +334,10 @@ public final class Player {
     @discardableResult
     public func seek(to position: Duration) -> Bool {
         guard status != .stopped, loadedEntryID != nil, let index = selectedIndex else { return false }
+        if let deferred = deferredStart {
+            deferredStart = (deferred.entryID, max(position, .zero))
+            return true
+        }
         if isPrerolling {
             seekAfterPreroll = max(position, .zero)
             return true
@@ -465,6 +476,11 @@ public final class Player {
     /// other than 1) the pipeline prerolls paused, seeks, and only then plays.
     private func start(_ index: Int, seekingTo position: Duration? = nil) {
         let entry = queue[index]
+        if isPrerolling && loadedEntryID != nil || deferredStart != nil {
+            selectedIndex = index
+            deferStart(entry.id, position)
+            return
+        }
         pipeline.handoff.reset()
         pipeline.setState(.ready)
         pipeline.discardQueuedMessages()
@@ -486,7 +502,38 @@ public final class Player {
         }
     }
 
+    /// Waits for the preroll in progress to end (ASYNC_DONE, an error, the end of the stream;
+    /// at most a second) before loading `entryID`; a later load replaces this one.
+    private func deferStart(_ entryID: UInt64, _ position: Duration?) {
+        let waiting = deferredStart != nil
+        deferredStart = (entryID, position)
+        guard !waiting else { return }
+        deferralGeneration += 1
+        let generation = deferralGeneration
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self, self.deferralGeneration == generation, self.deferredStart != nil else { return }
+                self.logger.debug("the previous track did not preroll within a second; loading the next one anyway")
+                self.startDeferred()
+            }
+        }
+    }
+
+    private func startDeferred() {
+        guard let deferred = deferredStart else { return }
+        deferredStart = nil
+        deferralGeneration += 1
+        isPrerolling = false
+        if let index = queue.index(of: deferred.entryID) ?? selectedIndex {
+            start(index, seekingTo: deferred.position)
+        } else {
+            unload()
+            settle(.stopped)
+        }
+    }
+
     private func unload() {
+        deferredStart = nil
         pipeline.handoff.reset()
         // READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink
         // leaks its audio chain (about 4 KiB) on every NULL → PLAYING.
@@ -768,6 +815,14 @@ public final class Player {
     // MARK: - Pipeline events
 
     private func handle(_ event: Pipeline.Event) {
+        if deferredStart != nil {
+            // What the track being left does no longer matters, only that its preroll ended.
+            switch event {
+            case .asyncDone, .error, .endOfStream: startDeferred()
+            default: break
+            }
+            return
+        }
         switch event {
         case .stateChanged(_, let new, let pending):
             guard pending == .voidPending, !seekPending, !isBuffering, loadedEntryID != nil else { return }
