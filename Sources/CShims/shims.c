@@ -94,6 +94,38 @@ void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds)
     g_signal_connect(playbin, "element-setup", G_CALLBACK(on_audio_queue_setup), GSIZE_TO_POINTER((gsize)nanoseconds));
 }
 
+static void set_stream_properties_on(GstElement *element, const gchar *properties) {
+    if (!g_object_class_find_property(G_OBJECT_GET_CLASS(element), "stream-properties")) return;
+    GstStructure *structure = gst_structure_from_string(properties, NULL);
+    if (!structure) return;
+    g_object_set(element, "stream-properties", structure, NULL);
+    gst_structure_free(structure);
+}
+
+void cshims_set_stream_properties(GstElement *element, const char *properties) {
+    set_stream_properties_on(element, properties);
+    if (!GST_IS_BIN(element)) return;
+    GstIterator *children = gst_bin_iterate_recurse(GST_BIN(element));
+    GValue item = G_VALUE_INIT;
+    while (gst_iterator_next(children, &item) == GST_ITERATOR_OK) {
+        set_stream_properties_on(GST_ELEMENT(g_value_get_object(&item)), properties);
+        g_value_reset(&item);
+    }
+    g_value_unset(&item);
+    gst_iterator_free(children);
+}
+
+static void on_deep_element_added(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer properties) {
+    (void)bin;
+    (void)sub_bin;
+    set_stream_properties_on(element, (const gchar *)properties);
+}
+
+void cshims_playbin_set_stream_properties(GstElement *playbin, const char *properties) {
+    g_signal_connect_data(playbin, "deep-element-added", G_CALLBACK(on_deep_element_added),
+                          g_strdup(properties), (GClosureNotify)(void (*)(void))g_free, 0);
+}
+
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
     struct statx info;
     if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;

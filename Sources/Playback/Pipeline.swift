@@ -201,7 +201,13 @@ final class Pipeline {
         } else {
             sink = gst_element_factory_make("autoaudiosink", "quaver-audio-sink")
         }
-        if let sink { cshims_object_set_object(element, "audio-sink", sink) }
+        // What the sound server is told about the stream: music (so that a phone or alarm
+        // stream corks it), and whose it is (mixers show the name and icon).
+        cshims_playbin_set_stream_properties(element, Self.streamProperties)
+        if let sink {
+            cshims_set_stream_properties(sink, Self.streamProperties)
+            cshims_object_set_object(element, "audio-sink", sink)
+        }
 
         bus = gst_element_get_bus(element)
         var pollFD = GPollFD()
@@ -222,6 +228,9 @@ final class Pipeline {
         aboutToFinishHandler = cshims_connect_element_signal(
             element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk)
     }
+
+    static let streamProperties =
+        "props, media.role=(string)music, application.name=(string)Quaver, application.id=(string)quaver, application.icon_name=(string)quaver"
 
     isolated deinit {
         busSource?.cancel()

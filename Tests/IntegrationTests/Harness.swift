@@ -211,8 +211,11 @@ final class Session {
         waiter.poke()
     }
 
+    /// Set before `launch`: more environment for the daemon (a sound server to use, say).
+    var extraEnvironment: [String: String] = [:]
+
     var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }
+        var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }.merging(extraEnvironment) { $1 }
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         env.removeValue(forKey: "JOURNAL_STREAM")
         return env

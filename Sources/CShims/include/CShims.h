@@ -44,6 +44,13 @@ void cshims_playbin_decode_audio_only(GstElement *playbin);
 // Limits playsink's queue in front of the audio sink to `nanoseconds` of audio.
 void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds);
 
+// Sets `properties` (a GstStructure in text form) as the `stream-properties` of every
+// audio sink that has them (pulsesink, pipewiresink): `element` and the elements inside
+// it now, and every sink added anywhere inside `playbin` later (autoaudiosink picks its
+// sink only when it starts).
+void cshims_set_stream_properties(GstElement *element, const char *properties);
+void cshims_playbin_set_stream_properties(GstElement *playbin, const char *properties);
+
 
 /// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
