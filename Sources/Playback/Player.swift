@@ -93,6 +93,11 @@ public final class Player {
     /// preroll: playbin deactivates the group's pads holding a lock the streaming thread
     /// also wants (README, "Known limits").
     private var deferredStart: (entryID: UInt64, position: Duration?)?
+    /// The pipeline reported an error since it was last taken down: the next teardown goes to
+    /// NULL, so that nothing of the failed stream (its elements, their threads) is reused.
+    /// Reusing them at READY let playbin2 deadlock on the next load about one hostile-bus
+    /// run in three; none in six since.
+    private var pipelineFailed = false
     private var deferralGeneration = 0
     /// The entry whose tags are being read so that it can follow the current one.
     private var readingAhead: UInt64?
@@ -482,7 +487,8 @@ public final class Player {
             return
         }
         pipeline.handoff.reset()
-        pipeline.setState(.ready)
+        pipeline.setState(pipelineFailed ? .null : .ready)
+        pipelineFailed = false
         pipeline.discardQueuedMessages()
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
@@ -536,8 +542,10 @@ public final class Player {
         deferredStart = nil
         pipeline.handoff.reset()
         // READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink
-        // leaks its audio chain (about 4 KiB) on every NULL → PLAYING.
-        pipeline.setState(.ready)
+        // leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure, NULL:
+        // every element of the failed stream goes, not only its data.
+        pipeline.setState(pipelineFailed ? .null : .ready)
+        pipelineFailed = false
         loadedEntryID = nil
         switchedAt = nil
         seekPending = false
@@ -884,6 +892,7 @@ public final class Player {
             settle(.stopped)
             ranOut = true
         case .error(let message, let debug, let source):
+            pipelineFailed = true
             logger.debug("pipeline error from \(source): \(debug ?? "-")")
             if let ignored = ignoredErrorSource, source.hasPrefix(ignored) {
                 logger.debug("ignoring a further error of a skipped stream: \(message)")
