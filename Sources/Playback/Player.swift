@@ -96,7 +96,7 @@ public final class Player {
     /// The pipeline reported an error since it was last taken down: the next teardown goes to
     /// NULL, so that nothing of the failed stream (its elements, their threads) is reused.
     /// Reusing them at READY let playbin2 deadlock on the next load about one hostile-bus
-    /// run in three; none in six since.
+    /// run in three; none in eleven since.
     private var pipelineFailed = false
     private var deferralGeneration = 0
     /// The entry whose tags are being read so that it can follow the current one.
