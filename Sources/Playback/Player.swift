@@ -93,12 +93,12 @@ public final class Player {
     /// preroll: playbin deactivates the group's pads holding a lock the streaming thread
     /// also wants (README, "Known limits").
     private var deferredStart: (entryID: UInt64, position: Duration?)?
+    private var deferralGeneration = 0
     /// The pipeline reported an error since it was last taken down: the next teardown goes to
     /// NULL, so that nothing of the failed stream (its elements, their threads) is reused.
     /// Reusing them at READY let playbin2 deadlock on the next load about one hostile-bus
     /// run in three; none in eleven since.
     private var pipelineFailed = false
-    private var deferralGeneration = 0
     /// The entry whose tags are being read so that it can follow the current one.
     private var readingAhead: UInt64?
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
@@ -826,8 +826,13 @@ public final class Player {
         if deferredStart != nil {
             // What the track being left does no longer matters, only that its preroll ended.
             switch event {
-            case .asyncDone, .error, .endOfStream: startDeferred()
-            default: break
+            case .error:
+                pipelineFailed = true
+                startDeferred()
+            case .asyncDone, .endOfStream:
+                startDeferred()
+            default:
+                break
             }
             return
         }
