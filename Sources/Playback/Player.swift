@@ -95,9 +95,8 @@ public final class Player {
     private var deferredStart: (entryID: UInt64, position: Duration?)?
     private var deferralGeneration = 0
     /// The pipeline reported an error since it was last taken down: the next teardown goes to
-    /// NULL, so that nothing of the failed stream (its elements, their threads) is reused.
-    /// Reusing them at READY let playbin2 deadlock on the next load about one hostile-bus
-    /// run in three; none in eleven since.
+    /// NULL, so that nothing of the failed stream (its elements, their threads) is reused;
+    /// reused at READY, they could deadlock playbin2 on the next load (README, "Known limits").
     private var pipelineFailed = false
     /// The entry whose tags are being read so that it can follow the current one.
     private var readingAhead: UInt64?

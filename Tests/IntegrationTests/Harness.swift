@@ -389,8 +389,8 @@ final class Session {
     func stop() {
         for process in extras where process.isRunning {
             process.terminate()
-            // A daemon that does not end on SIGTERM is stuck: a test fails on it (never a
-            // test process waiting forever), after its threads are printed for the report.
+            // A daemon that does not end on SIGTERM is stuck: the test fails on it, with the
+            // log's tail, rather than waiting for ever.
             let deadline = ContinuousClock.now + .seconds(10)
             while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
             if process.isRunning {

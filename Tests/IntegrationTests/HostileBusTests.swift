@@ -475,18 +475,18 @@ final class HostileFixture {
         }
         expectNothingExecuted(sourceLocation: sourceLocation)
         let lines = (session.previousLogs + session.log()).split(whereSeparator: { $0 == "\n" || $0 == "\r" })
+        // GStreamer 1.22's playbin2, taken down while a stream's decoder is being plugged
+        // (OpenUri, Next and Stop thousands of times at full speed), sometimes fails to stop
+        // that element's streaming thread and says so; the pipeline recovers at the next state
+        // change. A known limit of playbin2 (README, "Known limits"), not of this daemon's
+        // input handling, which is what this test is about: counted, not failed on.
+        let known = lines.filter { $0.contains("GStreamer-CRITICAL") && $0.contains("Failed to deactivate pad") }
         let bad = lines.filter { line in
             let lower = line.lowercased()
-            // GStreamer 1.22's playbin2, taken down while a stream's decoder is being plugged
-            // (OpenUri, Next and Stop thousands of times at full speed), sometimes fails to
-            // stop that element's streaming thread and says so; the pipeline recovers at the
-            // next state change. A known limit of playbin2 (README, "Known limits"), not of
-            // this daemon's input handling, which is what this test is about.
-            if line.contains("GStreamer-CRITICAL") && line.contains("Failed to deactivate pad") { return false }
             // Hostile strings carry a forged "critical" line; checked on its own below.
-            return (lower.contains("critical") && !lower.contains("forged log line")) || lower.contains("fatal error") || lower.contains("segmentation fault")
+            return (lower.contains("critical") && !lower.contains("forged log line") && !known.contains(line))
+                || lower.contains("fatal error") || lower.contains("segmentation fault")
         }
-        let known = lines.filter { $0.contains("GStreamer-CRITICAL") && $0.contains("Failed to deactivate pad") }
         if !known.isEmpty { print("hostile bus: GStreamer's known playbin2 critical seen \(known.count) time(s): \(known.first.map { String($0.prefix(200)) } ?? "")") }
         #expect(bad.isEmpty, "the log has critical lines: \(bad.prefix(5).map { String($0.prefix(300)) })", sourceLocation: sourceLocation)
         if let first = bad.first, let at = lines.firstIndex(where: { $0 == first }) {
