@@ -126,6 +126,22 @@ void cshims_playbin_set_stream_properties(GstElement *playbin, const char *prope
                           g_strdup(properties), (GClosureNotify)(void (*)(void))g_free, 0);
 }
 
+static void on_volume_notify(GObject *playbin, GParamSpec *spec, gpointer data) {
+    (void)spec; (void)data;
+    GstStructure *structure = gst_structure_new_empty(CSHIMS_VOLUME_CHANGED_MESSAGE);
+    gst_element_post_message(GST_ELEMENT(playbin), gst_message_new_application(GST_OBJECT(playbin), structure));
+}
+
+gulong cshims_playbin_watch_volume(GstElement *playbin) {
+    return g_signal_connect(playbin, "notify::volume", G_CALLBACK(on_volume_notify), NULL);
+}
+
+gboolean cshims_message_is_application(GstMessage *message, const char *name) {
+    if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_APPLICATION) return FALSE;
+    const GstStructure *structure = gst_message_get_structure(message);
+    return structure && gst_structure_has_name(structure, name);
+}
+
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
     struct statx info;
     if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;

@@ -146,12 +146,20 @@ final class Pipeline {
         case endOfStream
         /// `source` is the path of the element that failed, e.g.
         /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
-        case error(message: String, debug: String?, source: String)
+        /// `inOutput`: the audio output failed (the sound server went away, the device was
+        /// removed), not the track.
+        case error(message: String, debug: String?, source: String, inOutput: Bool)
         case warning(message: String, source: String)
         case streamStart
         case durationChanged
         case buffering(percent: Int)
         case clockLost
+        /// An element asks the application to change the pipeline's state: the sound server
+        /// corks the stream (PAUSED) for a call or an alarm, and uncorks it (PLAYING) after.
+        case requestState(State)
+        /// The output's volume changed: a mixer changed the stream's volume on the sound
+        /// server, or Quaver did (`outputVolume` says what it is now).
+        case outputVolumeChanged
     }
 
     enum StateChange { case success, async, noPreroll, failure }
@@ -161,6 +169,7 @@ final class Pipeline {
     private var busSource: (any DispatchSourceRead)?
     let handoff = GaplessHandoff()
     private var aboutToFinishHandler: gulong = 0
+    private var volumeHandler: gulong = 0
     var onEvent: (@MainActor (Event) -> Void)?
 
     struct SetupError: Error, CustomStringConvertible {
@@ -227,6 +236,7 @@ final class Pipeline {
         let handoffPointer = Unmanaged.passRetained(handoff).toOpaque()
         aboutToFinishHandler = cshims_connect_element_signal(
             element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk)
+        volumeHandler = cshims_playbin_watch_volume(element)
     }
 
     static let streamProperties =
@@ -235,6 +245,7 @@ final class Pipeline {
     isolated deinit {
         busSource?.cancel()
         if aboutToFinishHandler != 0 { cshims_disconnect(playbin, aboutToFinishHandler) }
+        if volumeHandler != 0 { cshims_disconnect(playbin, volumeHandler) }
         gst_element_set_state(playbin, GST_STATE_NULL)
         gst_object_unref(bus)
         gst_object_unref(playbin)
@@ -303,6 +314,14 @@ final class Pipeline {
         }
     }
 
+    /// The volume the output has now, on the same cubic scale: where the sink has a volume of
+    /// its own (pulsesink, pipewiresink), the stream's volume on the sound server, which a
+    /// mixer may have changed; otherwise the one last set.
+    var outputVolume: Double {
+        let linear = cshims_object_get_double(playbin, "volume")
+        return gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear)
+    }
+
     /// The names of the elements inside the pipeline, recursively (for tests and doctor).
     var elementFactoryNames: [String] { GStreamer.factoryNames(inBin: playbin) }
 
@@ -315,7 +334,9 @@ final class Pipeline {
         gst_bus_set_flushing(bus, 0)
     }
 
-    private func drainBus() {
+    /// Handles the messages queued on the bus now, before returning (after a state change
+    /// failed at once: the error queued says why).
+    func drainBus() {
         while let message = gst_bus_pop(bus) {
             let event = translate(message)
             gst_message_unref(message)
@@ -350,7 +371,7 @@ final class Pipeline {
             }
             return .error(
                 message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
-                debug: debug.map { String(cString: $0) }, source: source)
+                debug: debug.map { String(cString: $0) }, source: source, inOutput: Self.isOutput(source))
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?
@@ -371,9 +392,23 @@ final class Pipeline {
             return .buffering(percent: Int(percent))
         case GST_MESSAGE_CLOCK_LOST:
             return .clockLost
+        case GST_MESSAGE_REQUEST_STATE:
+            var state = GST_STATE_VOID_PENDING
+            gst_message_parse_request_state(message, &state)
+            return .requestState(State(state))
+        case GST_MESSAGE_APPLICATION:
+            return cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 ? .outputVolumeChanged : nil
         default:
             return nil
         }
+    }
+}
+
+extension Pipeline {
+    /// Whether an element path names the audio output: playbin's sink bin (playsink) and
+    /// everything in it, including the sink given as `audio-sink`.
+    nonisolated static func isOutput(_ source: String) -> Bool {
+        source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink")
     }
 }
 

@@ -121,6 +121,12 @@ public final class Player {
     private var shuffleUpcoming: [UInt64] = []
     private var shuffleHistory: [UInt64] = []
     private var warnedAboutNullSink = false
+    /// Playback was paused by an interruption (the sound server corked the stream for a call
+    /// or an alarm) and nobody has paused, stopped, played or changed track since: when the
+    /// interruption ends, playback resumes (the seeds' `shouldResume`). Never otherwise.
+    private var resumeAfterInterruption = false
+    /// Where the loaded entry was when the audio output failed: Play starts it there again.
+    private var outputLostAt: (entryID: UInt64, position: Duration)?
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     public init(audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, logger: Logger) throws {
@@ -187,6 +193,7 @@ public final class Player {
             onChange?(.queue)
             return true
         }
+        resumeAfterInterruption = false  // the track an interruption paused is gone
         let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
         queue.remove(at: index)
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
@@ -211,6 +218,7 @@ public final class Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
+        resumeAfterInterruption = false
         desired = .stopped
         loadGeneration += 1
         unload()
@@ -237,6 +245,7 @@ public final class Player {
 
     /// The live position from the pipeline; zero when stopped, nil while it cannot say.
     public var position: Duration? {
+        if status == .paused, loadedEntryID == nil, let lost = outputLostAt { return lost.position }
         guard status != .stopped, loadedEntryID != nil else { return .zero }
         let reported = pipeline.position
         guard let switchedAt else { return reported }
@@ -259,16 +268,18 @@ public final class Player {
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
     public func play() -> Bool {
+        resumeAfterInterruption = false
         guard let index = selectedIndex ?? firstIndex() else { return false }
         desired = .playing
         if loadedEntryID == queue[index].id, status != .stopped {
             if reloadBeforePlaying {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
             } else if pipeline.setState(.playing) == .failure {
-                fail(queue[index], reason: "the audio output refused to start")
+                stateChangeFailed(queue[index], reason: "the audio output refused to start")
             }
         } else {
-            load(index)
+            let lost = outputLostAt.flatMap { $0.entryID == queue[index].id ? $0.position : nil }
+            load(index, at: lost)
         }
         return true
     }
@@ -277,6 +288,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
+        resumeAfterInterruption = false
         guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
         desired = .paused
         load(index, at: position)
@@ -286,6 +298,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
+        resumeAfterInterruption = false
         guard queue.indices.contains(index) else { return false }
         desired = .playing
         load(index, at: position)
@@ -293,6 +306,7 @@ public final class Player {
     }
 
     public func pause() {
+        resumeAfterInterruption = false
         guard desired == .playing || status == .playing else { return }
         desired = .paused
         if loadedEntryID != nil { pipeline.setState(.paused) }
@@ -303,6 +317,7 @@ public final class Player {
     }
 
     public func stop() {
+        resumeAfterInterruption = false
         desired = .stopped
         loadGeneration += 1
         unload()
@@ -310,12 +325,14 @@ public final class Player {
     }
 
     public func next() {
+        resumeAfterInterruption = false
         guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false) else { return }
         go(to: target)
     }
 
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     public func previous() {
+        resumeAfterInterruption = false
         if status != .stopped, let position, position > .seconds(3) {
             seek(to: .zero)
             return
@@ -330,6 +347,7 @@ public final class Player {
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
     public func goTo(id: UInt64) -> Bool {
+        resumeAfterInterruption = false
         guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
@@ -337,6 +355,12 @@ public final class Player {
 
     @discardableResult
     public func seek(to position: Duration) -> Bool {
+        if status == .paused, loadedEntryID == nil, let lost = outputLostAt {
+            // Nothing is loaded since the output failed: Play starts from the new position.
+            outputLostAt = (lost.entryID, max(position, .zero))
+            onChange?(.transport)
+            return true
+        }
         guard status != .stopped, loadedEntryID != nil, let index = selectedIndex else { return false }
         if let deferred = deferredStart {
             deferredStart = (deferred.entryID, max(position, .zero))
@@ -410,6 +434,7 @@ public final class Player {
     @discardableResult
     public func open(_ uris: [String]) -> Bool {
         guard !uris.isEmpty else { return false }
+        resumeAfterInterruption = false
         let added = enqueue(uris, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         desired = .playing
@@ -486,6 +511,7 @@ public final class Player {
             return
         }
         pipeline.handoff.reset()
+        outputLostAt = nil
         pipeline.setState(pipelineFailed ? .null : .ready)
         pipelineFailed = false
         pipeline.discardQueuedMessages()
@@ -503,8 +529,72 @@ public final class Player {
         awaitingLoadedStreamStart = true
         let target: Pipeline.State = desired == .playing && seekAfterPreroll == nil ? .playing : .paused
         if pipeline.setState(target) == .failure {
-            fail(entry, reason: "the pipeline could not start it (is the audio output available?)")
+            stateChangeFailed(entry, reason: "the pipeline could not start it")
         }
+    }
+
+    /// A state change failed at once. The error GStreamer queued with it says whether the
+    /// track or the audio output failed, and is handled as such; without one, the track is
+    /// skipped.
+    private func stateChangeFailed(_ entry: Entry, reason: String) {
+        let generation = loadGeneration
+        pipeline.drainBus()
+        guard generation == loadGeneration, loadedEntryID == entry.id else { return }
+        fail(entry, reason: reason)
+    }
+
+    /// The audio output failed (the sound server went away, the device was removed): pause
+    /// where the track was, rather than skip tracks that are fine or play into nothing. Play
+    /// tries the output again from there.
+    private func outputFailed(_ message: String) {
+        let entryID = loadedEntryID ?? selectedIndex.map { queue[$0].id }
+        let position = seekAfterPreroll ?? pipeline.position ?? .zero
+        pipelineFailed = true
+        unload()
+        guard desired != .stopped, let entryID, let index = queue.index(of: entryID) else {
+            logger.warning("the audio output failed: \(message)")
+            desired = .stopped
+            settle(.stopped)
+            return
+        }
+        selectedIndex = index
+        outputLostAt = (entryID, position)
+        desired = .paused
+        logger.warning("the audio output failed (\(message)); paused at \(Self.clock(position)) of \(MediaSources.displayName(queue[index].uri)) until Play")
+        settle(.paused)
+    }
+
+    /// `m:ss`, for log lines.
+    static func clock(_ duration: Duration) -> String {
+        let seconds = max(Int(duration.components.seconds), 0)
+        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
+    }
+
+    /// The sound server asks for a state: it corks a music stream (PAUSED) while a call or an
+    /// alarm plays, and uncorks it (PLAYING) when that ends. Quaver pauses, and plays again
+    /// only when it was playing when corked and nobody acted since.
+    private func handleStateRequest(_ state: Pipeline.State) {
+        switch state {
+        case .paused where desired == .playing:
+            logger.info("the sound server asked to pause (another stream, such as a call, takes priority)")
+            pause()
+            resumeAfterInterruption = true
+        case .playing where resumeAfterInterruption:
+            logger.info("the interruption is over; playing again")
+            play()
+        default:
+            logger.debug("the sound server asked for state \(state); nothing to do")
+        }
+    }
+
+    /// The output's volume changed: a mixer changed the stream's volume, or Quaver's own
+    /// change came back from the sound server (then equal but for rounding: not a change).
+    private func outputVolumeChanged() {
+        let heard = pipeline.outputVolume
+        guard heard.isFinite, abs(heard - volume) > 0.001 else { return }
+        volume = min(max(heard, 0), 1)
+        logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
+        onChange?(.volume)
     }
 
     /// Waits for the preroll in progress to end (ASYNC_DONE, an error, the end of the stream;
@@ -539,6 +629,7 @@ public final class Player {
 
     private func unload() {
         deferredStart = nil
+        outputLostAt = nil
         pipeline.handoff.reset()
         // READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink
         // leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure, NULL:
@@ -822,6 +913,12 @@ public final class Player {
     // MARK: - Pipeline events
 
     private func handle(_ event: Pipeline.Event) {
+        switch event {
+        case .requestState(let state): return handleStateRequest(state)
+        case .outputVolumeChanged: return outputVolumeChanged()
+        case .error(let message, _, _, inOutput: true): return outputFailed(message)
+        default: break
+        }
         if deferredStart != nil {
             // What the track being left does no longer matters, only that its preroll ended.
             switch event {
@@ -895,7 +992,7 @@ public final class Player {
             unload()
             settle(.stopped)
             ranOut = true
-        case .error(let message, let debug, let source):
+        case .error(let message, let debug, let source, _):
             pipelineFailed = true
             logger.debug("pipeline error from \(source): \(debug ?? "-")")
             if let ignored = ignoredErrorSource, source.hasPrefix(ignored) {
@@ -947,7 +1044,7 @@ public final class Player {
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             }
-        case .durationChanged:
+        case .durationChanged, .requestState, .outputVolumeChanged:
             break
         }
     }

@@ -299,7 +299,7 @@ final class PipelineProbe: MainActorWaiter {
     }
 
     var errorMessage: String? {
-        for event in events { if case .error(let message, _, _) = event { return message } }
+        for event in events { if case .error(let message, _, _, _) = event { return message } }
         return nil
     }
 }

@@ -51,6 +51,15 @@ void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds)
 void cshims_set_stream_properties(GstElement *element, const char *properties);
 void cshims_playbin_set_stream_properties(GstElement *playbin, const char *properties);
 
+// The name of the application message posted on `playbin`'s bus whenever its volume
+// changes, from whatever thread changed it (a mixer changing the stream's volume on the
+// sound server, or Quaver itself): the owner of the bus reads the new value.
+#define CSHIMS_VOLUME_CHANGED_MESSAGE "quaver-volume-changed"
+// Connects that notification; returns the handler id (for cshims_disconnect).
+gulong cshims_playbin_watch_volume(GstElement *playbin);
+// Whether `message` is an application message named `name`.
+gboolean cshims_message_is_application(GstMessage *message, const char *name);
+
 
 /// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
