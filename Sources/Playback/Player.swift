@@ -820,7 +820,7 @@ public final class Player {
     /// Sets the artwork of an entry whose tags were read (found again after its cached image
     /// went, or a picture a stream sent); the observer hears of it when it is the current one.
     public func setArtworkURL(_ url: String?, forEntry id: UInt64) {
-        guard let index = queue.index(of: id), var info = queue[index].info, info.artworkURL != url else { return }
+        guard let index = queue.index(of: id), var info = queue[index].info else { return }
         info.artworkURL = url
         info.artworkSearched = true
         queue[index].info = info
