@@ -392,7 +392,8 @@ final class Daemon {
         let sameItem = published != nil
         var now = published ?? NowPlayingInfo(queueItemID: entry.id)
         Self.describe(entry, in: &now, artwork: artwork)
-        if let url = now.artworkURL, !sameItem { artwork.markUsed(url) }  // trimmed last
+        // An image shown anew becomes the one the cache trims last (gone meanwhile: left out).
+        if let url = now.artworkURL, url != published?.artworkURL, !artwork.markUsed(url) { now.artworkURL = nil }
         lookForArtworkAgainIfNeeded(entry, published: now)
         now.defaultPlaybackRate = player.rate
         let rate = player.status == .playing ? player.rate : 0
