@@ -73,7 +73,9 @@ public final class Player {
     public var onChange: (@MainActor (Change) -> Void)?
 
     private let pipeline: Pipeline
-    private let discoverer = Discoverer()
+    private let discoverer: Discoverer
+    /// Where the cover images of the tracks read go (nil: none are looked for).
+    public let artwork: ArtworkCache?
     private let logger: Logger
     private var nextEntryID: UInt64 = 1
     private var selectedIndex: Int?
@@ -129,9 +131,14 @@ public final class Player {
     private var outputLostAt: (entryID: UInt64, position: Duration)?
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
-    public init(audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, logger: Logger) throws {
+    /// - Parameter artwork: where the cover images of tracks go as their tags are read.
+    public init(
+        audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil, logger: Logger
+    ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
+        self.artwork = artwork
+        discoverer = Discoverer(artwork: artwork)
         do {
             pipeline = try Pipeline(audioSink: audioSink)
         } catch {
@@ -876,9 +883,9 @@ public final class Player {
             guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { continue }
             readsInFlight += 1
             readsStarted &+= 1
-            let uri = queue[index].uri
+            let uri = queue[index].uri, artwork = self.artwork
             Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
-                let result = Discoverer.discoverNow(uri)
+                let result = Discoverer.discoverNow(uri, artwork: artwork)
                 DispatchQueue.main.async {
                     MainActor.assumeIsolated { self?.finishBackgroundRead(id, result) }
                 }
@@ -895,6 +902,19 @@ public final class Player {
         case .failure(let error) where error.isTimeout: return  // busy, not broken: read again when played
         case .failure(let error): recordFailure(error.reason, at: index)
         }
+        if current?.id == id {
+            current = queue[index]
+            onChange?(.metadata)
+        }
+    }
+
+    /// Sets the artwork of an entry whose tags were read (found again after its cached image
+    /// went, or a picture a stream sent); the observer hears of it when it is the current one.
+    public func setArtworkURL(_ url: String?, forEntry id: UInt64) {
+        guard let index = queue.index(of: id), var info = queue[index].info else { return }
+        info.artworkURL = url
+        info.artworkSearched = true
+        queue[index].info = info
         if current?.id == id {
             current = queue[index]
             onChange?(.metadata)

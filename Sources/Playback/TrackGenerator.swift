@@ -5,6 +5,57 @@ public import Foundation
 /// Renders short tagged FLAC tracks with GStreamer: the built-in demo playlist, and the
 /// media the tests play.
 public enum TrackGenerator {
+    /// The container and codec a track is written in, each with its own way of holding
+    /// pictures (the tests read every one of them back).
+    public enum Format: String, Sendable, CaseIterable {
+        /// FLAC, pictures in PICTURE blocks.
+        case flac
+        /// MP3 with an ID3v2 tag, pictures in APIC frames.
+        case mp3
+        /// MP3 audio in an MP4 file, the picture in a `covr` atom.
+        case m4a
+        /// Vorbis in Ogg, pictures in METADATA_BLOCK_PICTURE comments.
+        case ogg
+        /// Opus in Ogg, pictures in METADATA_BLOCK_PICTURE comments.
+        case opus
+
+        public var fileExtension: String { rawValue }
+
+        /// The encoding part of the pipeline; the element named `tagger` takes the tags.
+        var encoder: String {
+            switch self {
+            case .flac: "flacenc name=tagger"
+            case .mp3: "lamemp3enc ! id3v2mux name=tagger"
+            case .m4a: "lamemp3enc ! mpegaudioparse ! mp4mux name=tagger"
+            case .ogg: "vorbisenc name=tagger ! oggmux"
+            case .opus: "audioresample ! opusenc name=tagger ! oggmux"
+            }
+        }
+    }
+
+    /// An image to embed in a track.
+    public struct Picture: Sendable {
+        public enum Kind: Sendable {
+            case frontCover, backCover, other
+
+            var imageType: GstTagImageType {
+                switch self {
+                case .frontCover: GST_TAG_IMAGE_TYPE_FRONT_COVER
+                case .backCover: GST_TAG_IMAGE_TYPE_BACK_COVER
+                case .other: GST_TAG_IMAGE_TYPE_UNDEFINED
+                }
+            }
+        }
+
+        public var data: Data
+        public var kind: Kind
+
+        public init(_ data: Data, kind: Kind = .frontCover) {
+            self.data = data
+            self.kind = kind
+        }
+    }
+
     public struct Track: Sendable {
         public var fileName: String
         public var title: String
@@ -14,9 +65,12 @@ public enum TrackGenerator {
         public var trackNumber: Int
         public var frequency: Double
         public var seconds: Double
+        public var format: Format
+        /// Embedded in this order.
+        public var pictures: [Picture]
 
         public init(fileName: String, title: String, artist: String, album: String, genre: String = "Test Tones",
-                    trackNumber: Int, frequency: Double, seconds: Double) {
+                    trackNumber: Int, frequency: Double, seconds: Double, format: Format = .flac, pictures: [Picture] = []) {
             self.fileName = fileName
             self.title = title
             self.artist = artist
@@ -25,6 +79,8 @@ public enum TrackGenerator {
             self.trackNumber = trackNumber
             self.frequency = frequency
             self.seconds = seconds
+            self.format = format
+            self.pictures = pictures
         }
     }
 
@@ -36,10 +92,10 @@ public enum TrackGenerator {
     ]
 
     /// Tracks named "Track N" by "Artist N" on "Test Album", N from 1.
-    public static func numbered(count: Int, seconds: Double) -> [Track] {
+    public static func numbered(count: Int, seconds: Double, format: Format = .flac) -> [Track] {
         (1...max(count, 1)).map { n in
-            Track(fileName: String(format: "%02d Track %d.flac", n, n), title: "Track \(n)", artist: "Artist \(n)",
-                  album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds)
+            Track(fileName: String(format: "%02d Track %d.%@", n, n, format.fileExtension), title: "Track \(n)", artist: "Artist \(n)",
+                  album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds, format: format)
         }
     }
 
@@ -61,13 +117,72 @@ public enum TrackGenerator {
         return files
     }
 
+    /// A PNG (or JPEG) of `size` x `size` pixels of one colour (`0xRRGGBB`): a cover image
+    /// whose bytes differ with the colour.
+    public static func image(color: UInt32, size: Int = 32, jpeg: Bool = false) throws -> Data {
+        GStreamer.initialize()
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-image-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let description = """
+            videotestsrc num-buffers=1 pattern=solid-color foreground-color=\(0xFF00_0000 | (color & 0xFF_FFFF)) \
+            ! video/x-raw,width=\(size),height=\(size) ! videoconvert ! \(jpeg ? "jpegenc" : "pngenc") ! filesink name=out
+            """
+        try run(description, what: "an image") { bin in
+            guard let sink = gst_bin_get_by_name(bin, "out") else { throw MediaError("image pipeline is incomplete") }
+            defer { gst_object_unref(sink) }
+            cshims_object_set_string(sink, "location", file.path)
+        }
+        return try Data(contentsOf: file)
+    }
+
     private static func render(_ track: Track, to file: URL) throws {
         let samplesPerBuffer = 4410
         let buffers = Int((track.seconds * 44100 / Double(samplesPerBuffer)).rounded(.up))
         let description = """
             audiotestsrc wave=sine volume=0.25 freq=\(track.frequency) samplesperbuffer=\(samplesPerBuffer) num-buffers=\(buffers) \
-            ! audio/x-raw,rate=44100,channels=2 ! audioconvert ! taginject name=tags ! flacenc ! filesink name=out
+            ! audio/x-raw,rate=44100,channels=2 ! audioconvert ! taginject name=tags ! \(track.format.encoder) ! filesink name=out
             """
+        try run(description, what: track.fileName) { bin in
+            guard let tags = gst_bin_get_by_name(bin, "tags"), let sink = gst_bin_get_by_name(bin, "out"),
+                let tagger = gst_bin_get_by_name(bin, "tagger")
+            else {
+                throw MediaError("generator pipeline is incomplete")
+            }
+            defer {
+                gst_object_unref(tags)
+                gst_object_unref(sink)
+                gst_object_unref(tagger)
+            }
+            func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "").replacingOccurrences(of: "\"", with: "") + "\"" }
+            let tagText = "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
+            cshims_object_set_string(tags, "tags", tagText)
+            cshims_object_set_string(sink, "location", file.path)
+            try embed(track.pictures, in: tagger)
+        }
+    }
+
+    /// Hands the pictures to the element that writes the tags (a GstTagSetter).
+    private static func embed(_ pictures: [Picture], in tagger: UnsafeMutablePointer<GstElement>) throws {
+        guard !pictures.isEmpty else { return }
+        guard let list = gst_tag_list_new_empty() else { throw MediaError("cannot make a tag list") }
+        defer { gst_tag_list_unref(list) }
+        for picture in pictures {
+            let sample = picture.data.withUnsafeBytes { bytes in
+                gst_tag_image_data_to_image_sample(
+                    bytes.baseAddress?.assumingMemoryBound(to: guint8.self), guint(bytes.count), picture.kind.imageType)
+            }
+            guard let sample else { throw MediaError("GStreamer does not take the picture as an image") }
+            var value = GValue()
+            g_value_init(&value, gst_sample_get_type())
+            g_value_take_boxed(&value, UnsafeRawPointer(sample))
+            gst_tag_list_add_value(list, GST_TAG_MERGE_APPEND, GST_TAG_IMAGE, &value)
+            g_value_unset(&value)
+        }
+        gst_tag_setter_merge_tags(OpaquePointer(tagger), list, GST_TAG_MERGE_APPEND)
+    }
+
+    /// Runs a pipeline to its end; `configure` sets its elements up first.
+    private static func run(_ description: String, what: String, configure: (UnsafeMutablePointer<GstBin>) throws -> Void) throws {
         var error: UnsafeMutablePointer<GError>?
         guard let pipeline = gst_parse_launch(description, &error) else {
             defer { if let error { g_error_free(error) } }
@@ -78,18 +193,7 @@ public enum TrackGenerator {
             gst_element_set_state(pipeline, GST_STATE_NULL)
             gst_object_unref(pipeline)
         }
-        let bin = OpaquePointer(pipeline).bin
-        guard let tags = gst_bin_get_by_name(bin, "tags"), let sink = gst_bin_get_by_name(bin, "out") else {
-            throw MediaError("generator pipeline is incomplete")
-        }
-        defer {
-            gst_object_unref(tags)
-            gst_object_unref(sink)
-        }
-        func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "").replacingOccurrences(of: "\"", with: "") + "\"" }
-        let tagText = "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
-        cshims_object_set_string(tags, "tags", tagText)
-        cshims_object_set_string(sink, "location", file.path)
+        try configure(OpaquePointer(pipeline).bin)
         guard gst_element_set_state(pipeline, GST_STATE_PLAYING) != GST_STATE_CHANGE_FAILURE else {
             throw MediaError("cannot start the generator pipeline (is gstreamer1.0-plugins-good installed?)")
         }
@@ -97,14 +201,14 @@ public enum TrackGenerator {
         defer { gst_object_unref(bus) }
         let types = GstMessageType(rawValue: GST_MESSAGE_EOS.rawValue | GST_MESSAGE_ERROR.rawValue)
         guard let message = gst_bus_timed_pop_filtered(bus, 60 * 1_000_000_000, types) else {
-            throw MediaError("rendering \(track.fileName) timed out")
+            throw MediaError("rendering \(what) timed out")
         }
         defer { gst_message_unref(message) }
         if message.pointee.type == GST_MESSAGE_ERROR {
             var gerror: UnsafeMutablePointer<GError>?
             gst_message_parse_error(message, &gerror, nil)
             defer { if let gerror { g_error_free(gerror) } }
-            throw MediaError("rendering \(track.fileName) failed: \(gerror.map { String(cString: $0.pointee.message) } ?? "?")")
+            throw MediaError("rendering \(what) failed: \(gerror.map { String(cString: $0.pointee.message) } ?? "?")")
         }
     }
 }

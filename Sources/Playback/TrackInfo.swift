@@ -18,6 +18,11 @@ public struct TrackInfo: Sendable, Equatable {
     public var videoStreams = 0
     public var isSeekable = true
     public var isLive = false
+    /// A `file://` URL of the cover image in the artwork cache (never image bytes: a queue
+    /// may hold 100,000 entries).
+    public var artworkURL: String?
+    /// Whether artwork was looked for (embedded, then beside the file) when this was read.
+    public var artworkSearched = false
 
     public init() {}
 }
@@ -32,6 +37,14 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
         self.isTimeout = isTimeout
     }
     public var description: String { reason }
+
+    /// The reason an error gives, at the level a user can act on ("Not a directory"), not
+    /// Foundation's wrapper around it.
+    public static func reason(_ error: any Error) -> String {
+        var error = error as NSError
+        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error { error = underlying as NSError }
+        return error.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(error.code))) : error.localizedDescription
+    }
 }
 
 /// Reads tags and durations with GStreamer's discoverer on a background queue, one file
@@ -39,23 +52,29 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
 public final class Discoverer: Sendable {
     private let queue = DispatchQueue(label: "quaver.discoverer", qos: .userInitiated)
     private let timeout: Duration
+    /// Where cover images found while reading go; nil: artwork is not looked for.
+    public let artwork: ArtworkCache?
 
-    public init(timeout: Duration = .seconds(5)) {
+    public init(timeout: Duration = .seconds(5), artwork: ArtworkCache? = nil) {
         GStreamer.initialize()
         self.timeout = timeout
+        self.artwork = artwork
     }
 
     /// Reads `uri` in the background and calls `completion` on the main actor.
     public func discover(_ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void) {
-        let timeout = self.timeout
+        let timeout = self.timeout, artwork = self.artwork
         queue.async {
-            let result = Discoverer.discoverNow(uri, timeout: timeout)
+            let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork)
             DispatchQueue.main.async { MainActor.assumeIsolated { completion(result) } }
         }
     }
 
-    /// Reads `uri` on the calling thread (blocking up to the timeout).
-    public static func discoverNow(_ uri: String, timeout: Duration = .seconds(5)) -> Result<TrackInfo, MediaError> {
+    /// Reads `uri` on the calling thread (blocking up to the timeout). With `artwork`, the
+    /// cover image (embedded, else beside the file) is stored there and named in the result.
+    public static func discoverNow(
+        _ uri: String, timeout: Duration = .seconds(5), artwork: ArtworkCache? = nil
+    ) -> Result<TrackInfo, MediaError> {
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(GstClockTime(timeout.nanoseconds), &error) else {
@@ -92,8 +111,11 @@ public final class Discoverer: Sendable {
         if duration != cshims_clock_time_none(), duration > 0 { track.duration = .nanoseconds(Int64(duration)) }
         track.isSeekable = gst_discoverer_info_get_seekable(info) != 0
         track.isLive = gst_discoverer_info_get_live(info) != 0
-        if let tags = gst_discoverer_info_get_tags(info) {
-            track.apply(TagReader(tags))
+        let tags = gst_discoverer_info_get_tags(info).map(TagReader.init)
+        if let tags { track.apply(tags) }
+        if let artwork {
+            track.artworkURL = artwork.artwork(forTrack: uri, tags: tags)
+            track.artworkSearched = true
         }
         return .success(track)
     }
@@ -126,6 +148,42 @@ struct TagReader {
             }
         }
         return result
+    }
+
+    /// The bytes of the picture to show for the track: the first front cover among the
+    /// images, else the first image, else the first preview image, skipping pictures larger
+    /// than `maximumBytes` and those `accept` refuses (bytes that are not an image).
+    func coverImage(maximumBytes: Int, accept: (UnsafeRawBufferPointer) -> Bool) -> Data? {
+        var fronts: [(String, guint)] = [], others: [(String, guint)] = [], previews: [(String, guint)] = []
+        for index in 0..<gst_tag_list_get_tag_size(raw, GST_TAG_IMAGE) {
+            var sample: OpaquePointer?
+            guard gst_tag_list_get_sample_index(raw, GST_TAG_IMAGE, index, &sample) != 0, let sample else { continue }
+            var type: gint = -1
+            if let info = gst_sample_get_info(sample) {
+                _ = gst_structure_get_enum(info, "image-type", gst_tag_image_type_get_type(), &type)
+            }
+            gst_sample_unref(sample)
+            if type == gint(GST_TAG_IMAGE_TYPE_FRONT_COVER.rawValue) {
+                fronts.append((GST_TAG_IMAGE, index))
+            } else {
+                others.append((GST_TAG_IMAGE, index))
+            }
+        }
+        for index in 0..<gst_tag_list_get_tag_size(raw, GST_TAG_PREVIEW_IMAGE) {
+            previews.append((GST_TAG_PREVIEW_IMAGE, index))
+        }
+        for (tag, index) in fronts + others + previews {
+            var sample: OpaquePointer?
+            guard gst_tag_list_get_sample_index(raw, tag, index, &sample) != 0, let sample else { continue }
+            defer { gst_sample_unref(sample) }
+            guard let buffer = gst_sample_get_buffer(sample), gst_buffer_get_size(buffer) <= maximumBytes else { continue }
+            var map = GstMapInfo()
+            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { continue }
+            defer { gst_buffer_unmap(buffer, &map) }
+            let bytes = UnsafeRawBufferPointer(start: map.data, count: Int(map.size))
+            if accept(bytes) { return Data(bytes) }
+        }
+        return nil
     }
 
     func uint(_ tag: String) -> Int? {

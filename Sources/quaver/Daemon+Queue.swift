@@ -111,7 +111,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             if entry.info == nil { unread.append(id) }
             if let published = info.nowPlayingInfo, published.queueItemID == id { return published }
             var now = NowPlayingInfo(queueItemID: id)
-            Self.describe(entry, in: &now)
+            Self.describe(entry, in: &now, artwork: artwork)
             return now
         }
         player.readInfoAhead(unread)

@@ -53,12 +53,21 @@ final class Daemon {
     var activePlaylistID: UInt64?
     /// Play was asked for before anything was queued.
     var playWhenLoaded = false
+    /// Where cover images are kept for clients to show.
+    let artwork: ArtworkCache
+    /// Reads a current track again when its artwork was not found with its tags (the cached
+    /// image went since, or the tags were not read in time).
+    private let artworkReader: Discoverer
+    /// The entry whose artwork was last looked for again: once per entry, never in a loop.
+    private var artworkLookedForAgain: UInt64?
 
     init(options: Options, logger: Logger) throws {
         self.options = options
         self.logger = logger
         store = StateStore(folder: Paths.state, logger: logger)
-        player = try Player(audioSink: options.audioSink, supportedRates: options.rates, logger: logger)
+        artwork = ArtworkCache(folder: Paths.artwork, logger: logger)
+        artworkReader = Discoverer(artwork: artwork)
+        player = try Player(audioSink: options.audioSink, supportedRates: options.rates, artwork: artwork, logger: logger)
         var configuration = MPRISServer.Configuration(playerName: options.name, identity: "Quaver", desktopEntry: "quaver")
         configuration.supportedURISchemes = MediaSources.supportedSchemes
         configuration.supportedMIMETypes = MediaTypes.supported()
@@ -136,11 +145,7 @@ final class Daemon {
 
     /// The reason an error gives, at the level a user can act on ("Not a directory"), not
     /// Foundation's wrapper around it.
-    static func reason(_ error: any Error) -> String {
-        var error = error as NSError
-        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error { error = underlying as NSError }
-        return error.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(error.code))) : error.localizedDescription
-    }
+    static func reason(_ error: any Error) -> String { MediaError.reason(error) }
 
     static func clock(_ duration: Duration) -> String {
         let seconds = Int(duration.components.seconds)
@@ -386,7 +391,10 @@ final class Daemon {
         let published = info.nowPlayingInfo.flatMap { $0.queueItemID == entry.id ? $0 : nil }
         let sameItem = published != nil
         var now = published ?? NowPlayingInfo(queueItemID: entry.id)
-        Self.describe(entry, in: &now)
+        Self.describe(entry, in: &now, artwork: artwork)
+        // An image shown anew becomes the one the cache trims last (gone meanwhile: left out).
+        if let url = now.artworkURL, url != published?.artworkURL, !artwork.markUsed(url) { now.artworkURL = nil }
+        lookForArtworkAgainIfNeeded(entry, published: now)
         now.defaultPlaybackRate = player.rate
         let rate = player.status == .playing ? player.rate : 0
         if republishTiming || !sameItem || now.playbackRate != rate {
@@ -397,8 +405,29 @@ final class Daemon {
         info.playbackState = PlaybackState(rawValue: player.status.rawValue) ?? .stopped
     }
 
-    /// What an entry's tags (or, before they are read, its file name) say of it.
-    static func describe(_ entry: Player.Entry, in now: inout NowPlayingInfo) {
+    /// A local track shown without artwork although its cached image went since its tags
+    /// were read (or they were read without looking for it): its artwork is looked for once
+    /// more, and comes in one later update. A result for a track no longer current is dropped.
+    private func lookForArtworkAgainIfNeeded(_ entry: Player.Entry, published: NowPlayingInfo) {
+        guard published.artworkURL == nil, let info = entry.info, info.artworkURL != nil || !info.artworkSearched,
+            entry.uri.hasPrefix("file:"), artworkLookedForAgain != entry.id
+        else { return }
+        artworkLookedForAgain = entry.id
+        let id = entry.id
+        artworkReader.discover(entry.uri) { [weak self] result in
+            guard let self else { return }
+            guard player.current?.id == id else {
+                logger.debug("dropping the artwork of \(MediaSources.displayName(entry.uri)): no longer the current track")
+                return
+            }
+            guard case .success(let read) = result else { return }
+            player.setArtworkURL(read.artworkURL, forEntry: id)
+        }
+    }
+
+    /// What an entry's tags (or, before they are read, its file name) say of it. Artwork is
+    /// named only while its cached image exists.
+    static func describe(_ entry: Player.Entry, in now: inout NowPlayingInfo, artwork: ArtworkCache) {
         let track = entry.info ?? TrackInfo()
         now.title = track.title ?? fileTitle(entry.uri)
         now.artists = track.artists
@@ -410,6 +439,7 @@ final class Daemon {
         now.duration = track.duration
         now.isLiveStream = track.isLive
         now.assetURL = entry.uri
+        now.artworkURL = track.artworkURL.flatMap { artwork.contains($0) ? $0 : nil }
     }
 
     static func fileTitle(_ uri: String) -> String? {

@@ -11,6 +11,8 @@ enum Paths {
     }
 
     static var cache: URL { base("XDG_CACHE_HOME", default: ".cache").appendingPathComponent("quaver", isDirectory: true) }
+    /// Cover images for clients (a folder of its own: the demo tracks are in the cache too).
+    static var artwork: URL { cache.appendingPathComponent("art", isDirectory: true) }
     static var config: URL { base("XDG_CONFIG_HOME", default: ".config") }
     static var state: URL { base("XDG_STATE_HOME", default: ".local/state").appendingPathComponent("quaver", isDirectory: true) }
     static var data: URL { base("XDG_DATA_HOME", default: ".local/share") }

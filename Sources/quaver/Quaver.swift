@@ -86,6 +86,13 @@ struct Quaver: ParsableCommand {
     @Option(help: .hidden)
     var trackSeconds = 10.0
 
+    @Option(help: .hidden)
+    var trackFormat = TrackGenerator.Format.flac
+
+    /// Each test track gets a front cover of its own colour; printed beside it, tab-separated.
+    @Flag(help: .hidden)
+    var trackCovers = false
+
     @Flag(help: .hidden)
     var printIntrospection = false
 
@@ -108,10 +115,7 @@ struct Quaver: ParsableCommand {
         Self.avoidGSettingsAbort()
 
         if let folder = makeTestTracks {
-            let files = try TrackGenerator.generate(
-                TrackGenerator.numbered(count: trackCount, seconds: trackSeconds),
-                into: URL(fileURLWithPath: folder, isDirectory: true))
-            for file in files { print(file.path) }
+            try makeTestTracks(in: URL(fileURLWithPath: folder, isDirectory: true))
             return
         }
         let config: Config
@@ -148,6 +152,29 @@ struct Quaver: ParsableCommand {
 }
 
 extension Quaver {
+    /// Writes the tracks the tests play and prints their paths (with `--track-covers`, each
+    /// followed by a tab and the path of a copy of its cover, in `covers/` beside them).
+    func makeTestTracks(in folder: URL) throws {
+        var tracks = TrackGenerator.numbered(count: trackCount, seconds: trackSeconds, format: trackFormat)
+        var covers: [URL] = []
+        if trackCovers {
+            let coverFolder = folder.appendingPathComponent("covers", isDirectory: true)
+            try FileManager.default.createDirectory(at: coverFolder, withIntermediateDirectories: true)
+            for index in tracks.indices {
+                // Odd multiplier: a different colour for every track number.
+                let image = try TrackGenerator.image(color: UInt32(truncatingIfNeeded: (index + 1) &* 0x3F_1F7B))
+                tracks[index].pictures = [.init(image)]
+                let copy = coverFolder.appendingPathComponent(String(format: "%02d.png", index + 1))
+                try image.write(to: copy, options: .atomic)
+                covers.append(copy)
+            }
+        }
+        let files = try TrackGenerator.generate(tracks, into: folder)
+        for (index, file) in files.enumerated() {
+            print(covers.isEmpty ? file.path : file.path + "\t" + covers[index].path)
+        }
+    }
+
     /// GIO aborts the process when an http source asks for proxy settings and no GSettings
     /// schemas are installed at all (a minimal container, a stripped session). Without
     /// schemas there are no desktop proxy settings to read anyway: use the environment's.
@@ -165,3 +192,4 @@ extension Quaver {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension Config.InstancePolicy: ExpressibleByArgument {}
+extension TrackGenerator.Format: ExpressibleByArgument {}

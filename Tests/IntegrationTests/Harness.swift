@@ -38,6 +38,19 @@ final class Waiter {
             }
         }
     }
+
+    /// Like `wait(timeout:until:)`, also re-checking every `interval`: for a condition no
+    /// event announces (a file the daemon writes).
+    func wait(timeout: Duration, pollingEvery interval: Duration, until check: @escaping () -> Bool) async -> Bool {
+        let poller = Task { @MainActor [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                self?.poke()
+            }
+        }
+        defer { poller.cancel() }
+        return await wait(timeout: timeout, until: check)
+    }
 }
 
 /// A private `dbus-daemon` for one test.
@@ -122,24 +135,42 @@ enum Tools {
     }
 }
 
-/// Tagged FLAC tracks made once per process by `quaver --make-test-tracks`.
+/// Tagged tracks made once per process by `quaver --make-test-tracks`.
 enum TestMedia {
     /// One generation per shape, shared by every test that asks for it (tests run in parallel).
-    nonisolated(unsafe) private static var made: [String: Task<[URL], any Error>] = [:]
+    nonisolated(unsafe) private static var made: [String: Task<[String], any Error>] = [:]
     private static let lock = NSLock()
 
-    /// `count` tracks of `seconds` each, "Track N" by "Artist N" on "Test Album".
+    /// `count` FLAC tracks of `seconds` each, "Track N" by "Artist N" on "Test Album".
     static func tracks(count: Int, seconds: Double) async throws -> [URL] {
-        let key = "\(count)x\(seconds)"
+        try await make(["--track-count", "\(count)", "--track-seconds", "\(seconds)"]).map { URL(fileURLWithPath: $0) }
+    }
+
+    /// Like `tracks`, in `format` (flac, mp3, m4a, ogg, opus), each with an embedded front
+    /// cover of its own colour: the tracks, and the bytes of their covers.
+    static func coveredTracks(count: Int, seconds: Double, format: String = "flac") async throws -> [(track: URL, cover: Data)] {
+        let lines = try await make([
+            "--track-count", "\(count)", "--track-seconds", "\(seconds)", "--track-format", format, "--track-covers",
+        ])
+        return try lines.map { line in
+            let fields = line.split(separator: "\t").map(String.init)
+            guard fields.count == 2 else { throw HarnessError("unexpected line from --make-test-tracks: \(line)") }
+            return (URL(fileURLWithPath: fields[0]), try Data(contentsOf: URL(fileURLWithPath: fields[1])))
+        }
+    }
+
+    /// The lines `quaver --make-test-tracks <folder> ARGUMENTS` prints, made once per process.
+    private static func make(_ arguments: [String]) async throws -> [String] {
+        let key = arguments.filter { !$0.hasPrefix("--") }.joined(separator: "x") + (arguments.contains("--track-covers") ? "-covers" : "")
         let task = lock.withLock {
             if let existing = made[key] { return existing }
             let task = Task {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
                 let result = try await Tools.run(
-                    Tools.quaver, ["--make-test-tracks", folder.path, "--track-count", "\(count)", "--track-seconds", "\(seconds)"],
+                    Tools.quaver, ["--make-test-tracks", folder.path] + arguments,
                     environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 })
                 guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
-                return result.output.split(separator: "\n").map { URL(fileURLWithPath: String($0)) }
+                return result.output.split(separator: "\n").map(String.init)
             }
             made[key] = task
             return task
