@@ -152,6 +152,9 @@ final class Pipeline {
         case durationChanged
         case buffering(percent: Int)
         case clockLost
+        /// Tags reached the sink (what is heard now): a stream's ICY title, a file's own tags.
+        /// Lists with nothing a listener sees (a bit rate, a codec) are not reported.
+        case tags(StreamTags)
     }
 
     enum StateChange { case success, async, noPreroll, failure }
@@ -371,6 +374,13 @@ final class Pipeline {
             return .buffering(percent: Int(percent))
         case GST_MESSAGE_CLOCK_LOST:
             return .clockLost
+        case GST_MESSAGE_TAG:
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            guard let list else { return nil }
+            defer { gst_tag_list_unref(list) }
+            let tags = StreamTags(list)
+            return tags.isEmpty ? nil : .tags(tags)
         default:
             return nil
         }

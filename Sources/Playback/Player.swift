@@ -116,6 +116,15 @@ public final class Player {
     private var ignoredErrorSource: String?
     private var consecutiveFailures = 0
     private var isBuffering = false
+    /// The last buffering level reported for the loaded stream (-1: none yet).
+    private var bufferingPercent = -1
+    /// What the loaded network stream has said about itself so far (ICY titles and the like).
+    private var streamTags = StreamTags()
+    /// Fires when a network stream has sent nothing for `streamStallTimeout` while it was
+    /// awaited (before it first plays, or while buffering): it is then skipped.
+    private var stallWatch: (any DispatchSourceTimer)?
+    /// How long a network stream may send nothing before it is reported and skipped.
+    public var streamStallTimeout: Duration = .seconds(10)
     /// Shuffle: the entries still to play in this cycle (the next one last), and those
     /// played, most recent last, which Previous walks back through.
     private var shuffleUpcoming: [UInt64] = []
@@ -295,6 +304,7 @@ public final class Player {
     public func pause() {
         guard desired == .playing || status == .playing else { return }
         desired = .paused
+        isBuffering = false  // the pause settles as Paused, buffering or not
         if loadedEntryID != nil { pipeline.setState(.paused) }
     }
 
@@ -493,6 +503,10 @@ public final class Player {
         loadedEntryID = entry.id
         switchedAt = nil
         reloadBeforePlaying = false
+        isBuffering = false
+        bufferingPercent = -1
+        streamTags = StreamTags()
+        if isLocal(entry.uri) { disarmStallWatch() } else { armStallWatch(for: entry.id) }
         // playbin asks for the next URI as soon as it has read this one, which for a short
         // file is during preroll: have the answer ready before starting.
         selectedIndex = index
@@ -551,6 +565,7 @@ public final class Player {
         seekAfterPreroll = nil
         isPrerolling = false
         isBuffering = false
+        disarmStallWatch()
     }
 
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
@@ -872,15 +887,21 @@ public final class Player {
                 let index = queue.index(of: switched.entryID)
             else { return }
             // A gapless switch: the new entry is now what is heard.
-            if let previous = loadedEntryID { recordMove(from: previous, to: switched.entryID, forward: true) }
+            if let previous = loadedEntryID {
+                reportEndIfStream(previous)
+                recordMove(from: previous, to: switched.entryID, forward: true)
+            }
             selectedIndex = index
             loadedEntryID = switched.entryID
             current = queue[index]
             switchedAt = ContinuousClock.now
+            streamTags = StreamTags()
+            bufferingPercent = -1
             if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
             prepareNext()
             onChange?(.transport)
         case .endOfStream:
+            if let ended = loadedEntryID { reportEndIfStream(ended) }
             if desired == .playing, let index = selectedIndex,
                 let next = neighbour(of: index, forward: true, automatic: true)
             {
@@ -935,20 +956,32 @@ public final class Player {
             }
         case .buffering(let percent):
             guard desired == .playing else { return }
+            watchStall(buffering: percent)
+            // Paused while the buffer fills, without telling anyone: PlaybackStatus stays what
+            // it was, and a stream that has not played yet settles once it plays.
             if percent < 100 && !isBuffering {
                 isBuffering = true
+                logger.debug("buffering \(loadedEntryID.flatMap { entry(id: $0) }.map { MediaSources.displayName($0.uri) } ?? "the stream") (\(percent)%); paused until it is full")
                 pipeline.setState(.paused)
             } else if percent >= 100 && isBuffering {
                 isBuffering = false
+                logger.debug("buffered \(loadedEntryID.flatMap { entry(id: $0) }.map { MediaSources.displayName($0.uri) } ?? "the stream"); playing on")
                 pipeline.setState(.playing)
             }
+        case .tags(let tags):
+            guard let id = loadedEntryID, let index = queue.index(of: id), !isLocal(queue[index].uri) else {
+                return  // a file's tags were read before it played: one Metadata per file
+            }
+            streamTags.merge(tags)
+            // Before the stream first plays, settling it applies them (in its first Metadata).
+            if isSettled(id) { updateStreamInfo(at: index) }
         case .clockLost:
             if desired == .playing {
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             }
         case .durationChanged:
-            break
+            streamDurationChanged()
         }
     }
 
@@ -956,6 +989,7 @@ public final class Player {
     /// the pipeline is in if it is the wanted one (its state-change message may have come
     /// before the ASYNC_DONE, while a seek was pending).
     private func settleIfReached() {
+        guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState
         if desired == .playing && reached.current != .playing && reached.pending != .playing {
             pipeline.setState(.playing)
@@ -973,7 +1007,14 @@ public final class Player {
     private func settleLoaded(_ newStatus: Status) {
         if let id = loadedEntryID, let index = queue.index(of: id) {
             selectedIndex = index
-            if queue[index].info == nil {
+            if !isLocal(queue[index].uri) {
+                disarmStallWatch()  // it played: the server sent what was awaited
+                let info = streamInfo(at: index)
+                if info != queue[index].info {
+                    queue[index].info = info
+                    onChange?(.entryInfo(id))
+                }
+            } else if queue[index].info == nil {
                 var info = TrackInfo()
                 info.duration = pipeline.duration
                 info.isSeekable = pipeline.isSeekable
@@ -985,3 +1026,114 @@ public final class Player {
         settle(newStatus)
     }
 }
+
+// MARK: - Network streams
+
+extension Player {
+    /// The loaded entry has settled (Playing or Paused) and is the one shown.
+    private func isSettled(_ id: UInt64) -> Bool {
+        current?.id == id && status != .stopped
+    }
+
+    /// What the pipeline and the stream's tags say of the stream at `index`: what the
+    /// pipeline told when it first played (duration, seekability), with the tags heard since.
+    private func streamInfo(at index: Int) -> TrackInfo {
+        var info: TrackInfo
+        if let known = queue[index].info {
+            info = known
+            info.title = nil
+            info.artists = []
+            info.album = nil
+            info.genres = []
+        } else {
+            info = TrackInfo()
+            info.duration = pipeline.duration
+            info.isSeekable = pipeline.isSeekable
+            info.isLive = info.duration == nil
+            info.audioStreams = 1
+        }
+        return streamTags.applied(to: info)
+    }
+
+    /// A new stream title (or other tag) was heard: the entry's metadata changes once per
+    /// actual change, never for a repeat of what it already says.
+    private func updateStreamInfo(at index: Int, force: Bool = false) {
+        let info = streamInfo(at: index)
+        guard force || info != queue[index].info else { return }
+        let id = queue[index].id
+        queue[index].info = info
+        onChange?(.entryInfo(id))
+        if current?.id == id {
+            current = queue[index]
+            onChange?(.metadata)
+        }
+    }
+
+    /// A stream's duration became known after it started playing (an MP3 served over HTTP is
+    /// measured as it plays): its length and seekability are published then, once. Later
+    /// refinements of an estimate are not republished.
+    private func streamDurationChanged() {
+        guard let id = loadedEntryID, isSettled(id), let index = queue.index(of: id), !isLocal(queue[index].uri),
+            var info = queue[index].info, info.duration == nil, let duration = pipeline.duration
+        else { return }
+        info.duration = duration
+        info.isLive = false
+        info.isSeekable = pipeline.isSeekable
+        queue[index].info = info
+        updateStreamInfo(at: index, force: true)
+    }
+
+    /// An endless stream (no duration) ended: its server closed the connection. Playback
+    /// goes on with what follows, as at the end of a track; the log says why.
+    private func reportEndIfStream(_ id: UInt64) {
+        guard let entry = entry(id: id), !isLocal(entry.uri), entry.info?.duration == nil else { return }
+        logger.warning("the stream \(MediaSources.displayName(entry.uri)) ended: the server closed the connection")
+    }
+
+    /// Buffering of the loaded stream while it should play: the watch starts when the level
+    /// first drops, and starts again whenever the level rises (data came).
+    private func watchStall(buffering percent: Int) {
+        guard let id = loadedEntryID, let entry = entry(id: id), !isLocal(entry.uri) else { return }
+        defer { bufferingPercent = percent }
+        if percent >= 100 {
+            if isSettled(id) { disarmStallWatch() }  // before it first plays, settling ends the watch
+        } else if stallWatch == nil || percent > bufferingPercent {
+            armStallWatch(for: id)
+        }
+    }
+
+    /// (Re)starts the countdown after which the stream `id` counts as stalled.
+    private func armStallWatch(for id: UInt64) {
+        let timer = stallWatch ?? {
+            let timer = DispatchSource.makeTimerSource(queue: .main)
+            timer.resume()
+            return timer
+        }()
+        stallWatch = timer
+        timer.setEventHandler { [weak self] in
+            MainActor.assumeIsolated { self?.streamStalled(id) }
+        }
+        let timeout = streamStallTimeout
+        timer.schedule(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), leeway: .milliseconds(100))
+    }
+
+    private func disarmStallWatch() {
+        stallWatch?.cancel()
+        stallWatch = nil
+    }
+
+    /// Nothing came from the server in time: the stream is skipped (one log line naming it
+    /// and why) rather than shown Playing, or stuck loading, for ever.
+    private func streamStalled(_ id: UInt64) {
+        disarmStallWatch()
+        guard loadedEntryID == id, deferredStart == nil, let entry = entry(id: id) else { return }
+        let seconds = Double(streamStallTimeout.nanoseconds) / 1e9
+        let time = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        let reason = isSettled(id)
+            ? "the stream stalled: nothing from the server for \(time)"
+            : "no audio from the server within \(time)"
+        pipelineFailed = true  // its source may still wait on the socket: take it all down
+        fail(entry, reason: reason)
+    }
+}
+
