@@ -897,6 +897,7 @@ public final class Player {
             switchedAt = ContinuousClock.now
             streamTags = StreamTags()
             bufferingPercent = -1
+            disarmStallWatch()  // a stream handed over has started
             if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
             prepareNext()
             onChange?(.transport)
@@ -955,7 +956,9 @@ public final class Player {
                 logger.warning("GStreamer warning from \(source): \(message)")
             }
         case .buffering(let percent):
-            guard desired == .playing else { return }
+            // Only a network stream buffers: not a file, nor the stream that follows it before
+            // it starts (playing on is right while it fills).
+            guard desired == .playing, let id = loadedEntryID, let loaded = entry(id: id), !isLocal(loaded.uri) else { return }
             watchStall(buffering: percent)
             // Paused while the buffer fills, without telling anyone: PlaybackStatus stays what
             // it was, and a stream that has not played yet settles once it plays.
@@ -982,6 +985,11 @@ public final class Player {
             }
         case .durationChanged:
             streamDurationChanged()
+        case .nextURITaken:
+            // A stream follows: it has until the stall limit to start once this track ends.
+            if let id = pipeline.handoff.committedEntryID, let next = entry(id: id), !isLocal(next.uri) {
+                armStallWatch(for: id)
+            }
         }
     }
 
@@ -1126,7 +1134,14 @@ extension Player {
     /// and why) rather than shown Playing, or stuck loading, for ever.
     private func streamStalled(_ id: UInt64) {
         disarmStallWatch()
-        guard loadedEntryID == id, deferredStart == nil, let entry = entry(id: id) else { return }
+        guard deferredStart == nil, let entry = entry(id: id) else { return }
+        if loadedEntryID != id {
+            // A stream handed over for a gapless switch, which has not started.
+            guard pipeline.handoff.committedEntryID == id, let playing = loadedEntryID.flatMap({ self.entry(id: $0) }) else { return }
+            if let duration = playing.info?.duration, let position = pipeline.position, position < duration - .milliseconds(500) {
+                return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
+            }
+        }
         let seconds = Double(streamStallTimeout.nanoseconds) / 1e9
         let time = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
         let reason = isSettled(id)

@@ -124,6 +124,33 @@ struct StreamTests {
         #expect(session.statusesSignalled(after: 0) == ["Playing"])
     }
 
+    @Test("a stream after a file that sends no audio is skipped once the file has ended and the stall limit passed; the track after it plays")
+    func streamAfterAFileThatNeverSends() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 1)
+        let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
+        defer { server.stop() }
+        let session = try Session()
+        defer { session.stop() }
+        // The file hands the stream to playbin before it ends (gapless): not loaded by hand.
+        let stream = server.url("stall.mp3?after=0")
+        try await session.launch([tracks[0].path, stream, tracks[1].path])
+        try await session.waitForStatus("Playing", timeout: .seconds(30))
+        let playing = ContinuousClock.now
+        let next = try await session.waitForPlayerChange(after: 0, timeout: Self.stallTimeout + .seconds(30), "the track after the stream") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == tracks[1].absoluteString
+        }
+        let elapsed = ContinuousClock.now - playing
+        print("stream stall.mp3?after=0 after a 1 s file: the next track played \(elapsed) after the file began")
+        #expect(elapsed >= Self.stallTimeout, "skipped before the stall limit: \(elapsed)")
+        #expect(next.changed["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2"))
+        #expect(server.requests == ["/stall.mp3?after=0"], "\(server.requests)")
+        let lines = session.logLines(containing: "skipping", stream)
+        #expect(lines.count == 1, "\(session.log())")
+        #expect(lines.first?.contains("no audio from the server within 10 s") == true, "\(lines)")
+        #expect(session.metadataChanges().allSatisfy { $0["xesam:url"]?.string != stream }, "the stream was shown as current")
+        #expect(session.statusesSignalled(after: 0).first == "Playing" && !session.statusesSignalled(after: 0).dropLast().contains("Stopped"))
+    }
+
     @Test("a stream that stalls while it plays is skipped after the stall limit with one log line; the next track plays, without a pause between")
     func streamThatStallsWhilePlaying() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
