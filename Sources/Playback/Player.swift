@@ -275,6 +275,8 @@ public final class Player {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
             } else if pipeline.setState(.playing) == .failure {
                 fail(queue[index], reason: "the audio output refused to start")
+            } else {
+                watchHandedOverStream()
             }
         } else {
             load(index)
@@ -959,16 +961,16 @@ public final class Player {
             // Only a network stream buffers: not a file, nor the stream that follows it before
             // it starts (playing on is right while it fills).
             guard desired == .playing, let id = loadedEntryID, let loaded = entry(id: id), !isLocal(loaded.uri) else { return }
-            watchStall(buffering: percent)
+            watchStall(id, buffering: percent)
             // Paused while the buffer fills, without telling anyone: PlaybackStatus stays what
             // it was, and a stream that has not played yet settles once it plays.
             if percent < 100 && !isBuffering {
                 isBuffering = true
-                logger.debug("buffering \(loadedEntryID.flatMap { entry(id: $0) }.map { MediaSources.displayName($0.uri) } ?? "the stream") (\(percent)%); paused until it is full")
+                logger.debug("buffering \(MediaSources.displayName(loaded.uri)) (\(percent)%); paused until it is full")
                 pipeline.setState(.paused)
             } else if percent >= 100 && isBuffering {
                 isBuffering = false
-                logger.debug("buffered \(loadedEntryID.flatMap { entry(id: $0) }.map { MediaSources.displayName($0.uri) } ?? "the stream"); playing on")
+                logger.debug("buffered \(MediaSources.displayName(loaded.uri)); playing on")
                 pipeline.setState(.playing)
             }
         case .tags(let tags):
@@ -986,10 +988,7 @@ public final class Player {
         case .durationChanged:
             streamDurationChanged()
         case .nextURITaken:
-            // A stream follows: it has until the stall limit to start once this track ends.
-            if let id = pipeline.handoff.committedEntryID, let next = entry(id: id), !isLocal(next.uri) {
-                armStallWatch(for: id)
-            }
+            watchHandedOverStream()
         }
     }
 
@@ -1065,9 +1064,12 @@ extension Player {
 
     /// A new stream title (or other tag) was heard: the entry's metadata changes once per
     /// actual change, never for a repeat of what it already says.
-    private func updateStreamInfo(at index: Int, force: Bool = false) {
+    /// `facts`: new facts from the pipeline (a duration), tags aside.
+    private func updateStreamInfo(at index: Int, facts: TrackInfo? = nil) {
+        let before = queue[index].info
+        if let facts { queue[index].info = facts }
         let info = streamInfo(at: index)
-        guard force || info != queue[index].info else { return }
+        guard info != before else { return }
         let id = queue[index].id
         queue[index].info = info
         onChange?(.entryInfo(id))
@@ -1087,8 +1089,7 @@ extension Player {
         info.duration = duration
         info.isLive = false
         info.isSeekable = pipeline.isSeekable
-        queue[index].info = info
-        updateStreamInfo(at: index, force: true)
+        updateStreamInfo(at: index, facts: info)
     }
 
     /// An endless stream (no duration) ended: its server closed the connection. Playback
@@ -1100,14 +1101,20 @@ extension Player {
 
     /// Buffering of the loaded stream while it should play: the watch starts when the level
     /// first drops, and starts again whenever the level rises (data came).
-    private func watchStall(buffering percent: Int) {
-        guard let id = loadedEntryID, let entry = entry(id: id), !isLocal(entry.uri) else { return }
+    private func watchStall(_ id: UInt64, buffering percent: Int) {
         defer { bufferingPercent = percent }
         if percent >= 100 {
             if isSettled(id) { disarmStallWatch() }  // before it first plays, settling ends the watch
         } else if stallWatch == nil || percent > bufferingPercent {
             armStallWatch(for: id)
         }
+    }
+
+    /// When playbin holds a stream to follow the current track: it has until the stall limit
+    /// to start once this track ends.
+    private func watchHandedOverStream() {
+        guard let id = pipeline.handoff.committedEntryID, let next = entry(id: id), !isLocal(next.uri) else { return }
+        armStallWatch(for: id)
     }
 
     /// (Re)starts the countdown after which the stream `id` counts as stalled.
@@ -1135,9 +1142,13 @@ extension Player {
     private func streamStalled(_ id: UInt64) {
         disarmStallWatch()
         guard deferredStart == nil, let entry = entry(id: id) else { return }
-        if loadedEntryID != id {
+        if loadedEntryID == id {
+            // Paused by hand while it buffered: left be; Play fills the buffer, and watches, again.
+            guard desired == .playing || !isSettled(id) else { return }
+        } else {
             // A stream handed over for a gapless switch, which has not started.
             guard pipeline.handoff.committedEntryID == id, let playing = loadedEntryID.flatMap({ self.entry(id: $0) }) else { return }
+            guard desired == .playing else { return }  // paused: the watch starts again with Play
             if let duration = playing.info?.duration, let position = pipeline.position, position < duration - .milliseconds(500) {
                 return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
             }
