@@ -109,7 +109,7 @@ struct StreamTests {
         print("stream \(path): skipped, next track playing \(elapsed) after start")
         let metadata = try await session.metadata()
         #expect(metadata["xesam:url"] == .string(tracks[0].absoluteString))
-        #expect(elapsed >= Self.stallTimeout - .seconds(1), "skipped before the stall limit: \(elapsed)")
+        #expect(elapsed >= Self.stallTimeout, "skipped before the stall limit: \(elapsed)")
         // No signal ever said Playing (or Paused) with the stream's Metadata.
         var shown: String?
         for signal in session.signals where signal.changedInterface == MPRISNames.player {
@@ -133,14 +133,16 @@ struct StreamTests {
         defer { session.stop() }
         // The file hands the stream to playbin before it ends (gapless): not loaded by hand.
         let stream = server.url("stall.mp3?after=0")
+        // playbin takes the stream while it prerolls the 1 s file: the limit counts from about
+        // the start.
+        let started = ContinuousClock.now
         try await session.launch([tracks[0].path, stream, tracks[1].path])
         try await session.waitForStatus("Playing", timeout: .seconds(30))
-        let playing = ContinuousClock.now
         let next = try await session.waitForPlayerChange(after: 0, timeout: Self.stallTimeout + .seconds(30), "the track after the stream") {
             $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == tracks[1].absoluteString
         }
-        let elapsed = ContinuousClock.now - playing
-        print("stream stall.mp3?after=0 after a 1 s file: the next track played \(elapsed) after the file began")
+        let elapsed = ContinuousClock.now - started
+        print("stream stall.mp3?after=0 after a 1 s file: the next track played \(elapsed) after quaver started")
         #expect(elapsed >= Self.stallTimeout, "skipped before the stall limit: \(elapsed)")
         #expect(next.changed["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2"))
         #expect(server.requests == ["/stall.mp3?after=0"], "\(server.requests)")
