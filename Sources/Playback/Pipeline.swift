@@ -412,7 +412,6 @@ private let aboutToFinishThunk: cshims_element_callback = { element, data in
 /// The name of the application message that becomes `Pipeline.Event.nextURITaken`.
 private let nextURITakenMessage = "quaver-next-uri-taken"
 
-
 private let releaseHandoffThunk: GClosureNotify = { data, _ in
     guard let data else { return }
     Unmanaged<GaplessHandoff>.fromOpaque(data).release()
