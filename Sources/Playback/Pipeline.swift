@@ -160,6 +160,12 @@ final class Pipeline {
         /// The output's volume changed: a mixer changed the stream's volume on the sound
         /// server, or Quaver did (`outputVolume` says what it is now).
         case outputVolumeChanged
+        /// Tags reached the sink (what is heard now): a stream's ICY title, a file's own tags.
+        /// Lists with nothing a listener sees (a bit rate, a codec) are not reported.
+        case tags(StreamTags)
+        /// playbin took the prepared next URI (`about-to-finish`): it starts once the current
+        /// stream ends. Posted from the streaming thread, so it arrives in order with the rest.
+        case nextURITaken
     }
 
     enum StateChange { case success, async, noPreroll, failure }
@@ -387,6 +393,11 @@ final class Pipeline {
         case GST_MESSAGE_DURATION_CHANGED:
             return .durationChanged
         case GST_MESSAGE_BUFFERING:
+            // A queue of a stream already taken out of the pipeline can still report (0%, as it
+            // is reset): that is no reason to pause what plays now.
+            guard let source = cshims_message_source(message),
+                gst_object_has_as_ancestor(source.assumingMemoryBound(to: GstObject.self), OpaquePointer(playbin).object) != 0
+            else { return nil }
             var percent: gint = 0
             gst_message_parse_buffering(message, &percent)
             return .buffering(percent: Int(percent))
@@ -396,8 +407,17 @@ final class Pipeline {
             var state = GST_STATE_VOID_PENDING
             gst_message_parse_request_state(message, &state)
             return .requestState(State(state))
+        case GST_MESSAGE_TAG:
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            guard let list else { return nil }
+            defer { gst_tag_list_unref(list) }
+            let tags = StreamTags(list)
+            return tags.isEmpty ? nil : .tags(tags)
         case GST_MESSAGE_APPLICATION:
-            return cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 ? .outputVolumeChanged : nil
+            if cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 { return .outputVolumeChanged }
+            if cshims_message_is_application(message, nextURITakenMessage) != 0 { return .nextURITaken }
+            return nil
         default:
             return nil
         }
@@ -417,8 +437,14 @@ private let aboutToFinishThunk: cshims_element_callback = { element, data in
     let handoff = Unmanaged<GaplessHandoff>.fromOpaque(data).takeUnretainedValue()
     if let uri = handoff.commit() {
         cshims_object_set_string(element, "uri", uri)
+        let message = gst_message_new_application(
+            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), gst_structure_new_empty(nextURITakenMessage))
+        gst_element_post_message(element, message)
     }
 }
+
+/// The name of the application message that becomes `Pipeline.Event.nextURITaken`.
+private let nextURITakenMessage = "quaver-next-uri-taken"
 
 private let releaseHandoffThunk: GClosureNotify = { data, _ in
     guard let data else { return }
@@ -428,6 +454,7 @@ private let releaseHandoffThunk: GClosureNotify = { data, _ in
 extension OpaquePointer {
     var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
     var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
+    var object: UnsafeMutablePointer<GstObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self) }
 }
 
 extension Duration {

@@ -118,6 +118,15 @@ public final class Player {
     private var ignoredErrorSource: String?
     private var consecutiveFailures = 0
     private var isBuffering = false
+    /// The last buffering level reported for the loaded stream (-1: none yet).
+    private var bufferingPercent = -1
+    /// What the loaded network stream has said about itself so far (ICY titles and the like).
+    private var streamTags = StreamTags()
+    /// Fires when a network stream has sent nothing for `streamStallTimeout` while it was
+    /// awaited (before it first plays, or while buffering): it is then skipped.
+    private var stallWatch: (any DispatchSourceTimer)?
+    /// How long a network stream may send nothing before it is reported and skipped.
+    public var streamStallTimeout: Duration = .seconds(10)
     /// Shuffle: the entries still to play in this cycle (the next one last), and those
     /// played, most recent last, which Previous walks back through.
     private var shuffleUpcoming: [UInt64] = []
@@ -283,6 +292,8 @@ public final class Player {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
             } else if pipeline.setState(.playing) == .failure {
                 stateChangeFailed(queue[index], reason: "the audio output refused to start")
+            } else {
+                watchHandedOverStream()
             }
         } else {
             let lost = outputLostAt.flatMap { $0.entryID == queue[index].id ? $0.position : nil }
@@ -316,6 +327,7 @@ public final class Player {
         resumeAfterInterruption = false
         guard desired == .playing || status == .playing else { return }
         desired = .paused
+        isBuffering = false  // the pause settles as Paused, buffering or not
         if loadedEntryID != nil { pipeline.setState(.paused) }
     }
 
@@ -526,6 +538,10 @@ public final class Player {
         loadedEntryID = entry.id
         switchedAt = nil
         reloadBeforePlaying = false
+        isBuffering = false
+        bufferingPercent = -1
+        streamTags = StreamTags()
+        if isLocal(entry.uri) { disarmStallWatch() } else { armStallWatch(for: entry.id) }
         // playbin asks for the next URI as soon as it has read this one, which for a short
         // file is during preroll: have the answer ready before starting.
         selectedIndex = index
@@ -649,6 +665,7 @@ public final class Player {
         seekAfterPreroll = nil
         isPrerolling = false
         isBuffering = false
+        disarmStallWatch()
     }
 
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
@@ -989,15 +1006,22 @@ public final class Player {
                 let index = queue.index(of: switched.entryID)
             else { return }
             // A gapless switch: the new entry is now what is heard.
-            if let previous = loadedEntryID { recordMove(from: previous, to: switched.entryID, forward: true) }
+            if let previous = loadedEntryID {
+                reportEndIfStream(previous)
+                recordMove(from: previous, to: switched.entryID, forward: true)
+            }
             selectedIndex = index
             loadedEntryID = switched.entryID
             current = queue[index]
             switchedAt = ContinuousClock.now
+            streamTags = StreamTags()
+            bufferingPercent = -1
+            disarmStallWatch()  // a stream handed over has started
             if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
             prepareNext()
             onChange?(.transport)
         case .endOfStream:
+            if let ended = loadedEntryID { reportEndIfStream(ended) }
             if desired == .playing, let index = selectedIndex,
                 let next = neighbour(of: index, forward: true, automatic: true)
             {
@@ -1051,21 +1075,39 @@ public final class Player {
                 logger.warning("GStreamer warning from \(source): \(message)")
             }
         case .buffering(let percent):
-            guard desired == .playing else { return }
+            // Only a network stream buffers: not a file, nor the stream that follows it before
+            // it starts (playing on is right while it fills).
+            guard desired == .playing, let id = loadedEntryID, let loaded = entry(id: id), !isLocal(loaded.uri) else { return }
+            watchStall(id, buffering: percent)
+            // Paused while the buffer fills, without telling anyone: PlaybackStatus stays what
+            // it was, and a stream that has not played yet settles once it plays.
             if percent < 100 && !isBuffering {
                 isBuffering = true
+                logger.debug("buffering \(MediaSources.displayName(loaded.uri)) (\(percent)%); paused until it is full")
                 pipeline.setState(.paused)
             } else if percent >= 100 && isBuffering {
                 isBuffering = false
+                logger.debug("buffered \(MediaSources.displayName(loaded.uri)); playing on")
                 pipeline.setState(.playing)
             }
+        case .tags(let tags):
+            guard let id = loadedEntryID, let index = queue.index(of: id), !isLocal(queue[index].uri) else {
+                return  // a file's tags were read before it played: one Metadata per file
+            }
+            streamTags.merge(tags)
+            // Before the stream first plays, settling it applies them (in its first Metadata).
+            if isSettled(id) { updateStreamInfo(at: index) }
         case .clockLost:
             if desired == .playing {
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             }
-        case .durationChanged, .requestState, .outputVolumeChanged:
-            break
+        case .durationChanged:
+            streamDurationChanged()
+        case .nextURITaken:
+            watchHandedOverStream()
+        case .requestState, .outputVolumeChanged:
+            break  // handled above, whatever else is going on
         }
     }
 
@@ -1073,6 +1115,7 @@ public final class Player {
     /// the pipeline is in if it is the wanted one (its state-change message may have come
     /// before the ASYNC_DONE, while a seek was pending).
     private func settleIfReached() {
+        guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState
         if desired == .playing && reached.current != .playing && reached.pending != .playing {
             pipeline.setState(.playing)
@@ -1090,7 +1133,14 @@ public final class Player {
     private func settleLoaded(_ newStatus: Status) {
         if let id = loadedEntryID, let index = queue.index(of: id) {
             selectedIndex = index
-            if queue[index].info == nil {
+            if !isLocal(queue[index].uri) {
+                disarmStallWatch()  // it played: the server sent what was awaited
+                let info = streamInfo(at: index)
+                if info != queue[index].info {
+                    queue[index].info = info
+                    onChange?(.entryInfo(id))
+                }
+            } else if queue[index].info == nil {
                 var info = TrackInfo()
                 info.duration = pipeline.duration
                 info.isSeekable = pipeline.isSeekable
@@ -1102,3 +1152,133 @@ public final class Player {
         settle(newStatus)
     }
 }
+
+// MARK: - Network streams
+
+extension Player {
+    /// The loaded entry has settled (Playing or Paused) and is the one shown.
+    private func isSettled(_ id: UInt64) -> Bool {
+        current?.id == id && status != .stopped
+    }
+
+    /// What the pipeline and the stream's tags say of the stream at `index`: what the
+    /// pipeline told when it first played (duration, seekability), with the tags heard since.
+    private func streamInfo(at index: Int) -> TrackInfo {
+        var info: TrackInfo
+        if let known = queue[index].info {
+            info = known
+            info.title = nil
+            info.artists = []
+            info.album = nil
+            info.genres = []
+        } else {
+            info = TrackInfo()
+            info.duration = pipeline.duration
+            info.isSeekable = pipeline.isSeekable
+            info.isLive = info.duration == nil
+            info.audioStreams = 1
+        }
+        return streamTags.applied(to: info)
+    }
+
+    /// A new stream title (or other tag) was heard: the entry's metadata changes once per
+    /// actual change, never for a repeat of what it already says.
+    /// `facts`: new facts from the pipeline (a duration), tags aside.
+    private func updateStreamInfo(at index: Int, facts: TrackInfo? = nil) {
+        let before = queue[index].info
+        if let facts { queue[index].info = facts }
+        let info = streamInfo(at: index)
+        guard info != before else { return }
+        let id = queue[index].id
+        queue[index].info = info
+        onChange?(.entryInfo(id))
+        if current?.id == id {
+            current = queue[index]
+            onChange?(.metadata)
+        }
+    }
+
+    /// A stream's duration became known after it started playing (an MP3 served over HTTP is
+    /// measured as it plays): its length and seekability are published then, once. Later
+    /// refinements of an estimate are not republished.
+    private func streamDurationChanged() {
+        guard let id = loadedEntryID, isSettled(id), let index = queue.index(of: id), !isLocal(queue[index].uri),
+            var info = queue[index].info, info.duration == nil, let duration = pipeline.duration
+        else { return }
+        info.duration = duration
+        info.isLive = false
+        info.isSeekable = pipeline.isSeekable
+        updateStreamInfo(at: index, facts: info)
+    }
+
+    /// An endless stream (no duration) ended: its server closed the connection. Playback
+    /// goes on with what follows, as at the end of a track; the log says why.
+    private func reportEndIfStream(_ id: UInt64) {
+        guard let entry = entry(id: id), !isLocal(entry.uri), entry.info?.duration == nil else { return }
+        logger.warning("the stream \(MediaSources.displayName(entry.uri)) ended: the server closed the connection")
+    }
+
+    /// Buffering of the loaded stream while it should play: the watch starts when the level
+    /// first drops, and starts again whenever the level rises (data came).
+    private func watchStall(_ id: UInt64, buffering percent: Int) {
+        defer { bufferingPercent = percent }
+        if percent >= 100 {
+            if isSettled(id) { disarmStallWatch() }  // before it first plays, settling ends the watch
+        } else if stallWatch == nil || percent > bufferingPercent {
+            armStallWatch(for: id)
+        }
+    }
+
+    /// When playbin holds a stream to follow the current track: it has until the stall limit
+    /// to start once this track ends.
+    private func watchHandedOverStream() {
+        guard let id = pipeline.handoff.committedEntryID, let next = entry(id: id), !isLocal(next.uri) else { return }
+        armStallWatch(for: id)
+    }
+
+    /// (Re)starts the countdown after which the stream `id` counts as stalled.
+    private func armStallWatch(for id: UInt64) {
+        let timer = stallWatch ?? {
+            let timer = DispatchSource.makeTimerSource(queue: .main)
+            timer.resume()
+            return timer
+        }()
+        stallWatch = timer
+        timer.setEventHandler { [weak self] in
+            MainActor.assumeIsolated { self?.streamStalled(id) }
+        }
+        let timeout = streamStallTimeout
+        timer.schedule(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), leeway: .milliseconds(100))
+    }
+
+    private func disarmStallWatch() {
+        stallWatch?.cancel()
+        stallWatch = nil
+    }
+
+    /// Nothing came from the server in time: the stream is skipped (one log line naming it
+    /// and why) rather than shown Playing, or stuck loading, for ever.
+    private func streamStalled(_ id: UInt64) {
+        disarmStallWatch()
+        guard deferredStart == nil, let entry = entry(id: id) else { return }
+        if loadedEntryID == id {
+            // Paused by hand while it buffered: left be; Play fills the buffer, and watches, again.
+            guard desired == .playing || !isSettled(id) else { return }
+        } else {
+            // A stream handed over for a gapless switch, which has not started.
+            guard pipeline.handoff.committedEntryID == id, let playing = loadedEntryID.flatMap({ self.entry(id: $0) }) else { return }
+            guard desired == .playing else { return }  // paused: the watch starts again with Play
+            if let duration = playing.info?.duration, let position = pipeline.position, position < duration - .milliseconds(500) {
+                return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
+            }
+        }
+        let seconds = Double(streamStallTimeout.nanoseconds) / 1e9
+        let time = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        let reason = isSettled(id)
+            ? "the stream stalled: nothing from the server for \(time)"
+            : "no audio from the server within \(time)"
+        pipelineFailed = true  // its source may still wait on the socket: take it all down
+        fail(entry, reason: reason)
+    }
+}
+

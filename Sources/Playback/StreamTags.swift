@@ -1,0 +1,51 @@
+internal import CGStreamer
+
+/// What a network stream says about itself while it plays: the tags GStreamer reports on the
+/// bus (ICY `StreamTitle` as the title, `icy-name` as the organization, `icy-genre`, and any
+/// tags inside the stream), accumulated over the stream's life. Only the fields a message
+/// carries replace earlier ones: a tag list with only a bit rate changes nothing.
+struct StreamTags: Sendable, Equatable {
+    var title: String?
+    var artists: [String] = []
+    var album: String?
+    var genres: [String] = []
+    /// The station's name (`icy-name`).
+    var organization: String?
+
+    init() {}
+
+    /// The tags of one message (a borrowed `GstTagList`).
+    init(_ list: UnsafePointer<GstTagList>) {
+        let tags = TagReader(list)
+        title = tags.strings(GST_TAG_TITLE).first
+        artists = tags.strings(GST_TAG_ARTIST)
+        album = tags.strings(GST_TAG_ALBUM).first
+        genres = tags.strings(GST_TAG_GENRE)
+        organization = tags.strings(GST_TAG_ORGANIZATION).first
+    }
+
+    /// Nothing a listener would see (a bit rate, a codec).
+    var isEmpty: Bool { self == StreamTags() }
+
+    /// Takes the fields `newer` carries.
+    mutating func merge(_ newer: StreamTags) {
+        if let title = newer.title { self.title = title }
+        if !newer.artists.isEmpty { artists = newer.artists }
+        if let album = newer.album { self.album = album }
+        if !newer.genres.isEmpty { genres = newer.genres }
+        if let organization = newer.organization { self.organization = organization }
+    }
+
+    /// `info` (what the pipeline told of the stream) with these tags: the stream title as the
+    /// title (the station's name until a title comes), the station's name as the album when
+    /// the stream names none. ICY titles are often "Artist - Title"; they are kept whole, not
+    /// guessed apart.
+    func applied(to info: TrackInfo) -> TrackInfo {
+        var info = info
+        if let title = title ?? organization { info.title = title }
+        if !artists.isEmpty { info.artists = artists }
+        if let album = album ?? organization { info.album = album }
+        if !genres.isEmpty { info.genres = genres }
+        return info
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import Glibc
+import Testing
+
+@testable import Playback
+
+@Suite("Stream tags")
+struct StreamTagsTests {
+    @Test func tagsMergeFieldByFieldAndAStationNamesTheStreamUntilATitleComes() {
+        var base = TrackInfo()
+        base.isLive = true
+        base.audioStreams = 1
+
+        var tags = StreamTags()
+        var station = StreamTags()
+        station.organization = "Radio One"
+        station.genres = ["Jazz"]
+        tags.merge(station)
+        var info = tags.applied(to: base)
+        #expect(info.title == "Radio One")
+        #expect(info.album == "Radio One")
+        #expect(info.genres == ["Jazz"])
+        #expect(info.isLive && info.audioStreams == 1, "what the pipeline said is kept")
+
+        var song = StreamTags()
+        song.title = "Someone - Something"
+        tags.merge(song)
+        info = tags.applied(to: base)
+        #expect(info.title == "Someone - Something", "an ICY title is kept whole")
+        #expect(info.artists.isEmpty)
+        #expect(info.album == "Radio One" && info.genres == ["Jazz"], "fields a message does not carry stay")
+
+        // The same title again changes nothing: the player compares and publishes nothing.
+        tags.merge(song)
+        #expect(tags.applied(to: base) == info)
+        #expect(StreamTags().isEmpty && !song.isEmpty)
+    }
+}
+
+@Suite("Player: network streams (real GStreamer, a socket that never answers)")
+@MainActor
+struct PlayerStreamTests {
+    /// A TCP socket on 127.0.0.1 that takes connections (the kernel completes them) and
+    /// never reads or answers.
+    final class MuteServer {
+        let fd: Int32
+        let port: UInt16
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw MediaError("socket: \(errno)") }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            address.sin_port = 0
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            }
+            guard bound, listen(fd, 8) == 0 else {
+                close(fd)
+                throw MediaError("bind/listen: \(errno)")
+            }
+            self.fd = fd
+            port = UInt16(bigEndian: address.sin_port)
+        }
+
+        deinit { close(fd) }
+    }
+
+    @Test func aStreamThatNeverAnswersIsSkippedAfterTheStallTimeout() async throws {
+        let server = try MuteServer()
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 2, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(1)
+        let stream = "http://127.0.0.1:\(server.port)/mute.mp3"
+        let entries = player.enqueue([stream, files[0].absoluteString])
+        let started = ContinuousClock.now
+        player.play()
+        // souphttpsrc's own I/O timeout is 15 s: a skip well before it is the player's.
+        #expect(await probe.waitFor(.playing, entry: 1, upTo: .seconds(10)), "\(probe.log.messages)")
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .seconds(1), "skipped before the timeout: \(elapsed)")
+        #expect(probe.statuses == [.stopped, .playing], "the stream was never shown playing")
+        #expect(probe.playedIDs == [entries[1].id])
+        #expect(player.entries[0].failure == "no audio from the server within 1 s")
+        #expect(probe.log.lines(containing: "skipping", stream).count == 1, "\(probe.log.messages)")
+        player.stop()
+    }
+
+    /// playbin takes the stream before the file ends (gapless) and would wait for it for ever:
+    /// the wait counts from the handover.
+    @Test func aStreamHandedOverAfterAFileIsSkippedWhenItNeverAnswers() async throws {
+        let server = try MuteServer()
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(1)
+        let stream = "http://127.0.0.1:\(server.port)/mute.mp3"
+        let entries = player.enqueue([files[0].absoluteString, stream, files[1].absoluteString])
+        #expect(await probe.wait { player.current?.info != nil }, "the first entry is read ahead")
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(10)), "\(probe.log.messages)")
+        #expect(probe.playedIDs == [entries[0].id, entries[2].id])
+        #expect(probe.statuses == [.stopped, .playing])
+        #expect(player.entries[1].failure == "no audio from the server within 1 s")
+        #expect(probe.log.lines(containing: "skipping", stream).count == 1, "\(probe.log.messages)")
+        player.stop()
+    }
+}
