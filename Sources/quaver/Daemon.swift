@@ -36,6 +36,8 @@ final class Daemon {
     let mpris: MPRISServer
     private var connection: Connection?
     private var signalSources: [any DispatchSourceSignal] = []
+    /// Pauses before the system sleeps (nil without a system bus).
+    private var sleepGuard: SleepGuard?
     let store: StateStore
     /// What was last written, so that nothing is rewritten when nothing changed.
     private var savedState: SavedState?
@@ -129,6 +131,11 @@ final class Daemon {
         }
         logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name)")
         installSignalHandlers()
+        sleepGuard = SleepGuard(logger: logger) { [unowned self] in
+            let wasPlaying = player.status == .playing
+            player.pause()
+            return wasPlaying
+        }
 
         if let (state, _) = restored, let index = state.current {
             let position = Duration.microseconds(state.position)
@@ -281,6 +288,7 @@ final class Daemon {
             break
         }
         syncNowPlaying(republishTiming: change == .transport)
+        if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())
     }

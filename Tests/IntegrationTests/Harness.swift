@@ -434,3 +434,26 @@ final class Session {
         bus.stop()
     }
 }
+
+// MARK: - Long-lived helper processes
+
+/// Starts `/bin/sh -c script` with posix_spawn. (Foundation's Process was seen here to miss
+/// the end of a short-lived child while a long-lived one ran, leaving its caller waiting.)
+func spawnShell(_ script: String) throws -> pid_t {
+    var pid: pid_t = 0
+    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(script), nil]
+    defer { argv.forEach { free($0) } }
+    guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { throw HarnessError("cannot run: \(script)") }
+    return pid
+}
+
+/// Waits for a child started by `spawnShell` and returns its exit status.
+func reap(_ pid: pid_t) async -> Int32 {
+    await Task.detached {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }.value
+}
+
+func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

@@ -1,0 +1,143 @@
+import DBus
+import Foundation
+import Testing
+
+/// logind on a private "system" bus: python-dbusmock's logind template, which hands out real
+/// inhibitor descriptors and forgets an inhibitor when its descriptor is closed.
+@MainActor
+final class MockLogind {
+    let bus: PrivateBus
+    let client: Connection
+    private var pid: pid_t = 0
+
+    init() async throws {
+        // dbusmock is a Debian package (python3-dbusmock): the system's Python has it.
+        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
+        guard let python else { throw HarnessError("python3 is needed (scripts/setup installs it)") }
+        bus = try PrivateBus()
+        // posix_spawn, not Foundation's Process: with a long-lived child started by Process,
+        // the end of a short-lived one (a track being generated) was seen to go unnoticed.
+        pid = try spawnShell("DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
+        client = try Connection(address: bus.address)
+        // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await client.call(
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
+            member: "NameHasOwner", arguments: [.string("org.freedesktop.login1")]
+        ).first?.boolean != true {
+            guard Glibc.kill(pid, 0) == 0, ContinuousClock.now < deadline else {
+                stop()
+                throw HarnessError("python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    var environment: [String: String] { ["DBUS_SYSTEM_BUS_ADDRESS": bus.address] }
+
+    private static let path = ObjectPath("/org/freedesktop/login1")!
+
+    /// The inhibitors logind holds: (what, who, why, mode).
+    func inhibitors() async throws -> [[String]] {
+        let reply = try await client.call(
+            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.login1.Manager", member: "ListInhibitors")
+        guard case .array(_, let items)? = reply.first else { return [] }
+        return items.compactMap { item in
+            guard case .structure(let fields) = item else { return nil }
+            return fields.prefix(4).compactMap(\.string)
+        }
+    }
+
+    /// Whether Quaver holds a sleep delay inhibitor.
+    func quaverInhibits() async throws -> Bool {
+        try await inhibitors().contains { $0.count == 4 && $0[0] == "sleep" && $0[1] == "Quaver" && $0[3] == "delay" }
+    }
+
+    /// Waits (a short poll, bounded) until `quaverInhibits()` is `held`.
+    func waitForInhibitor(held: Bool, timeout: Duration = .seconds(20)) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while try await quaverInhibits() != held {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return true
+    }
+
+    func prepareForSleep(_ sleeping: Bool) async throws {
+        _ = try await client.call(
+            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.DBus.Mock", member: "EmitSignal",
+            arguments: [
+                .string("org.freedesktop.login1.Manager"), .string("PrepareForSleep"), .string("b"),
+                .array(.variant, [.variant(.boolean(sleeping))]),
+            ])
+    }
+
+    func stop() {
+        if pid > 0 {
+            Glibc.kill(pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+            pid = 0
+        }
+        client.close()
+        bus.stop()
+    }
+}
+
+/// Before system sleep Quaver pauses under a delay inhibitor, and it does not play on wake.
+@Suite("system sleep")
+@MainActor
+struct SleepTests {
+    @Test("PrepareForSleep pauses under a delay inhibitor, released once paused; on wake it stays paused and inhibits again")
+    func pausesBeforeSleep() async throws {
+        let logind = try await MockLogind()
+        defer { logind.stop() }
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
+        let session = try Session()
+        defer { session.stop() }
+        session.extraEnvironment = logind.environment
+        try await session.launch([tracks[0].path])
+        try await session.waitForStatus("Playing")
+        #expect(try await logind.waitForInhibitor(held: true), "Quaver takes a sleep delay inhibitor")
+
+        let before = session.signals.count
+        try await logind.prepareForSleep(true)
+        try await session.waitForStatus("Paused", after: before, timeout: .seconds(10))
+        #expect(try await logind.waitForInhibitor(held: false), "the inhibitor is released once paused")
+        #expect(session.log().contains("the system is going to sleep; pausing"))
+
+        let asleep = session.signals.count
+        try await logind.prepareForSleep(false)
+        #expect(try await logind.waitForInhibitor(held: true), "inhibits again after waking")
+        #expect(try await session.get("PlaybackStatus").string == "Paused", "does not play on wake")
+        #expect(!session.signals.dropFirst(asleep).contains { $0.changed["PlaybackStatus"] != nil })
+    }
+
+    @Test("sleeping while paused changes nothing and lets the system sleep at once")
+    func sleepWhilePaused() async throws {
+        let logind = try await MockLogind()
+        defer { logind.stop() }
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
+        let session = try Session()
+        defer { session.stop() }
+        session.extraEnvironment = logind.environment
+        try await session.launch([tracks[0].path, "--paused"])
+        try await session.waitForStatus("Paused")
+        #expect(try await logind.waitForInhibitor(held: true))
+        let before = session.signals.count
+        try await logind.prepareForSleep(true)
+        #expect(try await logind.waitForInhibitor(held: false))
+        #expect(!session.signals.dropFirst(before).contains { $0.changed["PlaybackStatus"] != nil })
+    }
+
+    @Test("without a system bus Quaver plays as before")
+    func noSystemBus() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        session.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/quaver-no-system-bus"]
+        try await session.launch([tracks[0].path, "--log-level", "debug"])
+        try await session.waitForStatus("Playing")
+        #expect(session.log().contains("no system bus"))
+    }
+}
