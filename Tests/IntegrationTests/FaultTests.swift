@@ -22,6 +22,36 @@ struct FaultTests {
         try await session.metadata()["xesam:title"]?.string
     }
 
+    @Test("an unreadable folder and an unreadable file are skipped with their reasons; the rest plays")
+    func unreadableFolderAndFile() async throws {
+        let tracks = try await TestMedia.tracks(count: 3, seconds: 6)
+        let session = try Session()
+        defer { session.stop() }
+        let music = session.bus.directory.appendingPathComponent("Music")
+        let open = music.appendingPathComponent("A"), closed = music.appendingPathComponent("B")
+        for folder in [open, closed] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        try FileManager.default.copyItem(at: tracks[0], to: open.appendingPathComponent("01 readable.flac"))
+        try FileManager.default.copyItem(at: tracks[1], to: open.appendingPathComponent("02 unreadable.flac"))
+        try FileManager.default.copyItem(at: tracks[2], to: closed.appendingPathComponent("03 hidden.flac"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: open.appendingPathComponent("02 unreadable.flac").path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: closed.path)
+        defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: closed.path) }
+        if getuid() == 0 {
+            // root reads anything: drop the capabilities that let it, so permissions count.
+            let setpriv = try #require(Tools.find("setpriv"), "setpriv (util-linux) runs quaver without root's file access")
+            session.launcher = [setpriv.path, "--bounding-set=-dac_override,-dac_read_search"]
+        }
+        try await session.launch([music.path])
+        try await session.waitForStatus("Playing")
+        #expect(try await title(session) == "Track 1")
+        #expect(await waitForLog(session, "skipping folder \(closed.path): Permission denied"), "\(session.log())")
+        // The unreadable file is found when its turn comes (or when its tags are read ahead).
+        #expect(await waitForLog(session, "skipping \(open.appendingPathComponent("02 unreadable.flac").path)"), "\(session.log())")
+        #expect(try await session.get("CanGoNext") == .boolean(false), "nothing playable follows")
+        #expect(session.daemonStatus == nil)
+        #expect(!session.log().contains("critical"))
+    }
+
     @Test("a file deleted while it plays plays to its end, then the queue goes on")
     func deletedWhilePlaying() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 6)

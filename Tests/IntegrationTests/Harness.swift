@@ -244,6 +244,9 @@ final class Session {
 
     /// Set before `launch`: more environment for the daemon (a sound server to use, say).
     var extraEnvironment: [String: String] = [:]
+    /// A command that runs quaver (its path and arguments follow), e.g. one that drops
+    /// privileges; empty: quaver is run directly.
+    var launcher: [String] = []
 
     var environment: [String: String] {
         var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }.merging(extraEnvironment) { $1 }
@@ -319,8 +322,14 @@ final class Session {
     /// Starts another quaver on this bus (stopped with the session); its output goes to `log`.
     func spawn(_ arguments: [String], sink: String = "fakesink sync=true", log: URL) throws -> Process {
         let process = Process()
-        process.executableURL = Tools.quaver
-        process.arguments = ["--audio-sink", sink, "--name", name] + arguments
+        let quaverArguments = ["--audio-sink", sink, "--name", name] + arguments
+        if let wrapper = launcher.first {
+            process.executableURL = URL(fileURLWithPath: wrapper)
+            process.arguments = Array(launcher.dropFirst()) + [Tools.quaver.path] + quaverArguments
+        } else {
+            process.executableURL = Tools.quaver
+            process.arguments = quaverArguments
+        }
         process.environment = environment
         if !FileManager.default.fileExists(atPath: log.path) { FileManager.default.createFile(atPath: log.path, contents: nil) }
         let handle = try FileHandle(forWritingTo: log)
