@@ -135,6 +135,54 @@ struct FaultTests {
         #expect(!session.log().contains("critical"))
     }
 
+    /// Runs quaver with its state and cache folders on a file system of their own: a tiny
+    /// tmpfs that is full (filled before quaver starts) or mounted read-only, in a mount
+    /// namespace of quaver's own (`unshare`; as a user, with a user namespace).
+    func launchWithStorage(_ session: Session, _ arguments: [String], readOnly: Bool) async throws {
+        let unshare = try #require(Tools.find("unshare"), "unshare (util-linux) gives quaver a file system of its own")
+        let cache = session.home.appendingPathComponent(".cache/quaver")
+        for folder in [session.stateFolder, cache] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let mounts = [session.stateFolder, cache].map { folder in
+            let path = quoted(folder.path)
+            return readOnly
+                ? "mount -t tmpfs -o size=64k,mode=0700,ro tmpfs \(path)"
+                : "mount -t tmpfs -o size=64k,mode=0700 tmpfs \(path) && (dd if=/dev/zero of=\(path)/filler bs=4k 2>/dev/null || true)"
+        }.joined(separator: " && ")
+        session.launcher = [unshare.path] + (getuid() == 0 ? [] : ["--user", "--map-root-user"])
+            + ["--mount", "/bin/sh", "-c", mounts + " && exec \"$@\"", "sh"]
+        try await session.launch(arguments)
+    }
+
+    @Test("a full and a read-only state and cache file system: one log line each, playback, seeking and Quit unaffected",
+          arguments: [false, true])
+    func fullOrReadOnlyStorage(readOnly: Bool) async throws {
+        let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        try await launchWithStorage(session, tracks.map(\.track.path), readOnly: readOnly)
+        try await session.waitForStatus("Playing")
+        #expect(try await title(session) == "Track 1")
+        let mark = session.signals.count
+        try await session.playerctl("position", "4")
+        try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
+        try await session.playerctl("pause")
+        try await session.waitForStatus("Paused", after: mark)
+        try await session.playerctl("next")
+        try await session.waitForPlayerChange(after: mark, "Track 2") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string == "Track 2"
+        }
+        let reason = readOnly ? "Read-only file system" : "No space left on device"
+        #expect(await waitForLog(session, "could not save the session"), "\(session.log())")
+        let saves = session.log().split(separator: "\n").filter { $0.contains("could not save the session") }
+        #expect(saves.allSatisfy { $0.contains(reason) }, "the reason a user can act on: \(saves)")
+        let art = session.log().split(separator: "\n").filter { $0.contains("could not keep artwork") && $0.contains("warning") }
+        #expect(art.count == 1 && art[0].contains(reason), "one warning for the cache: \(session.log())")
+        #expect(try await session.metadata()["mpris:artUrl"] == nil, "no art named that was never written")
+        _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
+        #expect(try await session.waitForExit() == 0)
+        #expect(!session.log().contains("critical"))
+    }
+
     /// Commands faster than the pipeline changes state, on tracks short enough to be read
     /// whole during preroll, mixed with a stream that fails at once: GStreamer 1.22's playbin2
     /// can deadlock here (a load taken down while its first data reaches the stream selector),
