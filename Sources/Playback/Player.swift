@@ -812,6 +812,14 @@ public final class Player {
 
     private func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
+    /// Whether a warning is decodebin's "No decoder available for type '…'" about a stream
+    /// that is never decoded (video, pictures, subtitles). The caps are quoted in the
+    /// message whatever its language.
+    static func isSkippedStreamNotice(_ message: String) -> Bool {
+        ["'video/", "'image/", "'text/", "'subpicture/", "'subtitle/", "'closedcaption/", "'application/x-ssa", "'application/x-ass", "'application/x-subtitle"]
+            .contains { message.contains($0) }
+    }
+
     /// `/GstPlayBin:x/GstURIDecodeBin:uridecodebin1` of an element path inside it, or nil.
     static func decoderPath(of source: String) -> String? {
         let parts = source.split(separator: "/", omittingEmptySubsequences: false)
@@ -930,6 +938,10 @@ public final class Player {
                 guard !warnedAboutNullSink else { return }
                 warnedAboutNullSink = true
                 logger.warning("no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
+            } else if Self.isSkippedStreamNotice(message) {
+                // decodebin's note on a video, picture or subtitle stream whose decoder is
+                // skipped on purpose: nothing is wrong.
+                logger.debug("not decoded, as intended: \(message)")
             } else {
                 logger.warning("GStreamer warning from \(source): \(message)")
             }

@@ -278,6 +278,20 @@ final class Daemon {
         syncNowPlaying(republishTiming: change == .transport)
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())
+        if change == .transport { describePipeline() }
+    }
+
+    /// The entry whose pipeline was last described in the debug log.
+    private var describedEntryID: UInt64?
+
+    /// At debug level, once per track that starts playing or pausing: the GStreamer elements
+    /// its pipeline is made of (tests read it to check that no video decoder is ever made).
+    private func describePipeline() {
+        guard logger.logLevel <= .debug, player.status != .stopped, let entry = player.current,
+            entry.id != describedEntryID
+        else { return }
+        describedEntryID = entry.id
+        logger.debug("pipeline for \(MediaSources.displayName(entry.uri)): \(player.pipelineElementNames.joined(separator: " "))")
     }
 
     /// Saves the session after this turn of the main queue, so that the PropertiesChanged
