@@ -67,6 +67,7 @@ final class Daemon {
         mpris.quitHandler = { [weak self] in self?.shutdown(status: 0, reason: "asked to quit over D-Bus") }
         bindCommands()
         mpris.trackList = self
+        mpris.commandState = { [unowned self] in commandState() }
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -261,6 +262,18 @@ final class Daemon {
             return .success
         }
         bindTrackListCommands()
+    }
+
+    /// What Next, Previous, Seek and SetPosition act on: the entry the commands received so
+    /// far have selected and where they leave it, which runs ahead of what is published while
+    /// a track loads or a seek lands. Commands sent in quick succession so apply in order.
+    private func commandState() -> MPRISServer.CommandState {
+        let entry = player.selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
+        let info = entry?.info
+        let seekable = player.requestedStatus != .stopped && (info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
+        return MPRISServer.CommandState(
+            itemID: entry?.id, duration: info?.duration, position: player.requestedPosition, canSeek: seekable,
+            canGoNext: player.canGoNext, canGoPrevious: player.canGoPrevious)
     }
 
     // MARK: - Player to now-playing info

@@ -90,9 +90,11 @@ struct GaplessRateTests {
         let session = try Session()
         defer { session.stop() }
         try await session.launch(source.parts.map(\.path))
-        let playing = try await instant(session, "Playing") {
+        _ = try await instant(session, "Playing") {
             session.signals.contains { $0.changed["PlaybackStatus"] == .string("Playing") }
         }
+        // From Position, not from when Playing came (a loaded machine can delay that).
+        let (playing, uncertainty) = try await session.currentTrackStart()
         let firstTitle = session.signals.compactMap(title).last
         let firstPlaying = session.signals.count
         let switched = try await instant(session, "the second track's Metadata") {
@@ -104,49 +106,19 @@ struct GaplessRateTests {
         }
         let first = source.partSeconds[0], both = source.partSeconds[0] + source.partSeconds[1]
         let switchAfter = (switched - playing).inSeconds, stopAfter = (stopped - playing).inSeconds
-        print("gapless in real time: the second Metadata came \(String(format: "%.3f", switchAfter)) s after Playing (the first track lasts \(String(format: "%.3f", first)) s); Position then \(positionAfterSwitch) µs; Stopped after \(String(format: "%.3f", stopAfter)) s (both last \(String(format: "%.3f", both)) s)")
+        print("gapless in real time: the second Metadata came \(String(format: "%.3f", switchAfter)) s after the first track started (which lasts \(String(format: "%.3f", first)) s); Position then \(positionAfterSwitch) µs; Stopped after \(String(format: "%.3f", stopAfter)) s (both last \(String(format: "%.3f", both)) s); the start is known to ±\(String(format: "%.1f", uncertainty * 1000)) ms")
         // Early by at most one decoded buffer: a sink that keeps time takes the next
         // stream's start when it has rendered the last buffer of the first, which here is
         // the last FLAC block (up to 4,608 samples, 0.1 s).
-        #expect(switchAfter > first - 0.15, "the next track was published \(switchAfter) s into a \(first) s track: before it was heard")
-        #expect(switchAfter < first + 0.6, "the next track was published \(switchAfter) s after playback started, long after the first (\(first) s) ended")
+        #expect(switchAfter > first - 0.15 - uncertainty, "the next track was published \(switchAfter) s into a \(first) s track: before it was heard")
+        #expect(switchAfter < first + 1, "the next track was published \(switchAfter) s after playback started, long after the first (\(first) s) ended")
         #expect(positionAfterSwitch >= 0 && positionAfterSwitch < 600_000, "Position just after the switch is \(positionAfterSwitch) µs, not the new track's start")
-        #expect(stopAfter > both - 0.15 && stopAfter < both + 0.8, "the queue ended \(stopAfter) s after it started playing; both tracks last \(both) s")
+        #expect(stopAfter > both - 0.15 - uncertainty && stopAfter < both + 1, "the queue ended \(stopAfter) s after it started playing; both tracks last \(both) s")
         #expect(session.signals.filter { $0.changed["Metadata"] != nil }.compactMap(title).count >= 2)
         #expect(!session.signals.dropFirst(firstPlaying).contains { $0.changed["PlaybackStatus"] == .string("Paused") }, "the switch flipped PlaybackStatus")
     }
 
     // MARK: - Rate
-
-    /// Media time against wall time over `interval`, each Position read bracketed by the
-    /// clock: the error is how far the media time is from `rate` times the wall time between
-    /// the two reads (their midpoints); `slack` is how much the call latency could account for.
-    struct Progress: CustomStringConvertible {
-        var media: Double
-        var wall: Double
-        var rate: Double
-        var slack: Double
-        var error: Double { media - rate * wall }
-        var description: String {
-            String(format: "%.3f s of media in %.3f s at %.2fx: error %+.1f ms (call latency allows ±%.1f ms)", media, wall, rate, error * 1000, slack * 1000)
-        }
-    }
-
-    private func progress(_ session: Session, rate: Double, over interval: Duration) async throws -> Progress {
-        let before0 = clock.now
-        let position0 = try await session.position()
-        let after0 = clock.now
-        try await Task.sleep(until: after0 + interval, clock: clock)  // a measured interval of real playback
-        let before1 = clock.now
-        let position1 = try await session.position()
-        let after1 = clock.now
-        let latency0: Duration = after0 - before0, latency1: Duration = after1 - before1
-        let midpoint0: ContinuousClock.Instant = before0 + latency0 / 2
-        let midpoint1: ContinuousClock.Instant = before1 + latency1 / 2
-        let wall = (midpoint1 - midpoint0).inSeconds
-        let slack = rate * (latency0 + latency1).inSeconds / 2
-        return Progress(media: Double(position1 - position0) / 1_000_000, wall: wall, rate: rate, slack: slack)
-    }
 
     /// Waits until Position has reached `seconds` of the current track (after a load or a
     /// switch, so that the measurement starts on settled playback).
@@ -170,7 +142,7 @@ struct GaplessRateTests {
         try await session.set("Rate", .double(1.5))
         try await session.waitForPlayerChange(after: mark, "Rate 1.5") { $0["Rate"] == .double(1.5) }
         try await waitForPosition(session, atLeast: 0.5)
-        let steady = try await progress(session, rate: 1.5, over: .seconds(10))
+        let steady = try await session.progress(rate: 1.5, over: .seconds(10))
         print("rate 1.5, first track: \(steady)")
         #expect(abs(steady.error) <= 0.05 + steady.slack, "Position after 10 s at 1.5x: \(steady)")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
@@ -182,7 +154,7 @@ struct GaplessRateTests {
         let secondID = try #require(second.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath)
         #expect(try await session.get("Rate") == .double(1.5))
         try await waitForPosition(session, atLeast: 0.5)
-        let afterNext = try await progress(session, rate: 1.5, over: .seconds(4))
+        let afterNext = try await session.progress(rate: 1.5, over: .seconds(4))
         print("rate 1.5 after Next: \(afterNext)")
         #expect(abs(afterNext.error) <= 0.05 + afterNext.slack, "after Next: \(afterNext)")
 
@@ -192,10 +164,35 @@ struct GaplessRateTests {
         try await session.waitForPlayerChange(after: mark, "Track 3 (gapless)") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3") }
         #expect(try await session.get("Rate") == .double(1.5))
         try await waitForPosition(session, atLeast: 1)
-        let afterSwitch = try await progress(session, rate: 1.5, over: .seconds(4))
+        let afterSwitch = try await session.progress(rate: 1.5, over: .seconds(4))
         print("rate 1.5 after a gapless switch: \(afterSwitch)")
         #expect(abs(afterSwitch.error) <= 0.05 + afterSwitch.slack, "after a gapless switch: \(afterSwitch)")
         #expect(!session.statusesSignalled(after: mark).contains("Paused"))
+    }
+
+    /// Rate sent right behind a command that loads a track (before the pipeline has it):
+    /// the track plays at that rate, not only Rate says so.
+    @Test("a Rate set while a track loads applies to that track", arguments: ["Next", "Stop, Play"])
+    func rateSetWhileLoading(commands: String) async throws {
+        let tracks = try await TestMedia.tracks(count: 3, seconds: 30)
+        let session = try Session()
+        defer { session.stop() }
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        let mark = session.signals.count
+        let members = commands.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let outcomes = await session.sendPipelined(try members.map { try session.playerMessage($0) } + [try session.setMessage("Rate", .double(1.5))])
+        #expect(outcomes.allSatisfy { $0 == .ok }, "\(outcomes)")
+        let title = members.contains("Next") ? "Track 2" : "Track 1"
+        let (settled, properties) = try await session.waitForPlayerState {
+            $0["PlaybackStatus"] == .string("Playing") && $0["Rate"] == .double(1.5)
+                && $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string(title)
+        }
+        #expect(settled, "not Playing \(title) at Rate 1.5: \(PlayerMirror.describe(properties))")
+        try await waitForPosition(session, atLeast: 0.5)
+        let measured = try await session.progress(rate: 1.5, over: .seconds(3))
+        print("rate 1.5 set behind \(commands): \(measured)")
+        #expect(abs(measured.error) <= 0.05 + measured.slack, "Rate says 1.5 after \(commands): \(measured)")
     }
 
     @Test("the limits of the range, 0.5 and 2.0, play at their speed", arguments: [0.5, 2.0])
@@ -211,7 +208,7 @@ struct GaplessRateTests {
         try await session.set("Rate", .double(rate))
         try await session.waitForPlayerChange(after: mark, "Rate \(rate)") { $0["Rate"] == .double(rate) }
         try await waitForPosition(session, atLeast: 0.5)
-        let measured = try await progress(session, rate: rate, over: .seconds(4))
+        let measured = try await session.progress(rate: rate, over: .seconds(4))
         print("rate \(rate): \(measured)")
         #expect(abs(measured.error) <= 0.05 + measured.slack, "\(measured)")
     }
@@ -243,12 +240,5 @@ struct GaplessRateTests {
         print("rate 1.5 rendered: \(String(format: "%.3f", seconds)) s of samples for 30 s of media; tone \(String(format: "%.1f", frequency)) Hz (the track's is 440 Hz)")
         #expect(abs(frequency - 440) / 440 < 0.03, "the tone is \(frequency) Hz at 1.5x, not 440 Hz: the pitch changed")
         #expect(abs(seconds - 20) < 0.5, "\(seconds) s rendered for 30 s of media at 1.5x")
-    }
-}
-
-extension Duration {
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }
