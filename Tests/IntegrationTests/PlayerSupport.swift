@@ -61,12 +61,13 @@ struct PlayerMirror {
     private(set) var properties: [String: Value]
     private var applied: Int
 
-    /// Starts from a GetAll. The signals recorded by the time its reply is handled were sent
-    /// before it (one connection keeps the daemon's order), so only later ones are applied.
+    /// Starts from a GetAll, and applies the signals recorded from the moment it was sent:
+    /// some of them may be older than its answer (a change a moment behind it), none newer
+    /// is missed. `Session.waitForPlayerState` confirms what the mirror shows with a GetAll.
     init(_ session: Session) async throws {
+        applied = session.signals.count
         let reply = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string(MPRISNames.player)])
         properties = reply.first?.stringVariantDictionary ?? [:]
-        applied = session.signals.count
     }
 
     mutating func update(_ signals: [Session.RecordedSignal]) {
@@ -96,23 +97,24 @@ struct PlayerMirror {
 
 extension Session {
     /// Waits until the Player properties, as GetAll answers them, satisfy `check`: re-checked
-    /// at each PropertiesChanged (applied to a GetAll), and confirmed by a fresh GetAll.
+    /// at each PropertiesChanged (applied to a GetAll), and confirmed by a fresh GetAll (also
+    /// made every 2 s without a match).
     /// Returns whether they did within `timeout`, and the last GetAll.
     func waitForPlayerState(timeout: Duration = .seconds(30), _ check: @escaping ([String: Value]) -> Bool) async throws -> (matched: Bool, properties: [String: Value]) {
         let deadline = ContinuousClock.now + timeout
         var mirror = try await PlayerMirror(self)
         while true {
-            let remaining = deadline - ContinuousClock.now
-            var signalled = false
+            // Re-checked at each signal; after 2 s without a match, a GetAll starts afresh.
+            let remaining = min(deadline - ContinuousClock.now, .seconds(2))
             if remaining > .zero {
-                signalled = await waiter.wait(timeout: remaining) { [unowned self] in
+                _ = await waiter.wait(timeout: remaining) { [unowned self] in
                     mirror.update(signals)
                     return check(mirror.properties)
                 }
             }
             let fresh = try await PlayerMirror(self)
             if check(fresh.properties) { return (true, fresh.properties) }
-            if !signalled || ContinuousClock.now >= deadline { return (false, fresh.properties) }
+            if ContinuousClock.now >= deadline { return (false, fresh.properties) }
             mirror = fresh
         }
     }
