@@ -40,7 +40,8 @@ public enum CoverAsVideo: String, CaseIterable, Sendable, CustomStringConvertibl
     }
 
     /// The arguments of `gst-launch-1.0` that write such a file of `seconds` of audio (a
-    /// 440 Hz tone) to `file`; the picture is one frame lasting one second.
+    /// 440 Hz tone) to `file`; the picture is one frame lasting one second. (With more than
+    /// about 5 s of audio, qtmux's file no longer shows its picture track to qtdemux.)
     public func gstLaunchArguments(file: URL, seconds: Int) -> [String] {
         let (picture, mux, rate, encoder) = switch self {
         case .jpegInMatroska: ("jpegenc", "matroskamux", 44100, "flacenc")

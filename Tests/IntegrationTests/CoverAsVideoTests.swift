@@ -39,25 +39,28 @@ struct CoverAsVideoTests {
         let files = try await Self.makeFiles(in: session.bus.directory.appendingPathComponent("media"))
         try await session.launch(["--log-level", "debug"] + files.map(\.file.path))
 
-        // Each file becomes current while Playing, with its audio's length.
-        var playedAt: [(instant: ContinuousClock.Instant, uncertainty: Double)] = []
+        // Each file becomes current while Playing, with its audio's length, and plays for
+        // that long: from the signal that made it current to the next one's (or Stopped),
+        // as the client got them.
+        var starts: [(index: Int, received: ContinuousClock.Instant)] = []
         for (kind, file) in files {
             let found = await session.waiter.wait(timeout: .seconds(30)) {
                 Self.playing(file, in: session.signals) != nil
             }
             #expect(found, "\(kind) never played; signals: \(session.signals.map(\.description))\nlog:\n\(session.log())")
-            guard found, let metadata = Self.playing(file, in: session.signals) else { continue }
-            playedAt.append(try await session.currentTrackStart())
+            guard found, let (metadata, index) = Self.playing(file, in: session.signals) else { continue }
+            starts.append((index, session.signals[index].received))
             let length = metadata["mpris:length"]?.int64 ?? 0
             #expect(abs(length - Int64(Self.seconds) * 1_000_000) < 100_000, "\(kind): mpris:length \(length) µs for \(Self.seconds) s of audio")
         }
-        try await session.waitForStatus("Stopped", after: session.signals.count)
-        let ended = ContinuousClock.now
-        if let first = playedAt.first {
-            // Both played in real time: the audio, not a one-second picture, set the pace.
-            let elapsed = (ended - first.instant).inSeconds
-            #expect(elapsed > Double(files.count * Self.seconds) - 0.2 - first.uncertainty,
-                    "\(files.count) files of \(Self.seconds) s ended \(elapsed) s after the first started")
+        let last = try #require(starts.last)
+        let stopped = try await session.waitForSignal(after: last.index, "the end of the queue") { $0.changed["PlaybackStatus"] == .string("Stopped") }
+        let ends = starts.dropFirst().map(\.received) + [stopped.received]
+        for (index, (start, end)) in zip(starts, ends).enumerated() {
+            // The first start may be announced late on a busy machine (Playing waits for the
+            // main queue); later ones and the end come from the stream, alike.
+            let played = (end - start.received).inSeconds, slack = index == 0 ? 1.0 : 0.3
+            #expect(played > Double(Self.seconds) - slack, "\(files[index].kind) played for \(played) s of its \(Self.seconds) s of audio")
         }
 
         let log = session.log()
@@ -78,15 +81,15 @@ struct CoverAsVideoTests {
         #expect(problems.isEmpty, "\(problems)")
     }
 
-    /// The Metadata of `file`, if a Player PropertiesChanged made it current while Playing (in
-    /// the same signal or after it, before another track became current).
-    static func playing(_ file: URL, in signals: [Session.RecordedSignal]) -> [String: Value]? {
+    /// The Metadata of `file` and the index of the signal that made it current while Playing
+    /// (the one with its Metadata, or a later PlaybackStatus Playing), if one did.
+    static func playing(_ file: URL, in signals: [Session.RecordedSignal]) -> ([String: Value], Int)? {
         var status = "Stopped"
         var metadata: [String: Value] = [:]
-        for signal in signals where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
+        for (index, signal) in signals.enumerated() where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
             if let new = signal.changed["Metadata"]?.stringVariantDictionary { metadata = new }
             if let new = signal.changed["PlaybackStatus"]?.string { status = new }
-            if status == "Playing", metadata["xesam:url"]?.string == file.absoluteString { return metadata }
+            if status == "Playing", metadata["xesam:url"]?.string == file.absoluteString { return (metadata, index) }
         }
         return nil
     }

@@ -41,14 +41,6 @@ enum GaplessMedia {
 struct GaplessRateTests {
     let clock = ContinuousClock()
 
-    /// Waits until `check` holds (re-checked at each signal) and returns when it did.
-    private func instant(_ session: Session, _ what: String, timeout: Duration = .seconds(30), until check: @escaping () -> Bool) async throws -> ContinuousClock.Instant {
-        guard await session.waiter.wait(timeout: timeout, until: check) else {
-            throw HarnessError("\(what) did not happen within \(timeout); signals: \(session.signals.map(\.description))\nlog:\n\(session.log())")
-        }
-        return clock.now
-    }
-
     private func title(of signal: Session.RecordedSignal) -> String? {
         signal.changed["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string
     }
@@ -90,20 +82,20 @@ struct GaplessRateTests {
         let session = try Session()
         defer { session.stop() }
         try await session.launch(source.parts.map(\.path))
-        _ = try await instant(session, "Playing") {
-            session.signals.contains { $0.changed["PlaybackStatus"] == .string("Playing") }
-        }
-        // From Position, not from when Playing came (a loaded machine can delay that).
-        let (playing, uncertainty) = try await session.currentTrackStart()
-        let firstTitle = session.signals.compactMap(title).last
-        let firstPlaying = session.signals.count
-        let switched = try await instant(session, "the second track's Metadata") {
-            session.signals.dropFirst(firstPlaying).contains { title(of: $0).map { $0 != firstTitle } ?? false }
-        }
+        try await session.waitForSignal("Playing") { $0.changed["PlaybackStatus"] == .string("Playing") }
+        // The first track's start from its Position, not from when Playing came (a loaded
+        // machine can delay that); times of signals are when the client got them.
+        let anchor = try await session.bracketedPosition()
+        let anchorRead = ContinuousClock.now
+        let playing = anchor.at - .microseconds(anchor.microseconds), uncertainty = anchor.halfWidth.inSeconds
+        let firstTitle = session.signals.lazy.compactMap(title).first
+        let switchSignal = try await session.waitForSignal("the second track's Metadata") { title(of: $0).map { $0 != firstTitle } ?? false }
+        let switchIndex = session.signals.firstIndex { $0.received == switchSignal.received } ?? 0
+        // The reply to the read came before the switch's signal: it was the first track's.
+        try #require(anchorRead < switchSignal.received, "the first track's Position was read only after the switch (a very busy machine)")
         let positionAfterSwitch = try await session.position()
-        let stopped = try await instant(session, "the end of the queue") {
-            session.signals.dropFirst(firstPlaying).contains { $0.changed["PlaybackStatus"] == .string("Stopped") }
-        }
+        let stoppedSignal = try await session.waitForSignal(after: switchIndex, "the end of the queue") { $0.changed["PlaybackStatus"] == .string("Stopped") }
+        let switched = switchSignal.received, stopped = stoppedSignal.received
         let first = source.partSeconds[0], both = source.partSeconds[0] + source.partSeconds[1]
         let switchAfter = (switched - playing).inSeconds, stopAfter = (stopped - playing).inSeconds
         print("gapless in real time: the second Metadata came \(String(format: "%.3f", switchAfter)) s after the first track started (which lasts \(String(format: "%.3f", first)) s); Position then \(positionAfterSwitch) µs; Stopped after \(String(format: "%.3f", stopAfter)) s (both last \(String(format: "%.3f", both)) s); the start is known to ±\(String(format: "%.1f", uncertainty * 1000)) ms")
@@ -115,7 +107,7 @@ struct GaplessRateTests {
         #expect(positionAfterSwitch >= 0 && positionAfterSwitch < 600_000, "Position just after the switch is \(positionAfterSwitch) µs, not the new track's start")
         #expect(stopAfter > both - 0.15 - uncertainty && stopAfter < both + 1, "the queue ended \(stopAfter) s after it started playing; both tracks last \(both) s")
         #expect(session.signals.filter { $0.changed["Metadata"] != nil }.compactMap(title).count >= 2)
-        #expect(!session.signals.dropFirst(firstPlaying).contains { $0.changed["PlaybackStatus"] == .string("Paused") }, "the switch flipped PlaybackStatus")
+        #expect(!session.signals.contains { $0.changed["PlaybackStatus"] == .string("Paused") }, "the switch flipped PlaybackStatus")
     }
 
     // MARK: - Rate

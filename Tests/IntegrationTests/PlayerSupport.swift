@@ -136,11 +136,13 @@ struct PlaybackProgress: CustomStringConvertible {
 
 extension Session {
     /// Position, and when it was read: the midpoint of the call, give or take `halfWidth`
-    /// (half its round trip). The call is repeated (up to 5 times) until one comes back
-    /// within 4 ms, else the quickest is taken, so that a loaded machine blurs it less.
+    /// (half its round trip). The call is repeated (up to 5 times, for at most 0.2 s) until
+    /// one comes back within 4 ms, else the quickest is taken, so that a loaded machine
+    /// blurs it less.
     func bracketedPosition() async throws -> (microseconds: Int64, at: ContinuousClock.Instant, halfWidth: Duration) {
         var best: (microseconds: Int64, at: ContinuousClock.Instant, halfWidth: Duration)?
-        for _ in 0..<5 {
+        let started = ContinuousClock.now
+        for _ in 0..<5 where best == nil || ContinuousClock.now - started < .milliseconds(200) {
             let before = ContinuousClock.now
             let value = try await position()
             let after = ContinuousClock.now
