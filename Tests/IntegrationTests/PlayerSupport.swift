@@ -21,9 +21,9 @@ enum CallOutcome: Equatable, CustomStringConvertible {
 extension Session {
     /// Sends every message at once, in order on the client's one connection, without
     /// waiting for a reply before sending the next (each task sends its call when it first
-    /// runs, and the main actor runs them in the order they were made); returns how each was
-    /// answered.
-    func sendPipelined(_ messages: [Message]) async -> [CallOutcome] {
+    /// runs, and the main actor runs them in the order they were made; the serials libdbus
+    /// gave them are checked to say so); returns how each was answered.
+    func sendPipelined(_ messages: [Message], sourceLocation: SourceLocation = #_sourceLocation) async -> [CallOutcome] {
         let client = self.client
         let calls = messages.map { message in
             Task { @MainActor () -> CallOutcome in
@@ -39,6 +39,8 @@ extension Session {
         }
         var outcomes: [CallOutcome] = []
         for call in calls { outcomes.append(await call.value) }
+        let serials = messages.map(\.serial)
+        #expect(zip(serials, serials.dropFirst()).allSatisfy { $0 < $1 }, "the calls were not sent in order: serials \(serials)", sourceLocation: sourceLocation)
         return outcomes
     }
 
