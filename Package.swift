@@ -49,13 +49,16 @@ let package = Package(
             ]
         ),
         .target(name: "SeededRandom"),
-        .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // Checks of rendered audio (WAV files, the gapless reference and its analysis, a
+        // tone's pitch) and the odd media they play, shared by the benchmark and the tests.
+        .target(name: "AudioCheck"),
+        .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", "AudioCheck", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // MARK: - Tests
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom"]),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -68,7 +68,13 @@ public final class RemoteCommand<Event: Sendable> {
     /// Runs every target in order and returns the first status that is not `.success`
     /// (or `.success`). Returns nil, doing nothing, when the command is not active.
     public func perform(_ event: Event) -> RemoteCommandHandlerStatus? {
-        guard isActive else { return nil }
+        perform(event, enabled: isEnabled)
+    }
+
+    /// `perform`, with `enabled` deciding in place of `isEnabled` (which says what is
+    /// published; a command may arrive before the state it follows is).
+    func perform(_ event: Event, enabled: Bool) -> RemoteCommandHandlerStatus? {
+        guard enabled && hasTargets else { return nil }
         var result = RemoteCommandHandlerStatus.success
         for (_, handler) in targets {
             let status = handler(event)

@@ -84,6 +84,8 @@ public final class Player {
     private var loadGeneration = 0
     /// A flushing seek is in flight; the next ASYNC_DONE completes it.
     private var seekPending = false
+    /// Where the seek in flight goes (nil for the seek a gapless switch makes to apply the rate).
+    private var seekTarget: Duration?
     /// A load is prerolling; the next ASYNC_DONE completes it. Seeks wait until then, so
     /// that every ASYNC_DONE can be told apart.
     private var isPrerolling = false
@@ -276,6 +278,25 @@ public final class Player {
         return since
     }
 
+    /// The status the commands received so far lead to (`status` follows once the pipeline
+    /// has settled in it).
+    public var requestedStatus: Status { desired }
+
+    /// The selected entry: the one playing, being loaded, or that Play would start.
+    public var selectedEntry: Entry? { selectedIndex.map { queue[$0] } }
+
+    /// Where in the selected entry the commands received so far lead: a seek still on its
+    /// way, or the start of an entry being loaded, else the live position. Zero when stopped.
+    public var requestedPosition: Duration {
+        guard desired != .stopped, let entry = selectedEntry else { return .zero }
+        if let deferred = deferredStart, deferred.entryID == entry.id { return deferred.position ?? .zero }
+        if let lost = outputLostAt, lost.entryID == entry.id, loadedEntryID == nil { return lost.position }
+        guard loadedEntryID == entry.id else { return .zero }  // still being read before it loads
+        if isPrerolling { return seekAfterPreroll ?? .zero }
+        if seekPending, let seekTarget { return seekTarget }
+        return position ?? .zero
+    }
+
     /// Names of the GStreamer elements in the pipeline now (for tests and diagnostics).
     public var pipelineElementNames: [String] { pipeline.elementFactoryNames }
 
@@ -287,7 +308,10 @@ public final class Player {
         resumeAfterInterruption = false
         guard let index = selectedIndex ?? firstIndex() else { return false }
         desired = .playing
-        if loadedEntryID == queue[index].id, status != .stopped {
+        let id = queue[index].id
+        if deferredStart?.entryID == id || loadedEntryID == id && isPrerolling && !reloadBeforePlaying {
+            // Being loaded (perhaps to a position a seek asked for): it plays once prerolled.
+        } else if loadedEntryID == id, status != .stopped || seekPending {
             if reloadBeforePlaying {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
             } else if pipeline.setState(.playing) == .failure {
@@ -350,14 +374,15 @@ public final class Player {
     }
 
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
+    /// Both as the commands received so far leave it (a seek or a load may not have landed).
     public func previous() {
         resumeAfterInterruption = false
-        if status != .stopped, let position, position > .seconds(3) {
+        if desired != .stopped, requestedPosition > .seconds(3) {
             seek(to: .zero)
             return
         }
         guard let index = selectedIndex, let target = neighbour(of: index, forward: false, automatic: false) else {
-            if status != .stopped { seek(to: .zero) }
+            if desired != .stopped { seek(to: .zero) }
             return
         }
         go(to: target, forward: false)
@@ -380,9 +405,14 @@ public final class Player {
             onChange?(.transport)
             return true
         }
-        guard status != .stopped, loadedEntryID != nil, let index = selectedIndex else { return false }
+        guard desired != .stopped, loadedEntryID != nil, let index = selectedIndex else { return false }
         if let deferred = deferredStart {
             deferredStart = (deferred.entryID, max(position, .zero))
+            return true
+        }
+        if loadedEntryID != queue[index].id {
+            // The selected entry is still being read before it loads: load it there.
+            load(index, at: max(position, .zero))
             return true
         }
         if isPrerolling {
@@ -400,6 +430,7 @@ public final class Player {
             return false
         }
         seekPending = true
+        seekTarget = max(position, .zero)
         switchedAt = nil
         return true
     }
@@ -409,8 +440,12 @@ public final class Player {
         let clamped = min(max(newRate, supportedRates.lowerBound), supportedRates.upperBound)
         guard clamped != rate else { return }
         rate = clamped
-        if status != .stopped, loadedEntryID != nil, let position = pipeline.position {
-            seek(to: position)
+        let loading = desired != .stopped && loadedEntryID != nil && deferredStart == nil
+        if loading && isPrerolling {
+            // The load in progress applies it: the seek after its preroll sets the rate.
+            if seekAfterPreroll == nil { seekAfterPreroll = .zero }
+        } else if loading && (seekPending || pipeline.position != nil) {
+            seek(to: requestedPosition)
         } else {
             onChange?(.transport)
         }
@@ -547,6 +582,7 @@ public final class Player {
         selectedIndex = index
         prepareNext()
         seekPending = false
+        seekTarget = nil
         seekAfterPreroll = position ?? (rate != 1 ? .zero : nil)
         isPrerolling = true
         awaitingLoadedStreamStart = true
@@ -662,6 +698,7 @@ public final class Player {
         loadedEntryID = nil
         switchedAt = nil
         seekPending = false
+        seekTarget = nil
         seekAfterPreroll = nil
         isPrerolling = false
         isBuffering = false
@@ -940,6 +977,14 @@ public final class Player {
 
     private func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
+    /// Whether a warning is decodebin's "No decoder available for type '…'" about a stream
+    /// that is never decoded (video, pictures, subtitles). The caps are quoted in the
+    /// message whatever its language.
+    static func isSkippedStreamNotice(_ message: String) -> Bool {
+        ["'video/", "'image/", "'text/", "'subpicture/", "'subtitle/", "'closedcaption/", "'application/x-ssa", "'application/x-ass", "'application/x-subtitle"]
+            .contains { message.contains($0) }
+    }
+
     /// `/GstPlayBin:x/GstURIDecodeBin:uridecodebin1` of an element path inside it, or nil.
     static func decoderPath(of source: String) -> String? {
         let parts = source.split(separator: "/", omittingEmptySubsequences: false)
@@ -984,6 +1029,7 @@ public final class Player {
                     seekAfterPreroll = nil
                     if pipeline.seek(to: target, rate: rate) {
                         seekPending = true
+                        seekTarget = target
                         return
                     }
                     logger.warning("could not seek to \(target) in \(current.map { MediaSources.displayName($0.uri) } ?? "the track")")
@@ -991,6 +1037,7 @@ public final class Player {
                 settleIfReached()
             } else if seekPending {
                 seekPending = false
+                seekTarget = nil
                 prepareNext()
                 if status == desired && current?.id == loadedEntryID {
                     onChange?(.transport)  // a seek or rate change: republish the timing
@@ -1017,7 +1064,10 @@ public final class Player {
             streamTags = StreamTags()
             bufferingPercent = -1
             disarmStallWatch()  // a stream handed over has started
-            if rate != 1, pipeline.seek(to: .zero, rate: rate) { seekPending = true }  // a new stream starts at rate 1
+            if rate != 1, pipeline.seek(to: .zero, rate: rate) {  // a new stream starts at rate 1
+                seekPending = true
+                seekTarget = nil
+            }
             prepareNext()
             onChange?(.transport)
         case .endOfStream:
@@ -1071,6 +1121,10 @@ public final class Player {
                 guard !warnedAboutNullSink else { return }
                 warnedAboutNullSink = true
                 logger.warning("no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
+            } else if Self.isSkippedStreamNotice(message) {
+                // decodebin's note on a video, picture or subtitle stream whose decoder is
+                // skipped on purpose: nothing is wrong.
+                logger.debug("not decoded, as intended: \(message)")
             } else {
                 logger.warning("GStreamer warning from \(source): \(message)")
             }
@@ -1132,6 +1186,10 @@ public final class Player {
     /// pipeline knows when the entry was never read ahead (a stream).
     private func settleLoaded(_ newStatus: Status) {
         if let id = loadedEntryID, let index = queue.index(of: id) {
+            // Another entry was selected and is being read before it loads (Next to a track
+            // whose tags are not in yet): the one still loaded is on its way out, and the
+            // selection stays; the selected entry settles when it plays.
+            if let selected = selectedIndex, selected != index { return }
             selectedIndex = index
             if !isLocal(queue[index].uri) {
                 disarmStallWatch()  // it played: the server sent what was awaited

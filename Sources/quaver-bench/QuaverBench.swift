@@ -1,4 +1,5 @@
 import ArgumentParser
+import AudioCheck
 import DBus
 import Foundation
 import SeededRandom
@@ -384,7 +385,7 @@ final class Benchmark {
                     try await Gapless.renderMPV(
                         programs: programs, environment: session.environment, source: source, output: output, log: session.logFile)
                 }
-                let analysis = try Gapless.analyse(try WAV(contentsOf: output), source: source)
+                let analysis = try Gapless.analyseRendering(output, source: source)
                 joint[kind] = .success(Measure(Double(analysis.inserted)))
                 length[kind] = .success(Measure(Double(analysis.renderedSamples - analysis.expectedSamples)))
                 report.note("Gapless, \(kind.title): \(analysis.summary).")

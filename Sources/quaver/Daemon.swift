@@ -78,6 +78,7 @@ final class Daemon {
         mpris.quitHandler = { [weak self] in self?.shutdown(status: 0, reason: "asked to quit over D-Bus") }
         bindCommands()
         mpris.trackList = self
+        mpris.commandState = { [unowned self] in commandState() }
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -275,6 +276,18 @@ final class Daemon {
         bindTrackListCommands()
     }
 
+    /// What Next, Previous, Seek and SetPosition act on: the entry the commands received so
+    /// far have selected and where they leave it, which runs ahead of what is published while
+    /// a track loads or a seek lands. Commands sent in quick succession so apply in order.
+    private func commandState() -> MPRISServer.CommandState {
+        let entry = player.selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
+        let info = entry?.info
+        let seekable = player.requestedStatus != .stopped && (info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
+        return MPRISServer.CommandState(
+            itemID: entry?.id, duration: info?.duration, position: player.requestedPosition, canSeek: seekable,
+            canGoNext: player.canGoNext, canGoPrevious: player.canGoPrevious)
+    }
+
     // MARK: - Player to now-playing info
 
     private func playerDidChange(_ change: Player.Change) {
@@ -291,6 +304,20 @@ final class Daemon {
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())
+        if change == .transport { describePipeline() }
+    }
+
+    /// The entry whose pipeline was last described in the debug log.
+    private var describedEntryID: UInt64?
+
+    /// At debug level, once per track that starts playing or pausing: the GStreamer elements
+    /// its pipeline is made of (tests read it to check that no video decoder is ever made).
+    private func describePipeline() {
+        guard logger.logLevel <= .debug, player.status != .stopped, let entry = player.current,
+            entry.id != describedEntryID
+        else { return }
+        describedEntryID = entry.id
+        logger.debug("pipeline for \(MediaSources.displayName(entry.uri)): \(player.pipelineElementNames.joined(separator: " "))")
     }
 
     /// Saves the session after this turn of the main queue, so that the PropertiesChanged

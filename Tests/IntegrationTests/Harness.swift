@@ -198,6 +198,8 @@ final class Session {
         var interface: String?
         var arguments: [Value]
         var sender: String?
+        /// When the client handled it.
+        var received = ContinuousClock.now
         var description: String { "\(member)\(arguments)" }
 
         /// For PropertiesChanged: the changed map.

@@ -240,6 +240,9 @@ struct HostileMediaTests {
             if let line = naming.first {
                 let prefix = "quaver[warning]: skipping \(path): "
                 #expect(line.hasPrefix(prefix) && line.count > prefix.count, "not a skip line with a reason: \(line)")
+                if file.what.contains("no audio stream") {
+                    #expect(line.dropFirst(prefix.count).contains("no audio stream"), "the reason does not say there is no audio: \(line)")
+                }
             }
         }
         for file in good {

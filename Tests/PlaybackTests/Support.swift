@@ -73,9 +73,14 @@ enum Media {
     /// Runs a `gst-launch-1.0` pipeline (used to make media that `TrackGenerator` cannot:
     /// files with a video stream).
     static func launch(_ description: String) throws {
+        try launch(arguments: ["-q"] + description.split(separator: " ").map(String.init))
+    }
+
+    static func launch(arguments: [String]) throws {
+        let description = arguments.joined(separator: " ")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: gstLaunch)
-        process.arguments = ["-q"] + description.split(separator: " ").map(String.init)
+        process.arguments = arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

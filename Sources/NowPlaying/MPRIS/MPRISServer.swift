@@ -87,6 +87,41 @@ public final class MPRISServer {
     /// The playlists to offer as `org.mpris.MediaPlayer2.Playlists`; nil leaves it out.
     public weak var playlists: (any PlaylistsDataSource)? { didSet { setNeedsPublish() } }
 
+    /// What transport commands act on: the current item, where it is, and what may be done
+    /// with it, once the commands received before are carried out.
+    public struct CommandState: Sendable {
+        public var itemID: UInt64?
+        public var duration: Duration?
+        public var position: Duration
+        public var canSeek: Bool
+        public var canGoNext: Bool
+        public var canGoPrevious: Bool
+
+        public init(itemID: UInt64?, duration: Duration?, position: Duration, canSeek: Bool, canGoNext: Bool, canGoPrevious: Bool) {
+            self.itemID = itemID
+            self.duration = duration
+            self.position = position
+            self.canSeek = canSeek
+            self.canGoNext = canGoNext
+            self.canGoPrevious = canGoPrevious
+        }
+    }
+
+    /// The state `Next`, `Previous`, `Seek` and `SetPosition` act on; nil: the published one.
+    /// A player whose changes take time to settle (a track loading, a seek landing) provides
+    /// it, so that commands sent in quick succession apply in order: Next then Previous comes
+    /// back, a Seek after Next moves in the new track, a SetPosition naming the track left
+    /// is stale. What is published still follows what the player has settled in.
+    public var commandState: (@MainActor () -> CommandState)?
+
+    private var currentCommandState: CommandState {
+        if let commandState { return commandState() }
+        let info = infoCenter.nowPlayingInfo
+        return CommandState(
+            itemID: info?.queueItemID, duration: info?.duration, position: infoCenter.currentPosition, canSeek: canSeek,
+            canGoNext: commandCenter.nextTrackCommand.isActive, canGoPrevious: commandCenter.previousTrackCommand.isActive)
+    }
+
     /// The window of the track list as clients last learnt it.
     private var publishedWindow: [UInt64] = []
     private var trackListReplaced = false
@@ -477,11 +512,11 @@ public final class MPRISServer {
     private func playerMethods() -> [Method] {
         [
             Method("Next") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent(), enabled: currentCommandState.canGoNext)
                 return []
             },
             Method("Previous") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
+                try run(commandCenter.previousTrackCommand, RemoteCommandEvent(), enabled: currentCommandState.canGoPrevious)
                 return []
             },
             Method("Pause") { [unowned self] _ throws(BusError) in
@@ -522,38 +557,46 @@ public final class MPRISServer {
     }
 
     private func seek(offset: Duration) throws(BusError) {
-        guard canSeek, let info = infoCenter.nowPlayingInfo else {
+        let state = currentCommandState
+        guard state.canSeek, state.itemID != nil else {
             logger.debug("Seek ignored: the current item cannot seek")
             return
         }
-        let target = max(infoCenter.currentPosition + offset, .zero)
-        if let duration = info.duration, target >= duration {
+        let target = max(state.position + offset, .zero)
+        if let duration = state.duration, target >= duration {
             // Past the end acts as Next; with no next item, playback stops.
-            if commandCenter.nextTrackCommand.isActive {
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+            if state.canGoNext {
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent(), enabled: true)
             } else {
                 try run(commandCenter.stopCommand, RemoteCommandEvent())
             }
             return
         }
-        if commandCenter.seekCommand.isActive {
-            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target))
+        // With a command state, it said whether the item can seek; else the commands do.
+        let decided = commandState != nil
+        if commandCenter.seekCommand.hasTargets && (decided || commandCenter.seekCommand.isEnabled) {
+            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target), enabled: true)
         } else {
-            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+            seekRequested = try run(
+                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target),
+                enabled: decided || commandCenter.changePlaybackPositionCommand.isEnabled)
         }
     }
 
     private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
-        guard let info = infoCenter.nowPlayingInfo, trackID == self.trackID(for: info.queueItemID) else {
+        let state = currentCommandState
+        guard let itemID = state.itemID, trackID == self.trackID(for: itemID) else {
             logger.debug("SetPosition ignored: \(trackID) is not the current track")
             return
         }
         let target = Duration.microseconds(position)
-        guard position >= 0, let duration = info.duration, target <= duration, canSeek else {
+        guard position >= 0, let duration = state.duration, target <= duration, state.canSeek else {
             logger.debug("SetPosition ignored: \(position) µs is outside the track")
             return
         }
-        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target))
+        seekRequested = try run(
+            commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target),
+            enabled: commandState != nil || commandCenter.changePlaybackPositionCommand.isEnabled)
     }
 
     private func openURI(_ uri: String) throws(BusError) {
@@ -700,10 +743,11 @@ public final class MPRISServer {
 
     /// Runs a command and turns its status into a reply: success or a no-op is a normal
     /// reply; a failure is an error under `configuration.errorNamespace`. Returns whether a
-    /// handler ran and succeeded.
+    /// handler ran and succeeded. `enabled`, when given, decides in place of the command's
+    /// `isEnabled`.
     @discardableResult
-    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
-        guard let status = command.perform(event) else {
+    private func run<E>(_ command: RemoteCommand<E>, _ event: E, enabled: Bool? = nil) throws(BusError) -> Bool {
+        guard let status = command.perform(event, enabled: enabled ?? command.isEnabled) else {
             logger.debug("\(command.name) ignored: the command is disabled or has no handler")
             return false
         }

@@ -1,0 +1,96 @@
+import AudioCheck
+import DBus
+import Foundation
+import Testing
+
+/// Media that is not plain audio, through the real binary: a file whose cover is stored as a
+/// video track plays its audio for its whole length, and the pipeline quaver builds for it
+/// (named in its debug log once the track plays) has no picture or video decoder. (A file
+/// with no audio stream at all is in the hostile-media corpus, `HostileMediaTests`.)
+@Suite("media that is not plain audio")
+@MainActor
+struct CoverAsVideoTests {
+    static let seconds = 3
+
+    /// Makes each kind of file into `folder`, and checks that playbin on its own (as
+    /// `gst-launch-1.0` runs it) does decode its picture: the file really has a video track.
+    static func makeFiles(in folder: URL) async throws -> [(kind: CoverAsVideo, file: URL)] {
+        guard let gstLaunch = Tools.find("gst-launch-1.0") else { throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
+        var files: [(CoverAsVideo, URL)] = []
+        for kind in CoverAsVideo.allCases {
+            let file = folder.appendingPathComponent("cover \(kind.rawValue).\(kind.fileExtension)")
+            let made = try await Tools.run(gstLaunch, kind.gstLaunchArguments(file: file, seconds: seconds), environment: environment)
+            guard made.status == 0 else { throw HarnessError("gst-launch-1.0 could not make \(kind): \(made.error)") }
+            let plain = try await Tools.run(
+                gstLaunch, ["-v", "playbin", "uri=\(file.absoluteString)", "audio-sink=fakesink", "video-sink=fakesink"], environment: environment)
+            #expect(plain.status == 0 && plain.output.contains(":\(kind.pictureDecoder)"),
+                    "playbin alone does not decode the picture of \(kind), so the test proves nothing: \(plain.output.suffix(2000))")
+            files.append((kind, file))
+        }
+        return files
+    }
+
+    @Test("a cover stored as a video track plays its audio to the end; no picture or video decoder is made")
+    func coverAsVideoPlaysAudioOnly() async throws {
+        let session = try Session()
+        defer { session.stop() }
+        let files = try await Self.makeFiles(in: session.bus.directory.appendingPathComponent("media"))
+        try await session.launch(["--log-level", "debug"] + files.map(\.file.path))
+
+        // Each file becomes current while Playing, with its audio's length, and plays for
+        // that long: from the signal that made it current to the next one's (or Stopped),
+        // as the client got them.
+        var starts: [(index: Int, received: ContinuousClock.Instant)] = []
+        for (kind, file) in files {
+            let found = await session.waiter.wait(timeout: .seconds(30)) {
+                Self.playing(file, in: session.signals) != nil
+            }
+            #expect(found, "\(kind) never played; signals: \(session.signals.map(\.description))\nlog:\n\(session.log())")
+            guard found, let (metadata, index) = Self.playing(file, in: session.signals) else { continue }
+            starts.append((index, session.signals[index].received))
+            let length = metadata["mpris:length"]?.int64 ?? 0
+            #expect(abs(length - Int64(Self.seconds) * 1_000_000) < 100_000, "\(kind): mpris:length \(length) µs for \(Self.seconds) s of audio")
+        }
+        let last = try #require(starts.last)
+        let stopped = try await session.waitForSignal(after: last.index, "the end of the queue") { $0.changed["PlaybackStatus"] == .string("Stopped") }
+        let ends = starts.dropFirst().map(\.received) + [stopped.received]
+        for (index, (start, end)) in zip(starts, ends).enumerated() {
+            // The first start may be announced late on a busy machine (Playing waits for the
+            // main queue); later ones and the end come from the stream, alike.
+            let played = (end - start.received).inSeconds, slack = index == 0 ? 1.0 : 0.3
+            #expect(played > Double(Self.seconds) - slack, "\(files[index].kind) played for \(played) s of its \(Self.seconds) s of audio")
+        }
+
+        let log = session.log()
+        let lines = log.split(separator: "\n").map(String.init)
+        for (kind, file) in files {
+            let prefix = "quaver[debug]: pipeline for \(file.path): "
+            let described = lines.filter { $0.hasPrefix(prefix) }
+            #expect(described.count == 1, "\(kind): \(described.count) pipeline lines\n\(log)")
+            guard let line = described.first else { continue }
+            let names = line.dropFirst(prefix.count).split(separator: " ").map(String.init)
+            #expect(names.contains("uridecodebin") && names.contains(kind.audioDecoder), "\(kind): \(names)")
+            #expect(!names.contains(kind.pictureDecoder), "\(kind): the picture is decoded: \(names)")
+            #expect(!names.contains { $0.contains("video") || $0.contains("image") || $0 == "deinterlace" || $0.hasSuffix("jpegdec") || $0.hasSuffix("pngdec") },
+                    "\(kind): a video or picture element: \(names)")
+        }
+        // Nothing to warn about in playing them: the picture is left alone on purpose.
+        let problems = lines.filter { ($0.hasPrefix("quaver[warning]") || $0.hasPrefix("quaver[error]")) && !$0.contains("playlist") }
+        #expect(problems.isEmpty, "\(problems)")
+    }
+
+    /// The Metadata of `file` and the index of the signal that made it current while Playing
+    /// (the one with its Metadata, or a later PlaybackStatus Playing), if one did.
+    static func playing(_ file: URL, in signals: [Session.RecordedSignal]) -> ([String: Value], Int)? {
+        var status = "Stopped"
+        var metadata: [String: Value] = [:]
+        for (index, signal) in signals.enumerated() where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
+            if let new = signal.changed["Metadata"]?.stringVariantDictionary { metadata = new }
+            if let new = signal.changed["PlaybackStatus"]?.string { status = new }
+            if status == "Playing", metadata["xesam:url"]?.string == file.absoluteString { return (metadata, index) }
+        }
+        return nil
+    }
+}
