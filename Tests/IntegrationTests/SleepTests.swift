@@ -88,17 +88,29 @@ final class MockLogind {
 @Suite("system sleep")
 @MainActor
 struct SleepTests {
-    @Test("PrepareForSleep pauses under a delay inhibitor, released once paused; on wake it stays paused and inhibits again")
-    func pausesBeforeSleep() async throws {
+    /// A mock logind, and quaver playing a 30 s track with `arguments` until it shows
+    /// `status` and holds its sleep inhibitor.
+    private func launchedWithLogind(_ arguments: [String], status: String) async throws -> (MockLogind, Session) {
         let logind = try await MockLogind()
-        defer { logind.stop() }
         let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
         let session = try Session()
-        defer { session.stop() }
         session.extraEnvironment = logind.environment
-        try await session.launch([tracks[0].path])
-        try await session.waitForStatus("Playing")
-        #expect(try await logind.waitForInhibitor(held: true), "Quaver takes a sleep delay inhibitor")
+        do {
+            try await session.launch([tracks[0].path] + arguments)
+            try await session.waitForStatus(status)
+            #expect(try await logind.waitForInhibitor(held: true), "Quaver takes a sleep delay inhibitor")
+        } catch {
+            session.stop()
+            logind.stop()
+            throw error
+        }
+        return (logind, session)
+    }
+
+    @Test("PrepareForSleep pauses under a delay inhibitor, released once paused; on wake it stays paused and inhibits again")
+    func pausesBeforeSleep() async throws {
+        let (logind, session) = try await launchedWithLogind([], status: "Playing")
+        defer { session.stop(); logind.stop() }
 
         let before = session.signals.count
         try await logind.prepareForSleep(true)
@@ -115,15 +127,8 @@ struct SleepTests {
 
     @Test("sleeping while paused changes nothing and lets the system sleep at once")
     func sleepWhilePaused() async throws {
-        let logind = try await MockLogind()
-        defer { logind.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try Session()
-        defer { session.stop() }
-        session.extraEnvironment = logind.environment
-        try await session.launch([tracks[0].path, "--paused"])
-        try await session.waitForStatus("Paused")
-        #expect(try await logind.waitForInhibitor(held: true))
+        let (logind, session) = try await launchedWithLogind(["--paused"], status: "Paused")
+        defer { session.stop(); logind.stop() }
         let before = session.signals.count
         try await logind.prepareForSleep(true)
         #expect(try await logind.waitForInhibitor(held: false))
