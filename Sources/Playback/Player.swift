@@ -619,14 +619,8 @@ public final class Player {
         selectedIndex = index
         outputLostAt = (entryID, position)
         desired = .paused
-        logger.warning("the audio output failed (\(message)); paused at \(Self.clock(position)) of \(MediaSources.displayName(queue[index].uri)) until Play")
+        logger.warning("the audio output failed (\(message)); paused at \(position.clock) of \(MediaSources.displayName(queue[index].uri)) until Play")
         settle(.paused)
-    }
-
-    /// `m:ss`, for log lines.
-    static func clock(_ duration: Duration) -> String {
-        let seconds = max(Int(duration.components.seconds), 0)
-        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
     }
 
     /// The sound server asks for a state: it corks a music stream (PAUSED) while a call or an

@@ -140,7 +140,7 @@ final class Daemon {
 
         if let (state, _) = restored, let index = state.current {
             let position = Duration.microseconds(state.position)
-            logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(Self.clock(position))")
+            logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(position.clock)")
             if options.startPlaying { player.play(index: index, at: position) } else { player.preroll(index: index, at: position) }
         } else if restored != nil {
             if options.startPlaying { player.play() }
@@ -154,11 +154,6 @@ final class Daemon {
     /// The reason an error gives, at the level a user can act on ("Not a directory"), not
     /// Foundation's wrapper around it.
     static func reason(_ error: any Error) -> String { MediaError.reason(error) }
-
-    static func clock(_ duration: Duration) -> String {
-        let seconds = Int(duration.components.seconds)
-        return String(format: "%d:%02d", seconds / 60, seconds % 60)
-    }
 
     /// Queues what to play when started, in the background: the arguments, else the music
     /// folder, else the demo. Playback starts with the first tracks found.
