@@ -1,7 +1,6 @@
 internal import CGStreamer
 public import Foundation
 public import Logging
-import Synchronization
 
 /// The image formats a cover may be in, told by their first bytes (never by a file name
 /// or a MIME type a tag claims).
@@ -56,7 +55,7 @@ public final class ArtworkCache: Sendable {
     static let sidecarExtensions = ["jpg", "jpeg", "png"]
 
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var failureLogged = false

@@ -2,20 +2,12 @@ internal import CGStreamer
 internal import CShims
 import Dispatch
 import Glibc
-import Synchronization
 
-/// Starts GStreamer once per process. Safe to call repeatedly.
+/// Starts GStreamer once per process. Safe to call repeatedly, from any thread.
 public enum GStreamer {
-    nonisolated(unsafe) private static var started = false
-    private static let lock = Mutex(())
+    private static let started: Void = gst_init(nil, nil)
 
-    public static func initialize() {
-        lock.withLock { _ in
-            guard !started else { return }
-            gst_init(nil, nil)
-            started = true
-        }
-    }
+    public static func initialize() { _ = started }
 
     /// The GStreamer version in use, e.g. "1.22.0".
     public static var version: String {
@@ -95,7 +87,7 @@ final class GaplessHandoff: Sendable {
         var prepared: Item?
         var committed: Item?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Main actor: what should follow the current stream (nil: nothing, let it end).
     func prepare(_ item: Item?) { state.withLock { $0.prepared = item } }

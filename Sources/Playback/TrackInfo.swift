@@ -2,7 +2,6 @@ internal import CGStreamer
 internal import CShims
 import Dispatch
 import Foundation
-import Synchronization
 
 /// What a media file says about itself: tags and duration, read before it plays.
 public struct TrackInfo: Sendable, Equatable {

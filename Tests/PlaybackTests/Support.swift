@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Logging
-import Synchronization
 import Testing
 
 @testable import Playback
@@ -114,7 +113,7 @@ final class LogCapture: Sendable {
         var message: String
     }
 
-    private let storage = Mutex<[Line]>([])
+    private let storage = Locked<[Line]>([])
 
     var lines: [Line] { storage.withLock { $0 } }
     var messages: [String] { lines.map(\.message) }
