@@ -1138,9 +1138,13 @@ public final class Player {
                 logger.debug("buffered \(MediaSources.displayName(loaded.uri)); playing on")
                 pipeline.setState(.playing)
             }
-        case .tags(let tags):
+        case .tags(var tags):
             guard let id = loadedEntryID, let index = queue.index(of: id), !isLocal(queue[index].uri) else {
                 return  // a file's tags were read before it played: one Metadata per file
+            }
+            if let image = tags.image {
+                tags.image = nil
+                keepStreamArtwork(image, of: id)
             }
             streamTags.merge(tags)
             // Before the stream first plays, settling it applies them (in its first Metadata).
@@ -1247,6 +1251,26 @@ extension Player {
         if current?.id == id {
             current = queue[index]
             onChange?(.metadata)
+        }
+    }
+
+    /// A picture a stream carries is kept in the artwork cache off the main queue, then shown
+    /// with the stream: in its first Metadata when kept before the stream settles, else in one
+    /// update (none when it is the picture already shown). Dropped when another entry is
+    /// loaded by then.
+    private func keepStreamArtwork(_ image: Data, of id: UInt64) {
+        guard let artwork else { return }
+        Self.readQueues[0].async { [weak self] in
+            let url = artwork.store(image)
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated {
+                    guard let self, let url, self.loadedEntryID == id, self.streamTags.artworkURL != url,
+                        let index = self.queue.index(of: id)
+                    else { return }
+                    self.streamTags.artworkURL = url
+                    if self.isSettled(id) { self.updateStreamInfo(at: index) }
+                }
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 internal import CGStreamer
+import Foundation
 
 /// What a network stream says about itself while it plays: the tags GStreamer reports on the
 /// bus (ICY `StreamTitle` as the title, `icy-name` as the organization, `icy-genre`, and any
@@ -11,6 +12,11 @@ struct StreamTags: Sendable, Equatable {
     var genres: [String] = []
     /// The station's name (`icy-name`).
     var organization: String?
+    /// A picture the stream carries (its front cover first), as found: one message's, for the
+    /// player to keep in the artwork cache.
+    var image: Data?
+    /// Where the stream's picture was kept (set by the player once it is).
+    var artworkURL: String?
 
     init() {}
 
@@ -22,6 +28,7 @@ struct StreamTags: Sendable, Equatable {
         album = tags.strings(GST_TAG_ALBUM).first
         genres = tags.strings(GST_TAG_GENRE)
         organization = tags.strings(GST_TAG_ORGANIZATION).first
+        image = tags.coverImage(maximumBytes: ArtworkCache.maximumImageBytes) { ImageFormat(magic: $0) != nil }
     }
 
     /// Nothing a listener would see (a bit rate, a codec).
@@ -34,6 +41,7 @@ struct StreamTags: Sendable, Equatable {
         if let album = newer.album { self.album = album }
         if !newer.genres.isEmpty { genres = newer.genres }
         if let organization = newer.organization { self.organization = organization }
+        if let artworkURL = newer.artworkURL { self.artworkURL = artworkURL }
     }
 
     /// `info` (what the pipeline told of the stream) with these tags: the stream title as the
@@ -46,6 +54,10 @@ struct StreamTags: Sendable, Equatable {
         if !artists.isEmpty { info.artists = artists }
         if let album = album ?? organization { info.album = album }
         if !genres.isEmpty { info.genres = genres }
+        if let artworkURL {
+            info.artworkURL = artworkURL
+            info.artworkSearched = true
+        }
         return info
     }
 }

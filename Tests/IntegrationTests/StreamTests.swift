@@ -92,6 +92,30 @@ struct StreamTests {
         #expect(session.statusesSignalled(after: mark) == ["Playing"])
     }
 
+    @Test("a file served over HTTP with an embedded cover shows it: kept in the cache byte for byte, never taken back")
+    func coverOfAServedFile() async throws {
+        let covered = try await TestMedia.coveredTracks(count: 1, seconds: 10, format: "mp3")
+        let file = covered[0].track
+        let server = try await HTTPTestServer(serving: file.deletingLastPathComponent())
+        defer { server.stop() }
+        let session = try Session()
+        defer { session.stop() }
+        let uri = server.url(file: file)
+        try await session.launch([uri])
+        let change = try await session.waitForPlayerChange(after: 0, timeout: .seconds(30), "the stream's cover") {
+            $0["Metadata"]?.stringVariantDictionary?["mpris:artUrl"] != nil
+        }
+        let art = try #require(change.changed["Metadata"]?.stringVariantDictionary?["mpris:artUrl"]?.string)
+        let cached = try #require(URL(string: art))
+        #expect(cached.isFileURL && cached.path.hasPrefix(session.home.path), "in Quaver's cache: \(art)")
+        #expect(FileManager.default.contents(atPath: cached.path) == covered[0].cover, "the picture as the stream carries it")
+        try await session.waitForStatus("Playing")
+        let id = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
+        let arts = session.metadataChanges().filter { $0["mpris:trackid"]?.objectPath == id }.map { $0["mpris:artUrl"]?.string }
+        #expect(arts.count <= 2, "the cover in the first Metadata, or in one update: \(arts)")
+        #expect(arts.drop { $0 == nil }.allSatisfy { $0 == art }, "once shown, the cover stays: \(arts)")
+    }
+
     @Test("a stream that sends no audio is skipped after the stall limit with one log line; it never shows as Playing",
           arguments: ["stall.mp3?after=0", "silent.mp3"])
     func streamThatNeverSends(path: String) async throws {
