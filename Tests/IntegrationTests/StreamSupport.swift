@@ -2,8 +2,17 @@ import DBus
 import Foundation
 
 /// `scripts/http-test-server` on 127.0.0.1, for one test: a file, an endless ICY stream with
-/// changing titles, a stream that stalls, one that dies, one that never answers. It stops
-/// when `stop()` closes its standard input, when the test process goes, or after 5 minutes.
+/// changing titles, a stream that stalls, one that dies, one that never answers. `stop()` kills
+/// it; without that it stops when its standard input closes (the test process goes), when its
+/// parent goes, or after 5 minutes.
+///
+/// `stop()` runs on the main actor, which every test of the process shares: it never waits for
+/// the server. (It used to send SIGTERM and wait for the exit. A child started from a dispatch
+/// thread inherits that thread's signal mask, in which SIGTERM is blocked, and the pipe of its
+/// standard input leaked into children other tests started meanwhile, so that closing it was no
+/// end of file either: the wait lasted until the 5 minutes were up, every test of the process
+/// stood still meanwhile, and a server started before it had reached its own 5 minutes, so
+/// that its test found nothing listening.)
 final class HTTPTestServer {
     static let script = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -23,6 +32,10 @@ final class HTTPTestServer {
         process.arguments = [Self.script.path, "--folder", folder.path, "--lifetime", "300"]
         process.environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
         let output = Pipe()
+        // This process's ends of the pipes are not for children that other tests start (an
+        // inherited copy of the standard input's writing end keeps the server from seeing its end).
+        _ = fcntl(input.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(output.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: requestLog)
         process.standardInput = input
@@ -59,12 +72,10 @@ final class HTTPTestServer {
         return text.split(separator: "\n").compactMap { $0.hasPrefix("GET ") ? String($0.dropFirst(4)) : nil }
     }
 
+    /// Kills the server (SIGKILL: it cannot be blocked) without waiting for it to exit.
     func stop() {
         try? input.fileHandleForWriting.close()
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(at: requestLog)
     }
 

@@ -235,6 +235,10 @@ final class PlayerProbe: MainActorWaiter {
     private(set) var statuses: [Player.Status]
     /// The entry ids the player reported as playing, in order (repeats collapsed).
     private(set) var playedIDs: [UInt64] = []
+    /// For each entry reported playing: `statuses` as they were when it first played. What
+    /// came before a track is checked there, whatever happened after it (on a loaded machine
+    /// a short track can end before the test resumes).
+    private(set) var statusesUntilPlaying: [UInt64: [Player.Status]] = [:]
 
     init(player: Player, log: LogCapture) {
         self.player = player
@@ -254,7 +258,10 @@ final class PlayerProbe: MainActorWaiter {
     private func observe(_ change: Player.Change) {
         changes.append(change)
         if statuses.last != player.status { statuses.append(player.status) }
-        if player.status == .playing, let id = player.current?.id, playedIDs.last != id { playedIDs.append(id) }
+        if player.status == .playing, let id = player.current?.id, playedIDs.last != id {
+            playedIDs.append(id)
+            if statusesUntilPlaying[id] == nil { statusesUntilPlaying[id] = statuses }
+        }
         recheck()
     }
 
