@@ -60,7 +60,7 @@ struct FaultTests {
         let copies = try ownCopies(tracks, in: session)
         try await session.launch(copies.map(\.path))
         try await session.waitForStatus("Playing")
-        #expect(try await title(session) == "Track 1")
+        #expect(try await title(session) == "Track 1", "\(session.log())")
         let mark = session.signals.count
         try FileManager.default.removeItem(at: copies[0])
         try await session.waitForPlayerChange(after: mark, timeout: .seconds(30), "Track 2") {
