@@ -112,7 +112,8 @@ struct StreamTests {
         try await session.waitForStatus("Playing")
         let id = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
         let arts = session.metadataChanges().filter { $0["mpris:trackid"]?.objectPath == id }.map { $0["mpris:artUrl"]?.string }
-        #expect(arts.count <= 2, "the cover in the first Metadata, or in one update: \(arts)")
+        // A served MP3 has more than one Metadata (its length is measured as it plays); the
+        // cover comes in one of them and is in every one after it: no flicker, no other URL.
         #expect(arts.drop { $0 == nil }.allSatisfy { $0 == art }, "once shown, the cover stays: \(arts)")
     }
 
