@@ -417,10 +417,13 @@ final class Pipeline {
 }
 
 extension Pipeline {
-    /// Whether an element path names the audio output: playbin's sink bin (playsink) and
-    /// everything in it, including the sink given as `audio-sink`.
+    /// Whether an element path names the audio output: a sink (`GstPulseSink:…`,
+    /// `GstAlsaSink:…`, a file sink) inside playbin's sink bin or the `audio-sink` given.
+    /// A converter in front of it failing is the track's problem (a format it cannot take),
+    /// not the output's.
     nonisolated static func isOutput(_ source: String) -> Bool {
-        source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink")
+        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
     }
 }
 

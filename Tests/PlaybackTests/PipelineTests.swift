@@ -154,3 +154,20 @@ struct PipelineTests {
         #expect(pipeline.volume == 0.25)
     }
 }
+
+@Suite("Pipeline: whose error it is")
+struct PipelineErrorSourceTests {
+    @Test("an error of the audio sink is the output's; of a converter, a decoder or a source, the track's",
+          arguments: [
+              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstAutoAudioSink:quaver-audio-sink/GstPulseSink:quaver-audio-sink-actual-sink-pulse", true),
+              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstPulseSink:pulsesink0", true),
+              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstFileSink:filesink0", true),
+              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstPlaySinkAudioConvert:aconv/GstAudioConvert:conv", false),
+              ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstDecodeBin:decodebin0/GstFlacDec:flacdec0", false),
+              ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source", false),
+          ])
+    func errorSource(path: String, isOutput: Bool) {
+        #expect(Pipeline.isOutput(path) == isOutput)
+    }
+}
+
