@@ -151,10 +151,6 @@ final class Daemon {
         mpris.setNeedsPublish()
     }
 
-    /// The reason an error gives, at the level a user can act on ("Not a directory"), not
-    /// Foundation's wrapper around it.
-    static func reason(_ error: any Error) -> String { MediaError.reason(error) }
-
     /// Queues what to play when started, in the background: the arguments, else the music
     /// folder, else the demo. Playback starts with the first tracks found.
     private func loadStartupMedia() {
@@ -197,7 +193,7 @@ final class Daemon {
             if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
             playWhenLoaded = false
         } catch {
-            logger.error("could not create the demo playlist in \(demoFolder.path): \(Self.reason(error))")
+            logger.error("could not create the demo playlist in \(demoFolder.path): \(MediaError.reason(error))")
         }
     }
 

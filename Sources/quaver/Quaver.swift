@@ -5,13 +5,13 @@ import Playback
 
 @main
 enum Main {
-    /// `quaver doctor ...` is the checklist; anything else is the player. (A subcommand of a
-    /// command that takes paths would be read as a path, so the word is checked first.)
     /// The command line without the program name. A global, not a local of `main`: the
     /// player never returns from `main` (it exits from the main queue), and LeakSanitizer
     /// reports a value only a never-ending frame refers to as leaked.
     static let arguments = Array(CommandLine.arguments.dropFirst())
 
+    /// `quaver doctor ...` is the checklist; anything else is the player. (A subcommand of a
+    /// command that takes paths would be read as a path, so the word is checked first.)
     static func main() {
         if arguments.first == "doctor" {
             Doctor.main(Array(arguments.dropFirst()))
