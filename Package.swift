@@ -55,15 +55,19 @@ let package = Package(
         .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", "AudioCheck", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // MARK: - Tests
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus"]),
+        // How every test starts a program: descriptors and signals handled so that one
+        // test's child never holds another's pipes, and waiting never blocks a thread.
+        .target(name: "CSpawn", path: "Tests/CSpawn"),
+        .target(name: "ChildProcess", dependencies: ["CSpawn"], path: "Tests/ChildProcess"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "ChildProcess"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck"]),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "ChildProcess"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "ChildProcess"]),
     ],
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system && !["CShims"].contains(target.name) {
+for target in package.targets where target.type != .system && !["CShims", "CSpawn"].contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .enableUpcomingFeature("ExistentialAny"),
         .enableUpcomingFeature("InternalImportsByDefault"),

@@ -1,3 +1,4 @@
+import ChildProcess
 import CDBus
 @testable import DBus
 import Dispatch
@@ -164,7 +165,7 @@ struct PrivateBusError: Error, CustomStringConvertible {
 
 /// A throwaway `dbus-daemon --session` for one test, killed by `stop()`.
 final class PrivateBus {
-    let process = Process()
+    let process: ChildProcess
     let address: String
 
     /// `dbus-daemon` from `PATH`, or nil when it is not installed.
@@ -175,18 +176,12 @@ final class PrivateBus {
     }
 
     init(daemon: URL) throws {
-        process.executableURL = daemon
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1"], output: .pipe)
         // The address line comes first. If the daemon fails it exits and the read ends at
         // EOF, so this cannot hang.
         var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
+        while let output = process.output {
+            let byte = output.readData(ofLength: 1)
             if byte.isEmpty || byte == Data("\n".utf8) { break }
             line.append(byte)
         }
@@ -197,12 +192,9 @@ final class PrivateBus {
         }
     }
 
-    /// Kills the daemon. SIGKILL, because a child started by `Process` inherits the test
-    /// process's blocked signals, SIGTERM among them.
+    /// Kills the daemon.
     func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        process.killAndWait()
     }
 
     deinit { stop() }

@@ -117,7 +117,7 @@ struct DaemonTests {
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         let second = try session.spawn(["--new-instance", "--paused"] + tracks.map(\.path), log: session.bus.directory.appendingPathComponent("second.log"))
-        let instance = session.busName + ".instance\(second.processIdentifier)"
+        let instance = session.busName + ".instance\(second.pid)"
         let owned = await session.waiter.wait(timeout: .seconds(20)) { session.owners[instance].map { !$0.isEmpty } ?? false }
         #expect(owned, "\(session.owners)")
         let identity = try await session.call("Get", interface: "org.freedesktop.DBus.Properties",
@@ -125,7 +125,7 @@ struct DaemonTests {
         #expect(identity.first?.unwrapped == .string("Quaver"))
         #expect(session.owners[session.busName] != session.owners[instance])
         let players = try await session.playerctlRaw(["-l"])
-        #expect(players.split(separator: "\n").contains { $0 == "quaver.instance\(second.processIdentifier)" }, "\(players)")
+        #expect(players.split(separator: "\n").contains { $0 == "quaver.instance\(second.pid)" }, "\(players)")
     }
 
     @Test("Quit releases the name and exits 0")
@@ -148,7 +148,7 @@ struct DaemonTests {
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
-        kill(session.daemon!.processIdentifier, signal)
+        kill(session.daemon!.pid, signal)
         #expect(try await session.waitForExit() == 0)
         #expect(session.log().contains("stopping"))
     }
@@ -160,7 +160,7 @@ struct DaemonTests {
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
-        kill(session.bus.process.processIdentifier, SIGKILL)
+        kill(session.bus.process.pid, SIGKILL)
         let status = try await session.waitForExit()
         #expect(status != 0)
         let lines = session.log().split(separator: "\n").filter { $0.contains("lost the connection") }
@@ -175,7 +175,7 @@ struct DaemonTests {
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
         _ = try await session.metadata()  // let the answer go out before counting
-        let pid = session.daemon!.processIdentifier
+        let pid = session.daemon!.pid
         try await Task.sleep(for: .milliseconds(500))  // the measurement window itself, not a wait for an event
         let before = try ContextSwitches.perThread(of: pid)
         try await Task.sleep(for: .seconds(3))

@@ -58,7 +58,7 @@ struct FaultTests {
         let session = try Session()
         defer { session.stop() }
         let copies = try ownCopies(tracks, in: session)
-        try await session.launch(copies.map(\.path))
+        try await session.launch(["--log-level", "debug"] + copies.map(\.path))
         try await session.waitForStatus("Playing")
         #expect(try await title(session) == "Track 1", "\(session.log())")
         let mark = session.signals.count

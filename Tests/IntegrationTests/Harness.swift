@@ -1,3 +1,4 @@
+import ChildProcess
 import DBus
 import Dispatch
 import Foundation
@@ -55,7 +56,7 @@ final class Waiter {
 
 /// A private `dbus-daemon` for one test.
 final class PrivateBus {
-    let process = Process()
+    let process: ChildProcess
     let address: String
     let directory: URL
 
@@ -66,32 +67,27 @@ final class PrivateBus {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard let daemon = Tools.find("dbus-daemon") else { throw HarnessError("dbus-daemon is not installed") }
         let extra = try prepare(directory)
-        if !extra.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
-        }
-        process.executableURL = daemon
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The address line is the first thing it prints; read it byte by byte.
+        process = try ChildProcess(
+            daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1"],
+            environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe)
+        // The address line is the first thing it prints (at once: a short blocking read; if
+        // the daemon fails, its exit ends the read).
         var line = Data()
-        while true {
-            let byte = output.fileHandleForReading.readData(ofLength: 1)
+        while let output = process.output {
+            let byte = output.readData(ofLength: 1)
             if byte.isEmpty || byte == Data("\n".utf8) { break }
             line.append(byte)
         }
         address = String(decoding: line, as: UTF8.self)
-        guard address.hasPrefix("unix:") else { throw HarnessError("dbus-daemon printed no address") }
+        guard address.hasPrefix("unix:") else {
+            process.killAndWait()
+            throw HarnessError("dbus-daemon printed no address")
+        }
     }
 
     /// Kills the bus (it is throwaway) and removes its folder.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        process.killAndWait()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -117,21 +113,7 @@ enum Tools {
 
     /// Runs a program to completion without blocking the main actor.
     static func run(_ executable: URL, _ arguments: [String], environment: [String: String]) async throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = environment
-        let output = Pipe(), error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        let out = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let err = String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (status, out, err)
+        try await ChildProcess.run(executable.path, arguments, environment: environment)
     }
 }
 
@@ -186,7 +168,7 @@ final class Session {
     let client: Connection
     let waiter = Waiter()
     let home: URL
-    var daemon: Process?
+    var daemon: ChildProcess?
     var daemonStatus: Int32?
     let logFile: URL
     private(set) var signals: [RecordedSignal] = []
@@ -288,7 +270,7 @@ final class Session {
     /// Starts quaver with a silent real-time sink and waits until it owns its bus name.
     func launch(_ arguments: [String], sink: String = "fakesink sync=true", expectName: String? = nil) async throws {
         if let daemon, daemonStatus == nil {
-            throw HarnessError("quaver (pid \(daemon.processIdentifier)) still runs")
+            throw HarnessError("quaver (pid \(daemon.pid)) still runs")
         }
         let wanted = expectName ?? busName
         if owners[wanted].map({ !$0.isEmpty }) ?? false {
@@ -303,8 +285,7 @@ final class Session {
         }
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try spawn(arguments, sink: sink, log: logFile)
-        process.terminationHandler = { [weak self] finished in
-            let status = finished.terminationStatus
+        process.onExit { [weak self] status in
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
                     self?.daemonStatus = status
@@ -322,26 +303,16 @@ final class Session {
     }
 
     /// Starts another quaver on this bus (stopped with the session); its output goes to `log`.
-    func spawn(_ arguments: [String], sink: String = "fakesink sync=true", log: URL) throws -> Process {
-        let process = Process()
-        let quaverArguments = ["--audio-sink", sink, "--name", name] + arguments
-        if let wrapper = launcher.first {
-            process.executableURL = URL(fileURLWithPath: wrapper)
-            process.arguments = Array(launcher.dropFirst()) + [Tools.quaver.path] + quaverArguments
-        } else {
-            process.executableURL = Tools.quaver
-            process.arguments = quaverArguments
-        }
-        process.environment = environment
-        if !FileManager.default.fileExists(atPath: log.path) { FileManager.default.createFile(atPath: log.path, contents: nil) }
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardError = handle
-        process.standardOutput = handle
-        try process.run()
+    func spawn(_ arguments: [String], sink: String = "fakesink sync=true", log: URL) throws -> ChildProcess {
+        let command = launcher + [Tools.quaver.path, "--audio-sink", sink, "--name", name] + arguments
+        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw HarnessError("cannot open \(log.path)") }
+        defer { close(fd) }
+        let process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment, output: .descriptor(fd), error: .descriptor(fd))
         extras.append(process)
         return process
     }
-    private var extras: [Process] = []
+    private var extras: [ChildProcess] = []
 
     /// What earlier runs in this session logged.
     private(set) var previousLogs = ""
@@ -429,42 +400,24 @@ final class Session {
     }
 
     func stop() {
-        for process in extras where process.isRunning {
-            process.terminate()
+        let running = extras.filter(\.isRunning)
+        running.forEach { $0.send(SIGTERM) }
+        for process in running where process.wait(timeout: .seconds(10)) == nil {
             // A daemon that does not end on SIGTERM is stuck: the test fails on it, with the
             // log's tail, rather than waiting for ever.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
-            if process.isRunning {
-                Issue.record("quaver (pid \(process.processIdentifier)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(String(log().suffix(3000)))")
-                kill(process.processIdentifier, SIGKILL)
-            }
-            process.waitUntilExit()
+            Issue.record("quaver (pid \(process.pid)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(String(log().suffix(3000)))")
+            process.killAndWait()
         }
         client.close()
         bus.stop()
     }
 }
 
-// MARK: - Long-lived helper processes
+// MARK: - Helper processes
 
-/// Starts `/bin/sh -c script` with posix_spawn. (Foundation's Process was seen here to miss
-/// the end of a short-lived child while a long-lived one ran, leaving its caller waiting.)
-func spawnShell(_ script: String) throws -> pid_t {
-    var pid: pid_t = 0
-    let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/sh"), strdup("-c"), strdup(script), nil]
-    defer { argv.forEach { free($0) } }
-    guard posix_spawn(&pid, "/bin/sh", nil, nil, argv, environ) == 0 else { throw HarnessError("cannot run: \(script)") }
-    return pid
-}
-
-/// Waits for a child started by `spawnShell` and returns its exit status.
-func reap(_ pid: pid_t) async -> Int32 {
-    await Task.detached {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }.value
+/// Starts `/bin/sh -c script`.
+func spawnShell(_ script: String) throws -> ChildProcess {
+    try ChildProcess(shell: script)
 }
 
 func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

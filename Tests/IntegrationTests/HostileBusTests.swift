@@ -294,7 +294,7 @@ struct HostileBusTests {
         let fixture = try await HostileFixture.launch()
         defer { fixture.stop() }
         let session = fixture.session
-        let pid = try #require(session.daemon?.processIdentifier)
+        let pid = try #require(session.daemon?.pid)
         let runner = HostileRunner(connection: session.client, destination: session.busName)
         _ = try await session.call("Ping", interface: "org.freedesktop.DBus.Peer")
         let before = HostileFixture.openDescriptors(pid)

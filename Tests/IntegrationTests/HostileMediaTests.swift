@@ -1,3 +1,4 @@
+import ChildProcess
 import DBus
 import Foundation
 import Testing
@@ -114,11 +115,8 @@ struct HostileMediaTests {
 
     /// Removes a folder whose names need not be UTF-8 (which Foundation may fail to remove).
     static func removeFolder(_ folder: URL) {
-        let rm = Process()
-        rm.executableURL = URL(fileURLWithPath: "/bin/rm")
-        rm.arguments = ["-rf", "--", folder.path]
-        guard (try? rm.run()) != nil else { return }
-        rm.waitUntilExit()
+        guard let rm = try? ChildProcess("/bin/rm", ["-rf", "--", folder.path]) else { return }
+        rm.wait(timeout: .seconds(60))
     }
 
     /// How quaver is told about the corpus.
@@ -183,7 +181,7 @@ struct HostileMediaTests {
         }
         try #require(baselineDone && session.daemonStatus == nil, "one good file did not play to its end:\n\(session.log())")
         _ = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
-        let baseline = Self.openDescriptors(of: session.daemon!.processIdentifier)
+        let baseline = Self.openDescriptors(of: session.daemon!.pid)
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
 
@@ -191,7 +189,7 @@ struct HostileMediaTests {
         let mark = session.signals.count
         let launched = ContinuousClock.now
         try await session.launch(launch.arguments(corpus, in: folder))
-        let pid = session.daemon!.processIdentifier
+        let pid = session.daemon!.pid
         // A daemon that hangs ignores the SIGTERM of session.stop(), which would wait forever.
         defer { if session.daemonStatus == nil { kill(pid, SIGKILL) } }
         try await session.set("LoopStatus", .string("None"))  // the default; said for certain

@@ -46,7 +46,7 @@ struct LoadTests {
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
         let originals = try await Self.waitForQueue(of: Self.originalCount, session)
-        let pid = try #require(session.daemon?.processIdentifier)
+        let pid = try #require(session.daemon?.pid)
 
         // Each client adds a file of its own (a hard link to a test track), so it can tell
         // the entries it added by their xesam:url and remove only those.

@@ -24,7 +24,7 @@ struct SessionStateTests {
         let seeked = try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
         let seekedTo = seeked.arguments.first?.int64 ?? -1
 
-        kill(session.daemon!.processIdentifier, SIGKILL)
+        kill(session.daemon!.pid, SIGKILL)
         _ = try await session.waitForExit()
         try await session.launch([])
         try await session.waitForStatus("Paused")
@@ -51,7 +51,7 @@ struct SessionStateTests {
         let mark = session.signals.count
         try await session.playerctl("position", "4")
         try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
-        kill(session.daemon!.processIdentifier, SIGTERM)
+        kill(session.daemon!.pid, SIGTERM)
         #expect(try await session.waitForExit() == 0)
         let data = try Data(contentsOf: session.stateFolder.appendingPathComponent("state.json"))
         let state = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])

@@ -1,3 +1,4 @@
+import ChildProcess
 import DBus
 import Foundation
 import Testing
@@ -8,16 +9,15 @@ import Testing
 final class MockLogind {
     let bus: PrivateBus
     let client: Connection
-    private var pid: pid_t = 0
+    private var mock: ChildProcess?
 
     init() async throws {
         // dbusmock is a Debian package (python3-dbusmock): the system's Python has it.
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
         guard let python else { throw HarnessError("python3 is needed (scripts/setup installs it)") }
         bus = try PrivateBus()
-        // posix_spawn, not Foundation's Process: with a long-lived child started by Process,
-        // the end of a short-lived one (a track being generated) was seen to go unnoticed.
-        pid = try spawnShell("DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
+        let mock = try spawnShell("DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
+        self.mock = mock
         client = try Connection(address: bus.address)
         // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).
         let deadline = ContinuousClock.now + .seconds(20)
@@ -25,7 +25,7 @@ final class MockLogind {
             destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
             member: "NameHasOwner", arguments: [.string("org.freedesktop.login1")]
         ).first?.boolean != true {
-            guard Glibc.kill(pid, 0) == 0, ContinuousClock.now < deadline else {
+            guard mock.isRunning, ContinuousClock.now < deadline else {
                 stop()
                 throw HarnessError("python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
             }
@@ -73,12 +73,8 @@ final class MockLogind {
     }
 
     func stop() {
-        if pid > 0 {
-            Glibc.kill(pid, SIGKILL)
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-            pid = 0
-        }
+        mock?.killAndWait()
+        mock = nil
         client.close()
         bus.stop()
     }

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -9,8 +10,8 @@ final class PulseServer {
     let socket: String
     private let script: URL
     private let log: URL
-    private var pid: pid_t = 0
-    private var calls: [pid_t] = []
+    private var server: ChildProcess?
+    private var calls: [ChildProcess] = []
 
     /// - Parameter corking: load role-based corking, as desktops do: a stream with
     ///   `media.role=phone` corks the `music` streams while it plays.
@@ -38,11 +39,12 @@ final class PulseServer {
     func start() async throws {
         let runtime = directory.appendingPathComponent("rt")
         let environment = "HOME=\(quoted(directory.path)) XDG_RUNTIME_DIR=\(quoted(runtime.path)) XDG_CONFIG_HOME=\(quoted(directory.path))"
-        pid = try spawnShell("\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1")
+        let server = try spawnShell("\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1")
+        self.server = server
         // Ready once it answers (a server has no signal to wait for; a short poll, bounded).
         let deadline = ContinuousClock.now + .seconds(20)
         while try await pactl(["info"]).status != 0 {
-            guard Glibc.kill(pid, 0) == 0, ContinuousClock.now < deadline else {
+            guard server.isRunning, ContinuousClock.now < deadline else {
                 stop()
                 throw HarnessError("pulseaudio did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
             }
@@ -52,26 +54,26 @@ final class PulseServer {
 
     /// Kills the server at once, as a crash would, keeping its folder for `start`.
     func kill() async {
-        guard pid > 0 else { return }
-        Glibc.kill(pid, SIGKILL)
-        _ = await reap(pid)
-        pid = 0
+        guard let server else { return }
+        server.send(SIGKILL)
+        _ = await server.exit()
+        self.server = nil
         try? FileManager.default.removeItem(atPath: socket)
     }
 
     /// Starts a stream with `media.role=phone` (silence from /dev/zero) that plays until
     /// `hangUp`: with corking, the server corks music streams while it plays.
-    func startCall() throws -> pid_t {
+    func startCall() throws -> ChildProcess {
         let pacat = Tools.find("pacat")!.path
         let call = try spawnShell("PULSE_SERVER=\(quoted("unix:" + socket)) exec \(quoted(pacat)) --playback --raw --property=media.role=phone --client-name=phone < /dev/zero > /dev/null 2>&1")
         calls.append(call)
         return call
     }
 
-    func hangUp(_ call: pid_t) async {
-        Glibc.kill(call, SIGKILL)  // pacat drains what it has read on SIGTERM: a hang-up is at once
-        _ = await reap(call)
-        calls.removeAll { $0 == call }
+    func hangUp(_ call: ChildProcess) async {
+        call.send(SIGKILL)  // pacat drains what it has read on SIGTERM: a hang-up is at once
+        _ = await call.exit()
+        calls.removeAll { $0 === call }
     }
 
     /// The stream of process `pid`: its index on the server, its volume in percent (the
@@ -96,7 +98,7 @@ final class PulseServer {
         let output = directory.appendingPathComponent("pactl-\(UUID().uuidString.prefix(8)).out")
         let command = ([Tools.find("pactl")!.path] + arguments).map(quoted).joined(separator: " ")
         let child = try spawnShell("PULSE_SERVER=\(quoted("unix:" + socket)) exec \(command) > \(quoted(output.path)) 2>&1")
-        let status = await reap(child)
+        let status = await child.exit()
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: output)
         return (status, text)
@@ -118,13 +120,11 @@ final class PulseServer {
     }
 
     func stop() {
-        for child in calls + [pid] where child > 0 {
-            Glibc.kill(child, SIGKILL)
-            var status: Int32 = 0
-            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        for child in calls + [server].compactMap({ $0 }) {
+            child.killAndWait()
         }
         calls = []
-        pid = 0
+        server = nil
         try? FileManager.default.removeItem(at: directory)
     }
 }
@@ -144,7 +144,7 @@ struct SoundServerTests {
         try await session.launch([tracks[0].path], sink: "pulsesink")
         try await session.waitForStatus("Playing")
         let streams = try await server.sinkInputProperties()
-        let ours = streams.filter { $0["application.process.id"] == session.daemon.map { String($0.processIdentifier) } }
+        let ours = streams.filter { $0["application.process.id"] == session.daemon.map { String($0.pid) } }
         #expect(ours.count == 1, "\(streams)")
         let stream = try #require(ours.first)
         #expect(stream["media.role"] == "music")
@@ -196,7 +196,7 @@ struct InterruptionTests {
         await server.hangUp(call)
         try await session.waitForStatus("Playing", after: paused, timeout: .seconds(15))
         #expect(session.log().contains("the interruption is over"))
-        let pid = try #require(session.daemon?.processIdentifier)
+        let pid = try #require(session.daemon?.pid)
         let stream = try await server.stream(of: pid)
         #expect(stream?.corked == false, "the stream plays again: \(String(describing: stream))")
         session.expectNoPositionInPropertiesChanged()
@@ -248,7 +248,7 @@ struct InterruptionTests {
         defer { server.stop() }
         let session = try await playing(server)
         defer { session.stop() }
-        let pid = try #require(session.daemon?.processIdentifier)
+        let pid = try #require(session.daemon?.pid)
         let stream = try #require(try await server.stream(of: pid))
 
         var before = session.signals.count
@@ -294,7 +294,7 @@ struct InterruptionTests {
         try await session.waitForStatus("Playing", after: resumed, timeout: .seconds(15))
         let positionAfter = try await session.position()
         #expect(positionAfter >= pausedAt - 500_000, "goes on from \(pausedAt) µs, not from the start: \(positionAfter) µs")
-        let pid = try #require(session.daemon?.processIdentifier)
+        let pid = try #require(session.daemon?.pid)
         #expect(try await server.stream(of: pid) != nil, "the new server has Quaver's stream")
     }
 

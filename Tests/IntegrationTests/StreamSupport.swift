@@ -1,3 +1,4 @@
+import ChildProcess
 import DBus
 import Foundation
 
@@ -6,53 +7,29 @@ import Foundation
 /// it; without that it stops when its standard input closes (the test process goes), when its
 /// parent goes, or after 5 minutes.
 ///
-/// `stop()` runs on the main actor, which every test of the process shares: it never waits for
-/// the server. (It used to send SIGTERM and wait for the exit. A child started from a dispatch
-/// thread inherits that thread's signal mask, in which SIGTERM is blocked, and the pipe of its
-/// standard input leaked into children other tests started meanwhile, so that closing it was no
-/// end of file either: the wait lasted until the 5 minutes were up, every test of the process
-/// stood still meanwhile, and a server started before it had reached its own 5 minutes, so
-/// that its test found nothing listening.)
+/// It lives long and is started while other tests start short-lived programs: started through
+/// `ChildProcess`, it holds no descriptor of theirs, and its own pipes reach no other child.
 final class HTTPTestServer {
     static let script = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/http-test-server")
 
     let port: Int
-    private let process = Process()
-    private let input = Pipe()
+    private let process: ChildProcess
     private let requestLog: URL
 
     /// - Parameter folder: what `/file/<name>` serves.
     init(serving folder: URL) async throws {
         guard let python = Tools.find("python3") else { throw HarnessError("python3 is not installed") }
         requestLog = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-http-\(UUID().uuidString).log")
-        _ = FileManager.default.createFile(atPath: requestLog.path, contents: nil)
-        process.executableURL = python
-        process.arguments = [Self.script.path, "--folder", folder.path, "--lifetime", "300"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
-        let output = Pipe()
-        // This process's ends of the pipes are not for children that other tests start (an
-        // inherited copy of the standard input's writing end keeps the server from seeing its end).
-        _ = fcntl(input.fileHandleForWriting.fileDescriptor, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(output.fileHandleForReading.fileDescriptor, F_SETFD, FD_CLOEXEC)
-        process.standardOutput = output
-        process.standardError = try FileHandle(forWritingTo: requestLog)
-        process.standardInput = input
-        try process.run()
+        process = try ChildProcess(
+            python.path, [Self.script.path, "--folder", folder.path, "--lifetime", "300"],
+            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 },
+            input: .pipe, output: .pipe, error: .file(requestLog.path, append: false))
         // "PORT <n>" once it listens (after it has made its MP3 with GStreamer).
-        let reader = output.fileHandleForReading
-        let line = await Task.detached {
-            var line = Data()
-            while true {
-                let byte = reader.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data("\n".utf8) { break }
-                line.append(byte)
-            }
-            return String(decoding: line, as: UTF8.self)
-        }.value
+        let line = await process.firstLine()
         guard line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
-            process.terminate()
+            process.killAndWait()
             throw HarnessError("http-test-server printed \"\(line)\", not its port: \((try? String(contentsOf: requestLog, encoding: .utf8)) ?? "")")
         }
         self.port = port
@@ -72,10 +49,10 @@ final class HTTPTestServer {
         return text.split(separator: "\n").compactMap { $0.hasPrefix("GET ") ? String($0.dropFirst(4)) : nil }
     }
 
-    /// Kills the server (SIGKILL: it cannot be blocked) without waiting for it to exit.
+    /// Kills the server (SIGKILL: no wait for a clean exit).
     func stop() {
-        try? input.fileHandleForWriting.close()
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? process.input?.close()
+        process.killAndWait()
         try? FileManager.default.removeItem(at: requestLog)
     }
 

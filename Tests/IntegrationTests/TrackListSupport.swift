@@ -212,8 +212,7 @@ extension Session {
         let started = ContinuousClock.now
         let box = ExitBox()
         let process = try spawn(arguments, log: log)
-        process.terminationHandler = { [weak self] finished in
-            let status = finished.terminationStatus
+        process.onExit { [weak self] status in
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
                     box.status = status
@@ -221,7 +220,6 @@ extension Session {
                 }
             }
         }
-        if !process.isRunning { box.status = process.terminationStatus }
         let exited = await waiter.wait(timeout: timeout) { box.status != nil }
         let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
         guard exited, let status = box.status else {

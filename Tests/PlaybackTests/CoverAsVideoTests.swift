@@ -14,7 +14,7 @@ struct CoverAsVideoTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = folder.path("cover.\(kind.fileExtension)")
-        try Media.launch(arguments: kind.gstLaunchArguments(file: file, seconds: 4))
+        try await Media.launch(arguments: kind.gstLaunchArguments(file: file, seconds: 4))
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue([file.absoluteString])
@@ -29,7 +29,7 @@ struct CoverAsVideoTests {
         #expect(!names.contains(kind.pictureDecoder), "the picture is decoded: \(names)")
         #expect(!names.contains { $0.contains("video") || $0.contains("image") || $0 == "deinterlace" }, "a video chain: \(names)")
         // The audio plays on past the one second the picture lasts.
-        #expect(await probe.waitForPosition { $0 > 1.5 })
+        #expect(await probe.waitForPosition { $0 > 1.5 }, "\(probe.log.messages)")
         #expect(player.status == .playing && player.current?.uri == file.absoluteString)
         player.stop()
         #expect(probe.log.messages(atLeast: .warning).isEmpty, "\(probe.log.messages(atLeast: .warning))")

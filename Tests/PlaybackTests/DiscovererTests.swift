@@ -133,22 +133,22 @@ struct DiscovererTests {
     }
 
     @Test
-    func videoStreamsAreCounted() throws {
+    func videoStreamsAreCounted() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = folder.path("clip.ogv")
-        try Media.videoWithAudio(file)
+        try await Media.videoWithAudio(file)
         let info = try Discoverer.discoverNow(file.absoluteString).get()
         #expect(info.audioStreams == 1)
         #expect(info.videoStreams == 1)
     }
 
     @Test
-    func fileWithoutAudioIsAnError() throws {
+    func fileWithoutAudioIsAnError() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = folder.path("silent.ogv")
-        try Media.videoOnly(file)
+        try await Media.videoOnly(file)
         let error = try #require(Discoverer.discoverNow(file.absoluteString).failure)
         #expect(error.reason.contains("no audio"))
     }

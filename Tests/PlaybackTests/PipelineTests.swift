@@ -134,7 +134,7 @@ struct PipelineTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = folder.path("clip.ogv")
-        try Media.videoWithAudio(file)
+        try await Media.videoWithAudio(file)
         let probe = try PipelineProbe()
         probe.pipeline.uri = file.absoluteString
         probe.pipeline.setState(.paused)

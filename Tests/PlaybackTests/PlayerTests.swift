@@ -556,7 +556,7 @@ struct PlayerPlaybackTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = folder.path("clip.ogv")
-        try Media.videoWithAudio(file, seconds: 2)
+        try await Media.videoWithAudio(file, seconds: 2)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue([file.absoluteString])

@@ -1,3 +1,4 @@
+import ChildProcess
 import Dispatch
 import Foundation
 import Logging
@@ -71,25 +72,20 @@ enum Media {
 
     /// Runs a `gst-launch-1.0` pipeline (used to make media that `TrackGenerator` cannot:
     /// files with a video stream).
-    static func launch(_ description: String) throws {
-        try launch(arguments: ["-q"] + description.split(separator: " ").map(String.init))
+    static func launch(_ description: String) async throws {
+        try await launch(arguments: ["-q"] + description.split(separator: " ").map(String.init))
     }
 
-    static func launch(arguments: [String]) throws {
-        let description = arguments.joined(separator: " ")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: gstLaunch)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw MediaError("gst-launch-1.0 failed: \(description)") }
+    /// Runs gst-launch-1.0 to its end without blocking the main actor (other tests time
+    /// playback on it meanwhile).
+    static func launch(arguments: [String]) async throws {
+        let result = try await ChildProcess.run(gstLaunch, arguments)
+        guard result.status == 0 else { throw MediaError("gst-launch-1.0 failed (\(result.status)): \(arguments.joined(separator: " ")): \(result.error)") }
     }
 
     /// An Ogg file with a Theora video stream and a Vorbis audio stream, `seconds` long.
-    static func videoWithAudio(_ file: URL, seconds: Int = 1) throws {
-        try launch(
+    static func videoWithAudio(_ file: URL, seconds: Int = 1) async throws {
+        try await launch(
             "videotestsrc num-buffers=\(seconds * 10) ! video/x-raw,width=64,height=48,framerate=10/1 ! theoraenc ! oggmux name=mux "
                 + "! filesink location=\(file.path) "
                 + "audiotestsrc num-buffers=\(seconds * 10) samplesperbuffer=4410 ! audio/x-raw,rate=44100,channels=1 "
@@ -97,8 +93,8 @@ enum Media {
     }
 
     /// An Ogg file with only a Theora video stream.
-    static func videoOnly(_ file: URL) throws {
-        try launch(
+    static func videoOnly(_ file: URL) async throws {
+        try await launch(
             "videotestsrc num-buffers=10 ! video/x-raw,width=64,height=48,framerate=10/1 ! theoraenc ! oggmux "
                 + "! filesink location=\(file.path)")
     }
