@@ -43,7 +43,7 @@ let package = Package(
         .executableTarget(
             name: "quaver",
             dependencies: [
-                "DBus", "NowPlaying", "Playback",
+                "DBus", "NowPlaying", "Playback", "CShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CShims.h"
 #include <fcntl.h>
+#include <malloc.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -148,4 +149,13 @@ int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds)
     *seconds = info.stx_btime.tv_sec;
     *nanoseconds = info.stx_btime.tv_nsec;
     return 0;
+}
+
+int cshims_limit_malloc_arenas(int count) {
+#ifdef M_ARENA_MAX
+    return mallopt(M_ARENA_MAX, count);
+#else
+    (void)count;
+    return 0;
+#endif
 }

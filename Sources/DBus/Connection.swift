@@ -18,7 +18,7 @@ import Darwin
 public final class Connection {
     let raw: OpaquePointer
     private let context: CallbackContext
-    private var watches: [OpaquePointer: [any DispatchSourceProtocol]] = [:]
+    private var watches: [OpaquePointer: WatchSources] = [:]
     private var timeouts: [OpaquePointer: any DispatchSourceTimer] = [:]
     private var dispatchScheduled = false
     private var objects: [ObjectPath: ExportedObject] = [:]
@@ -82,7 +82,7 @@ public final class Connection {
         isClosed = true
         dbus_connection_remove_filter(raw, filterThunk, Unmanaged.passUnretained(context).toOpaque())
         dbus_connection_close(raw)
-        for sources in watches.values { sources.forEach { $0.cancel() } }
+        for sources in watches.values { sources.cancel() }
         for timer in timeouts.values { timer.cancel() }
         watches = [:]
         timeouts = [:]
@@ -463,7 +463,7 @@ public final class Connection {
         }
     }
 
-    /// Starts a dispatch source for each condition of an enabled watch, replacing any it had.
+    /// Starts a dispatch source for each condition of a new watch.
     ///
     /// Every source gets its own `dup()` of the watch's descriptor, closed by the source's
     /// cancel handler. libdispatch unregisters a cancelled source later, on its own queue;
@@ -474,7 +474,7 @@ public final class Connection {
     @discardableResult
     fileprivate func addWatch(_ watch: OpaquePointer) -> Bool {
         removeWatch(watch)
-        guard dbus_watch_get_enabled(watch) != 0, !isClosed else { return true }
+        guard !isClosed else { return true }
         let fd = dbus_watch_get_unix_fd(watch)
         guard fd >= 0 else { return false }
         let flags = dbus_watch_get_flags(watch)
@@ -483,7 +483,7 @@ public final class Connection {
             let descriptor = dup(fd)
             guard descriptor >= 0 else {
                 logger.error("could not duplicate the D-Bus socket descriptor (errno \(errno))")
-                sources.forEach { $0.cancel() }
+                WatchSources(sources).cancel()
                 return false
             }
             let source: any DispatchSourceProtocol = condition == DBUS_WATCH_READABLE
@@ -497,18 +497,30 @@ public final class Connection {
             source.resume()
             sources.append(source)
         }
-        watches[watch] = sources
+        let watchSources = WatchSources(sources)
+        watches[watch] = watchSources
+        watchSources.setEnabled(dbus_watch_get_enabled(watch) != 0)
         return true
     }
 
+    /// libdbus turns a watch off and on as its queues fill and drain (the write watch for
+    /// every message sent): its sources are suspended and resumed, not made anew each time.
+    fileprivate func toggleWatch(_ watch: OpaquePointer) {
+        guard let sources = watches[watch] else {
+            addWatch(watch)
+            return
+        }
+        sources.setEnabled(dbus_watch_get_enabled(watch) != 0)
+    }
+
     private func handleWatch(_ watch: OpaquePointer, flags: UInt32) {
-        guard watches[watch] != nil, !isClosed else { return }
+        guard watches[watch] != nil, !isClosed, dbus_watch_get_enabled(watch) != 0 else { return }
         dbus_watch_handle(watch, flags)
         scheduleDispatch()
     }
 
     fileprivate func removeWatch(_ watch: OpaquePointer) {
-        watches[watch]?.forEach { $0.cancel() }
+        watches[watch]?.cancel()
         watches[watch] = nil
     }
 
@@ -533,6 +545,28 @@ public final class Connection {
     fileprivate func removeTimeout(_ timeout: OpaquePointer) {
         timeouts[timeout]?.cancel()
         timeouts[timeout] = nil
+    }
+}
+
+/// The dispatch sources of one libdbus watch (one per condition), resumed while libdbus has
+/// the watch enabled. Rule: used on the main thread only.
+private final class WatchSources {
+    private let sources: [any DispatchSourceProtocol]
+    private var suspended = false
+
+    init(_ sources: [any DispatchSourceProtocol]) { self.sources = sources }
+
+    func setEnabled(_ enabled: Bool) {
+        guard enabled == suspended else { return }
+        suspended = !enabled
+        sources.forEach { enabled ? $0.resume() : $0.suspend() }
+    }
+
+    /// Cancels the sources; a suspended one is resumed so that its cancel handler runs (and
+    /// so that it is not released suspended, which libdispatch forbids).
+    func cancel() {
+        sources.forEach { $0.cancel() }
+        setEnabled(true)
     }
 }
 
@@ -573,7 +607,7 @@ private let removeWatchThunk: DBusRemoveWatchFunction = { watch, data in
     if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.removeWatch(handle.pointer) } }
 }
 private let toggleWatchThunk: DBusWatchToggledFunction = { watch, data in
-    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.addWatch(handle.pointer) } }
+    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.toggleWatch(handle.pointer) } }
 }
 private let addTimeoutThunk: DBusAddTimeoutFunction = { timeout, data in
     if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.addTimeout(handle.pointer) } }

@@ -64,4 +64,8 @@ gboolean cshims_message_is_application(GstMessage *message, const char *name);
 /// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
 int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
 
+// mallopt() and M_ARENA_MAX live in <malloc.h>, which no Swift module brings in. Caps
+// glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
+int cshims_limit_malloc_arenas(int count);
+
 #endif
