@@ -23,6 +23,18 @@ struct SessionStateTests {
         _ = try await session.call("SetPosition", [.objectPath(id), .int64(6_000_000)])
         let seeked = try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
         let seekedTo = seeked.arguments.first?.int64 ?? -1
+        // The save is written off the main queue as the seek settles: a SIGKILL in the same
+        // millisecond may come first (no daemon can write before it answers). Kill once it is
+        // on disk; how long that takes is part of the check.
+        let stateFile = session.stateFolder.appendingPathComponent("state.json")
+        let saved = await session.waiter.wait(timeout: .seconds(5), pollingEvery: .milliseconds(20)) {
+            guard let data = try? Data(contentsOf: stateFile),
+                let state = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let position = state["position"] as? Int
+            else { return false }
+            return abs(Int64(position) - seekedTo) < 1_000_000
+        }
+        #expect(saved, "the seek was not saved within 5 s")
 
         kill(session.daemon!.pid, SIGKILL)
         _ = try await session.waitForExit()
@@ -89,8 +101,9 @@ struct SessionStateTests {
         try await session.waitForStatus("Playing")
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
+        let mark = session.signals.count  // the first quaver's Playing is not the second one's
         try await session.launch([tracks[2].path])
-        try await session.waitForStatus("Playing")
+        try await session.waitForStatus("Playing", after: mark)
         #expect(try await session.metadata()["xesam:title"] == .string("Track 3"))
         #expect(try await session.get("CanGoNext") == .boolean(false), "the queue is only what was named")
     }
