@@ -180,19 +180,22 @@ public final class ChildProcess: @unchecked Sendable {
         return (status, String(decoding: await output, as: UTF8.self), String(decoding: await error, as: UTF8.self))
     }
 
-    /// Reads the first line of the child's standard output (without its newline), blocking a
+    /// The first line of the child's standard output (without its newline), read on a
     /// thread of its own, not the caller's: "" when the output ends first.
     public func firstLine() async -> String {
+        await Self.onThread { [self] in readFirstLine() }
+    }
+
+    /// Like `firstLine()`, blocking the caller: for a line that comes at once (a bus's address).
+    public func readFirstLine() -> String {
         guard let output else { return "" }
-        return await Self.onThread {
-            var line = Data()
-            while true {
-                let byte = output.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data("\n".utf8) { break }
-                line.append(byte)
-            }
-            return String(decoding: line, as: UTF8.self)
+        var line = Data()
+        while true {
+            let byte = output.readData(ofLength: 1)
+            if byte.isEmpty || byte == Data("\n".utf8) { break }
+            line.append(byte)
         }
+        return String(decoding: line, as: UTF8.self)
     }
 
     /// Runs blocking `work` on a thread of its own.

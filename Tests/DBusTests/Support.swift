@@ -179,13 +179,7 @@ final class PrivateBus {
         process = try ChildProcess(daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1"], output: .pipe)
         // The address line comes first. If the daemon fails it exits and the read ends at
         // EOF, so this cannot hang.
-        var line = Data()
-        while let output = process.output {
-            let byte = output.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        address = String(decoding: line, as: UTF8.self)
+        address = process.readFirstLine()
         guard address.hasPrefix("unix:") else {
             stop()
             throw PrivateBusError(description: "dbus-daemon printed no address (got '\(address)')")

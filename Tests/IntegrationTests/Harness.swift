@@ -72,13 +72,7 @@ final class PrivateBus {
             environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe)
         // The address line is the first thing it prints (at once: a short blocking read; if
         // the daemon fails, its exit ends the read).
-        var line = Data()
-        while let output = process.output {
-            let byte = output.readData(ofLength: 1)
-            if byte.isEmpty || byte == Data("\n".utf8) { break }
-            line.append(byte)
-        }
-        address = String(decoding: line, as: UTF8.self)
+        address = process.readFirstLine()
         guard address.hasPrefix("unix:") else {
             process.killAndWait()
             throw HarnessError("dbus-daemon printed no address")
@@ -411,13 +405,6 @@ final class Session {
         client.close()
         bus.stop()
     }
-}
-
-// MARK: - Helper processes
-
-/// Starts `/bin/sh -c script`.
-func spawnShell(_ script: String) throws -> ChildProcess {
-    try ChildProcess(shell: script)
 }
 
 func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

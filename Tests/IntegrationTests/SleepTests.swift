@@ -16,7 +16,7 @@ final class MockLogind {
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
         guard let python else { throw HarnessError("python3 is needed (scripts/setup installs it)") }
         bus = try PrivateBus()
-        let mock = try spawnShell("DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
+        let mock = try ChildProcess(shell: "DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
         self.mock = mock
         client = try Connection(address: bus.address)
         // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).

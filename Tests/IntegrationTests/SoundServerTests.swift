@@ -39,7 +39,7 @@ final class PulseServer {
     func start() async throws {
         let runtime = directory.appendingPathComponent("rt")
         let environment = "HOME=\(quoted(directory.path)) XDG_RUNTIME_DIR=\(quoted(runtime.path)) XDG_CONFIG_HOME=\(quoted(directory.path))"
-        let server = try spawnShell("\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1")
+        let server = try ChildProcess(shell: "\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1")
         self.server = server
         // Ready once it answers (a server has no signal to wait for; a short poll, bounded).
         let deadline = ContinuousClock.now + .seconds(20)
@@ -65,7 +65,7 @@ final class PulseServer {
     /// `hangUp`: with corking, the server corks music streams while it plays.
     func startCall() throws -> ChildProcess {
         let pacat = Tools.find("pacat")!.path
-        let call = try spawnShell("PULSE_SERVER=\(quoted("unix:" + socket)) exec \(quoted(pacat)) --playback --raw --property=media.role=phone --client-name=phone < /dev/zero > /dev/null 2>&1")
+        let call = try ChildProcess(shell: "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(quoted(pacat)) --playback --raw --property=media.role=phone --client-name=phone < /dev/zero > /dev/null 2>&1")
         calls.append(call)
         return call
     }
@@ -97,7 +97,7 @@ final class PulseServer {
     func pactl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let output = directory.appendingPathComponent("pactl-\(UUID().uuidString.prefix(8)).out")
         let command = ([Tools.find("pactl")!.path] + arguments).map(quoted).joined(separator: " ")
-        let child = try spawnShell("PULSE_SERVER=\(quoted("unix:" + socket)) exec \(command) > \(quoted(output.path)) 2>&1")
+        let child = try ChildProcess(shell: "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(command) > \(quoted(output.path)) 2>&1")
         let status = await child.exit()
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: output)
