@@ -160,7 +160,12 @@ final class Pipeline {
         case nextURITaken
     }
 
-    enum StateChange { case success, async, noPreroll, failure }
+    enum StateChange {
+        case success, async, noPreroll, failure
+        /// GStreamer did not return within `stuckLimit`: the pipeline is stuck for good
+        /// (`isStuck`), and must be replaced.
+        case stuck
+    }
 
     private let playbin: UnsafeMutablePointer<GstElement>
     private let bus: UnsafeMutablePointer<GstBus>
@@ -170,14 +175,30 @@ final class Pipeline {
     private var volumeHandler: gulong = 0
     var onEvent: (@MainActor (Event) -> Void)?
 
+    /// Where the calls into GStreamer that can block run (state changes, seeks), so that
+    /// the main actor waits for them at most `stuckLimit`. GStreamer 1.22's playbin2 can
+    /// deadlock taking a stream down while its first data reaches the stream selector
+    /// (README, "Known limits"); a daemon waiting for that forever would stop answering.
+    private let worker = DispatchQueue(label: "quaver.pipeline")
+    /// How long a state change or a seek may take before the pipeline counts as stuck.
+    let stuckLimit: Duration
+    /// A call into GStreamer did not return within `stuckLimit`. Every call after it is a
+    /// no-op (queries answer nil): the stuck one may hold locks that any of them would wait
+    /// for. The pipeline is freed once that call returns, if it ever does.
+    private(set) var isStuck = false
+    /// The last position a query answered: where a stuck pipeline's stream was.
+    private(set) var lastPosition: Duration?
+
     struct SetupError: Error, CustomStringConvertible {
         var description: String
     }
 
     /// - Parameter audioSink: a GStreamer bin description (`fakesink sync=true`), or nil for
     ///   the system's audio output (`autoaudiosink`, which falls back to a null sink).
-    init(audioSink: String?) throws(SetupError) {
+    /// - Parameter stuckLimit: how long a state change or a seek may take (see `isStuck`).
+    init(audioSink: String?, stuckLimit: Duration = .seconds(3)) throws(SetupError) {
         GStreamer.initialize()
+        self.stuckLimit = stuckLimit
         guard let element = gst_element_factory_make("playbin", "quaver-playbin") else {
             throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
         }
@@ -242,53 +263,110 @@ final class Pipeline {
 
     isolated deinit {
         busSource?.cancel()
-        if aboutToFinishHandler != 0 { cshims_disconnect(playbin, aboutToFinishHandler) }
-        if volumeHandler != 0 { cshims_disconnect(playbin, volumeHandler) }
-        gst_element_set_state(playbin, GST_STATE_NULL)
-        gst_object_unref(bus)
-        gst_object_unref(playbin)
+        let parts = Parts(playbin: playbin, bus: bus, handlers: [aboutToFinishHandler, volumeHandler])
+        let freed = DispatchSemaphore(value: 0)
+        // After a stuck call this waits behind it on the worker: the pipeline is freed when
+        // GStreamer lets go of it, and never while it holds it.
+        worker.async {
+            for handler in parts.handlers where handler != 0 { cshims_disconnect(parts.playbin, handler) }
+            gst_element_set_state(parts.playbin, GST_STATE_NULL)
+            gst_object_unref(parts.bus)
+            gst_object_unref(parts.playbin)
+            freed.signal()
+        }
+        if !isStuck { _ = freed.wait(timeout: .now() + stuckLimit.timeInterval) }
+    }
+
+    /// What a pipeline is made of, handed to its worker to be freed.
+    private struct Parts: @unchecked Sendable {
+        let playbin: UnsafeMutablePointer<GstElement>
+        let bus: UnsafeMutablePointer<GstBus>
+        let handlers: [gulong]
+    }
+
+    /// The playbin, for a call made on the worker.
+    private struct Element: @unchecked Sendable {
+        let pointer: UnsafeMutablePointer<GstElement>
+    }
+
+    /// Runs `call` on the worker and waits for it at most `stuckLimit`; nil when it did not
+    /// return by then (the pipeline is stuck from then on) or the pipeline was stuck already.
+    private func guarded<Result: Sendable>(_ call: @escaping @Sendable (UnsafeMutablePointer<GstElement>) -> Result) -> Result? {
+        guard !isStuck else { return nil }
+        let element = Element(pointer: playbin)
+        let outcome = Locked<Result?>(nil)
+        let returned = DispatchSemaphore(value: 0)
+        worker.async {
+            let result = call(element.pointer)
+            outcome.withLock { $0 = result }
+            returned.signal()
+        }
+        guard returned.wait(timeout: .now() + stuckLimit.timeInterval) == .success else {
+            isStuck = true
+            return nil
+        }
+        return outcome.withLock { $0 }
+    }
+
+    /// Calls `body` on the main actor once the stuck call returns (never, should it not).
+    func whenLetGo(_ body: @escaping @MainActor @Sendable () -> Void) {
+        worker.async { DispatchQueue.main.async { MainActor.assumeIsolated(body) } }
     }
 
     // MARK: Control
 
     var uri: String? {
-        didSet { cshims_object_set_string(playbin, "uri", uri) }
+        didSet {
+            guard !isStuck else { return }
+            cshims_object_set_string(playbin, "uri", uri)
+        }
     }
 
     @discardableResult
     func setState(_ state: State) -> StateChange {
-        switch gst_element_set_state(playbin, state.gst) {
-        case GST_STATE_CHANGE_SUCCESS: .success
-        case GST_STATE_CHANGE_ASYNC: .async
-        case GST_STATE_CHANGE_NO_PREROLL: .noPreroll
-        default: .failure
+        let target = state.gst
+        guard let result = guarded({ gst_element_set_state($0, target) }) else { return .stuck }
+        switch result {
+        case GST_STATE_CHANGE_SUCCESS: return .success
+        case GST_STATE_CHANGE_ASYNC: return .async
+        case GST_STATE_CHANGE_NO_PREROLL: return .noPreroll
+        default: return .failure
         }
     }
 
     /// The state reached and the one pending, without waiting.
     var currentState: (current: State, pending: State) {
+        guard !isStuck else { return (.voidPending, .voidPending) }
         var current = GST_STATE_VOID_PENDING
         var pending = GST_STATE_VOID_PENDING
         gst_element_get_state(playbin, &current, &pending, 0)
         return (State(current), State(pending))
     }
 
+    enum SeekResult { case started, refused, stuck }
+
     /// A flushing, accurate seek that also sets the playback rate; it completes with the
     /// next ASYNC_DONE.
-    func seek(to position: Duration, rate: Double) -> Bool {
+    func seek(to position: Duration, rate: Double) -> SeekResult {
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
-        return gst_element_seek(
-            playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(position.nanoseconds),
-            GST_SEEK_TYPE_NONE, -1) != 0
+        let start = gint64(position.nanoseconds)
+        let accepted = guarded {
+            gst_element_seek($0, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start, GST_SEEK_TYPE_NONE, -1) != 0
+        }
+        guard let accepted else { return .stuck }
+        return accepted ? .started : .refused
     }
 
     var position: Duration? {
+        guard !isStuck else { return nil }
         var value: gint64 = -1
         guard gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0, value >= 0 else { return nil }
-        return .nanoseconds(Int64(value))
+        lastPosition = .nanoseconds(Int64(value))
+        return lastPosition
     }
 
     var duration: Duration? {
+        guard !isStuck else { return nil }
         var value: gint64 = -1
         guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
         return .nanoseconds(Int64(value))
@@ -296,7 +374,7 @@ final class Pipeline {
 
     /// Whether the current stream can seek (false for live streams).
     var isSeekable: Bool {
-        guard let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
+        guard !isStuck, let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
         defer { gst_query_unref(query) }
         guard gst_element_query(playbin, query) != 0 else { return false }
         var seekable: gboolean = 0
@@ -307,6 +385,7 @@ final class Pipeline {
     /// Volume on the cubic scale used by PulseAudio and desktop mixers (0...1).
     var volume: Double = 1 {
         didSet {
+            guard !isStuck else { return }
             let linear = gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_CUBIC, GST_STREAM_VOLUME_FORMAT_LINEAR, volume)
             cshims_object_set_double(playbin, "volume", linear)
         }
@@ -316,12 +395,13 @@ final class Pipeline {
     /// its own (pulsesink, pipewiresink), the stream's volume on the sound server, which a
     /// mixer may have changed; otherwise the one last set.
     var outputVolume: Double {
+        guard !isStuck else { return volume }
         let linear = cshims_object_get_double(playbin, "volume")
         return gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear)
     }
 
     /// The names of the elements inside the pipeline, recursively (for tests and doctor).
-    var elementFactoryNames: [String] { GStreamer.factoryNames(inBin: playbin) }
+    var elementFactoryNames: [String] { isStuck ? [] : GStreamer.factoryNames(inBin: playbin) }
 
     // MARK: Bus
 
@@ -463,4 +543,6 @@ extension Duration {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
+
+    var timeInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
 }

@@ -72,7 +72,8 @@ public final class Player {
     public let supportedRates: ClosedRange<Double>
     public var onChange: (@MainActor (Change) -> Void)?
 
-    private let pipeline: Pipeline
+    private var pipeline: Pipeline
+    private let audioSink: String?
     private let discoverer: Discoverer
     /// Where the cover images of the tracks read go (nil: none are looked for).
     public let artwork: ArtworkCache?
@@ -134,6 +135,8 @@ public final class Player {
     private var shuffleUpcoming: [UInt64] = []
     private var shuffleHistory: [UInt64] = []
     private var warnedAboutNullSink = false
+    /// How many pipelines GStreamer got stuck in and were replaced.
+    public private(set) var pipelinesReplaced = 0
     /// Playback was paused by an interruption (the sound server corked the stream for a call
     /// or an alarm) and nobody has paused, stopped, played or changed track since: when the
     /// interruption ends, playback resumes (the seeds' `shouldResume`). Never otherwise.
@@ -143,15 +146,19 @@ public final class Player {
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter artwork: where the cover images of tracks go as their tags are read.
+    /// - Parameter stuckLimit: how long a state change or a seek may take in GStreamer before
+    ///   the pipeline is taken for stuck and replaced.
     public init(
-        audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil, logger: Logger
+        audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil,
+        stuckLimit: Duration = .seconds(3), logger: Logger
     ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
         self.artwork = artwork
+        self.audioSink = audioSink
         discoverer = Discoverer(artwork: artwork)
         do {
-            pipeline = try Pipeline(audioSink: audioSink)
+            pipeline = try Pipeline(audioSink: audioSink, stuckLimit: stuckLimit)
         } catch {
             throw MediaError(error.description)
         }
@@ -314,10 +321,12 @@ public final class Player {
         } else if loadedEntryID == id, status != .stopped || seekPending {
             if reloadBeforePlaying {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
-            } else if pipeline.setState(.playing) == .failure {
-                stateChangeFailed(queue[index], reason: "the audio output refused to start")
             } else {
-                watchHandedOverStream()
+                switch change(to: .playing) {
+                case .failure: stateChangeFailed(queue[index], reason: "the audio output refused to start")
+                case .stuck: break  // started again in a new pipeline
+                default: watchHandedOverStream()
+                }
             }
         } else {
             let lost = outputLostAt.flatMap { $0.entryID == queue[index].id ? $0.position : nil }
@@ -352,7 +361,7 @@ public final class Player {
         guard desired == .playing || status == .playing else { return }
         desired = .paused
         isBuffering = false  // the pause settles as Paused, buffering or not
-        if loadedEntryID != nil { pipeline.setState(.paused) }
+        if loadedEntryID != nil { change(to: .paused) }
     }
 
     public func togglePlayPause() {
@@ -425,9 +434,14 @@ public final class Player {
             start(index, seekingTo: max(position, .zero))
             return true
         }
-        guard pipeline.seek(to: max(position, .zero), rate: rate) else {
+        switch seekPipeline(to: max(position, .zero)) {
+        case .refused:
             logger.warning("seek to \(position) refused by the pipeline")
             return false
+        case .stuck:
+            return true  // loading there in a new pipeline
+        case .started:
+            break
         }
         seekPending = true
         seekTarget = max(position, .zero)
@@ -566,8 +580,7 @@ public final class Player {
         }
         pipeline.handoff.reset()
         outputLostAt = nil
-        pipeline.setState(pipelineFailed ? .null : .ready)
-        pipelineFailed = false
+        tearDown()
         pipeline.discardQueuedMessages()
         pipeline.uri = entry.uri
         loadedEntryID = entry.id
@@ -587,8 +600,14 @@ public final class Player {
         isPrerolling = true
         awaitingLoadedStreamStart = true
         let target: Pipeline.State = desired == .playing && seekAfterPreroll == nil ? .playing : .paused
-        if pipeline.setState(target) == .failure {
-            stateChangeFailed(entry, reason: "the pipeline could not start it")
+        switch pipeline.setState(target) {
+        case .failure: stateChangeFailed(entry, reason: "the pipeline could not start it")
+        case .stuck:
+            // Not started again from here: a fresh pipeline that GStreamer cannot start either
+            // would make this a loop. The entry is skipped, as one that fails to start.
+            guard replaceStuckPipeline() else { return }
+            fail(entry, reason: "GStreamer did not start it within \(pipeline.stuckLimit)")
+        default: break
         }
     }
 
@@ -684,11 +703,7 @@ public final class Player {
         deferredStart = nil
         outputLostAt = nil
         pipeline.handoff.reset()
-        // READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink
-        // leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure, NULL:
-        // every element of the failed stream goes, not only its data.
-        pipeline.setState(pipelineFailed ? .null : .ready)
-        pipelineFailed = false
+        tearDown()
         loadedEntryID = nil
         switchedAt = nil
         seekPending = false
@@ -986,6 +1001,80 @@ public final class Player {
         return parts[...index].joined(separator: "/")
     }
 
+    // MARK: - Calls into GStreamer
+
+    /// Takes the loaded stream down: to READY, or to NULL after the pipeline reported an error.
+    /// READY, not NULL: the file is closed all the same, and GStreamer 1.22's playsink leaks
+    /// its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure, NULL: every
+    /// element of the failed stream goes, not only its data. A teardown GStreamer does not
+    /// return from leaves a new pipeline in place of the stuck one.
+    private func tearDown() {
+        let target: Pipeline.State = pipelineFailed ? .null : .ready
+        pipelineFailed = false
+        if pipeline.setState(target) == .stuck { replaceStuckPipeline() }
+    }
+
+    /// Changes the loaded stream's state. Should GStreamer not return, the loaded entry is
+    /// loaded again in a new pipeline, where it was last known to be.
+    @discardableResult
+    private func change(to state: Pipeline.State) -> Pipeline.StateChange {
+        let result = pipeline.setState(state)
+        if result == .stuck { restartAfterStuck(at: pipeline.lastPosition) }
+        return result
+    }
+
+    /// Seeks the loaded stream, setting the rate too. Should GStreamer not return, the loaded
+    /// entry is loaded again in a new pipeline, at `position`.
+    private func seekPipeline(to position: Duration) -> Pipeline.SeekResult {
+        let result = pipeline.seek(to: position, rate: rate)
+        if result == .stuck { restartAfterStuck(at: position) }
+        return result
+    }
+
+    /// GStreamer did not return from a call into the pipeline within its limit: a deadlock
+    /// inside it (README, "Known limits"). A new pipeline takes its place, so that the daemon
+    /// goes on answering and playing; the stuck one is freed if GStreamer ever lets go of it.
+    /// False (and stopped) when no new pipeline can be made.
+    @discardableResult
+    private func replaceStuckPipeline() -> Bool {
+        let stuck = pipeline
+        stuck.onEvent = nil
+        pipelinesReplaced += 1
+        let fresh: Pipeline
+        do {
+            fresh = try Pipeline(audioSink: audioSink, stuckLimit: stuck.stuckLimit)
+        } catch {
+            logger.error("GStreamer did not return from a call into the pipeline within \(stuck.stuckLimit), and no new one can be made (\(error)); stopped")
+            desired = .stopped
+            settle(.stopped)
+            return false
+        }
+        logger.error("GStreamer did not return from a call into the pipeline within \(stuck.stuckLimit) (a deadlock inside it); going on in a new pipeline")
+        let since = ContinuousClock.now
+        stuck.whenLetGo { [logger] in
+            let tenths = Int(((ContinuousClock.now - since + stuck.stuckLimit) / .milliseconds(100)).rounded())
+            logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
+        }
+        fresh.volume = volume
+        fresh.onEvent = { [weak self] event in self?.handle(event) }
+        pipeline = fresh
+        return true
+    }
+
+    /// Loads the loaded entry again, at `position`, in a new pipeline in place of a stuck one.
+    private func restartAfterStuck(at position: Duration?) {
+        let entryID = loadedEntryID
+        guard replaceStuckPipeline() else { return }
+        loadGeneration += 1
+        unload()
+        guard desired != .stopped, let entryID, let index = queue.index(of: entryID) else {
+            desired = .stopped
+            settle(.stopped)
+            return
+        }
+        start(index, seekingTo: position)
+    }
+
     // MARK: - Pipeline events
 
     private func handle(_ event: Pipeline.Event) {
@@ -1021,10 +1110,13 @@ public final class Player {
                 isPrerolling = false
                 if let target = seekAfterPreroll {
                     seekAfterPreroll = nil
-                    if pipeline.seek(to: target, rate: rate) {
+                    switch seekPipeline(to: target) {
+                    case .started:
                         seekPending = true
                         seekTarget = target
                         return
+                    case .stuck: return  // loading there in a new pipeline
+                    case .refused: break
                     }
                     logger.warning("could not seek to \(target) in \(current.map { MediaSources.displayName($0.uri) } ?? "the track")")
                 }
@@ -1058,9 +1150,14 @@ public final class Player {
             streamTags = StreamTags()
             bufferingPercent = -1
             disarmStallWatch()  // a stream handed over has started
-            if rate != 1, pipeline.seek(to: .zero, rate: rate) {  // a new stream starts at rate 1
-                seekPending = true
-                seekTarget = nil
+            if rate != 1 {  // a new stream starts at rate 1
+                switch seekPipeline(to: .zero) {
+                case .started:
+                    seekPending = true
+                    seekTarget = nil
+                case .stuck: return  // loading it in a new pipeline
+                case .refused: break
+                }
             }
             prepareNext()
             onChange?(.transport)
@@ -1097,7 +1194,7 @@ public final class Player {
                 recordFailure(message, at: next)
                 ignoredErrorSource = Self.decoderPath(of: source)
                 let position = pipeline.position ?? .zero
-                pipeline.setState(.null)  // tears down the failed stream's decoder too
+                tearDown()  // NULL: the failed stream's decoder goes too
                 start(playing, seekingTo: position)
                 return
             }
@@ -1132,11 +1229,11 @@ public final class Player {
             if percent < 100 && !isBuffering {
                 isBuffering = true
                 logger.debug("buffering \(MediaSources.displayName(loaded.uri)) (\(percent)%); paused until it is full")
-                pipeline.setState(.paused)
+                change(to: .paused)
             } else if percent >= 100 && isBuffering {
                 isBuffering = false
                 logger.debug("buffered \(MediaSources.displayName(loaded.uri)); playing on")
-                pipeline.setState(.playing)
+                change(to: .playing)
             }
         case .tags(var tags):
             guard let id = loadedEntryID, let index = queue.index(of: id), !isLocal(queue[index].uri) else {
@@ -1150,9 +1247,8 @@ public final class Player {
             // Before the stream first plays, settling it applies them (in its first Metadata).
             if isSettled(id) { updateStreamInfo(at: index) }
         case .clockLost:
-            if desired == .playing {
-                pipeline.setState(.paused)
-                pipeline.setState(.playing)
+            if desired == .playing, change(to: .paused) != .stuck {
+                change(to: .playing)
             }
         case .durationChanged:
             streamDurationChanged()
@@ -1170,7 +1266,7 @@ public final class Player {
         guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState
         if desired == .playing && reached.current != .playing && reached.pending != .playing {
-            pipeline.setState(.playing)
+            change(to: .playing)
             return
         }
         let newStatus: Status? = reached.current == .playing && desired == .playing ? .playing

@@ -94,7 +94,7 @@ struct PipelineTests {
         pipeline.setState(.paused)
         #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
         let before = probe.events.count
-        #expect(pipeline.seek(to: .milliseconds(2200), rate: 1))
+        #expect(pipeline.seek(to: .milliseconds(2200), rate: 1) == .started)
         #expect(await probe.wait { probe.events.dropFirst(before).contains { if case .asyncDone = $0 { true } else { false } } })
         let position = try #require(pipeline.position).inSeconds
         #expect(abs(position - 2.2) < 0.05, "position after the seek: \(position)")
@@ -145,6 +145,34 @@ struct PipelineTests {
         #expect(!names.contains { $0.contains("video") }, "no video sink or converter: \(names)")
         #expect(!names.contains("theoradec"), "\(names)")
         probe.pipeline.setState(.null)
+    }
+
+    /// A state change that GStreamer does not return from (here an element that sleeps a
+    /// second and a half on every buffer: taking its pad down waits for the sleep) is given up
+    /// on after the limit instead of holding the caller, and the pipeline counts as stuck:
+    /// nothing touches it again, and it is freed once GStreamer lets go of it.
+    @Test func stateChangeThatDoesNotReturnIsGivenUpOn() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let probe = try PipelineProbe(audioSink: "identity sleep-time=1500000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let pipeline = probe.pipeline
+        pipeline.uri = files[0].absoluteString
+        #expect(pipeline.setState(.playing) == .async)
+        #expect(await probe.wait(upTo: .seconds(10)) { probe.reachedPlaying })
+        // The first buffer has passed; the element sleeps on the next one now.
+        try await Task.sleep(for: .milliseconds(200))
+        let asked = ContinuousClock.now
+        #expect(pipeline.setState(.ready) == .stuck)
+        let waited = ContinuousClock.now - asked
+        #expect(waited >= .milliseconds(300) && waited < .milliseconds(1200), "waited \(waited)")
+        #expect(pipeline.isStuck)
+        #expect(pipeline.position == nil && pipeline.duration == nil, "no query reaches a stuck pipeline")
+        #expect(pipeline.seek(to: .zero, rate: 1) == .stuck)
+        #expect(pipeline.setState(.null) == .stuck, "no state change either")
+        var letGo = false
+        pipeline.whenLetGo { letGo = true; probe.recheck() }
+        #expect(await probe.wait(upTo: .seconds(5)) { letGo }, "the element's sleep ends, and with it the state change")
     }
 
     @Test func volumeIsKept() throws {

@@ -245,9 +245,12 @@ final class PlayerProbe: MainActorWaiter {
     }
 
     /// A player on a real pipeline whose output is a fake sink keeping real time.
-    static func make(supportedRates: ClosedRange<Double> = 0.5...2.0) throws -> PlayerProbe {
+    static func make(
+        supportedRates: ClosedRange<Double> = 0.5...2.0, audioSink: String = "fakesink sync=true", stuckLimit: Duration = .seconds(3)
+    ) throws -> PlayerProbe {
         let log = LogCapture()
-        let player = try Player(audioSink: "fakesink sync=true", supportedRates: supportedRates, logger: log.logger)
+        let player = try Player(
+            audioSink: audioSink, supportedRates: supportedRates, stuckLimit: stuckLimit, logger: log.logger)
         return PlayerProbe(player: player, log: log)
     }
 
@@ -284,8 +287,8 @@ final class PipelineProbe: MainActorWaiter {
     let pipeline: Pipeline
     private(set) var events: [Pipeline.Event] = []
 
-    init(audioSink: String? = "fakesink sync=true") throws {
-        pipeline = try Pipeline(audioSink: audioSink)
+    init(audioSink: String? = "fakesink sync=true", stuckLimit: Duration = .seconds(3)) throws {
+        pipeline = try Pipeline(audioSink: audioSink, stuckLimit: stuckLimit)
         super.init()
         pipeline.onEvent = { [weak self] event in
             self?.events.append(event)
