@@ -175,17 +175,19 @@ final class Pipeline {
     private var volumeHandler: gulong = 0
     var onEvent: (@MainActor (Event) -> Void)?
 
-    /// Where the calls into GStreamer that can block run (state changes, seeks), so that
-    /// the main actor waits for them at most `stuckLimit`. GStreamer 1.22's playbin2 can
-    /// deadlock taking a stream down while its first data reaches the stream selector
-    /// (README, "Known limits"); a daemon waiting for that forever would stop answering.
+    /// Where every call into the playbin runs (state changes, seeks, queries, properties),
+    /// so that the main actor waits for one at most `stuckLimit`. GStreamer 1.22's playbin2
+    /// can deadlock, in a state change or in a streaming thread that then holds playbin's
+    /// lock for good (README, "Known limits"); a daemon waiting for that would stop answering.
     private let worker = DispatchQueue(label: "quaver.pipeline")
-    /// How long a state change or a seek may take before the pipeline counts as stuck.
+    /// How long a call into the playbin may take before the pipeline counts as stuck.
     let stuckLimit: Duration
     /// A call into GStreamer did not return within `stuckLimit`. Every call after it is a
     /// no-op (queries answer nil): the stuck one may hold locks that any of them would wait
     /// for. The pipeline is freed once that call returns, if it ever does.
     private(set) var isStuck = false
+    /// Told (on the main queue, after the call that found it) that the pipeline got stuck.
+    var onStuck: (@MainActor () -> Void)?
     /// The last position a query answered: where a stuck pipeline's stream was.
     private(set) var lastPosition: Duration?
 
@@ -291,6 +293,7 @@ final class Pipeline {
 
     /// Runs `call` on the worker and waits for it at most `stuckLimit`; nil when it did not
     /// return by then (the pipeline is stuck from then on) or the pipeline was stuck already.
+    @discardableResult
     private func guarded<Result: Sendable>(_ call: @escaping @Sendable (UnsafeMutablePointer<GstElement>) -> Result) -> Result? {
         guard !isStuck else { return nil }
         let element = Element(pointer: playbin)
@@ -303,6 +306,9 @@ final class Pipeline {
         }
         guard returned.wait(timeout: .now() + stuckLimit.timeInterval) == .success else {
             isStuck = true
+            DispatchQueue.main.async { [weak self] in
+                MainActor.assumeIsolated { self?.onStuck?() }
+            }
             return nil
         }
         return outcome.withLock { $0 }
@@ -317,8 +323,8 @@ final class Pipeline {
 
     var uri: String? {
         didSet {
-            guard !isStuck else { return }
-            cshims_object_set_string(playbin, "uri", uri)
+            let uri = uri
+            guarded { cshims_object_set_string($0, "uri", uri) }
         }
     }
 
@@ -336,11 +342,13 @@ final class Pipeline {
 
     /// The state reached and the one pending, without waiting.
     var currentState: (current: State, pending: State) {
-        guard !isStuck else { return (.voidPending, .voidPending) }
-        var current = GST_STATE_VOID_PENDING
-        var pending = GST_STATE_VOID_PENDING
-        gst_element_get_state(playbin, &current, &pending, 0)
-        return (State(current), State(pending))
+        let states = guarded { element in
+            var current = GST_STATE_VOID_PENDING
+            var pending = GST_STATE_VOID_PENDING
+            gst_element_get_state(element, &current, &pending, 0)
+            return (State(current), State(pending))
+        }
+        return states ?? (.voidPending, .voidPending)
     }
 
     enum SeekResult { case started, refused, stuck }
@@ -358,36 +366,41 @@ final class Pipeline {
     }
 
     var position: Duration? {
-        guard !isStuck else { return nil }
-        var value: gint64 = -1
-        guard gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0, value >= 0 else { return nil }
-        lastPosition = .nanoseconds(Int64(value))
+        let answer = guarded { element -> Int64? in
+            var value: gint64 = -1
+            return gst_element_query_position(element, GST_FORMAT_TIME, &value) != 0 && value >= 0 ? Int64(value) : nil
+        }
+        guard let nanoseconds = answer ?? nil else { return nil }
+        lastPosition = .nanoseconds(nanoseconds)
         return lastPosition
     }
 
     var duration: Duration? {
-        guard !isStuck else { return nil }
-        var value: gint64 = -1
-        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 else { return nil }
-        return .nanoseconds(Int64(value))
+        let answer = guarded { element -> Int64? in
+            var value: gint64 = -1
+            return gst_element_query_duration(element, GST_FORMAT_TIME, &value) != 0 && value > 0 ? Int64(value) : nil
+        }
+        return (answer ?? nil).map { .nanoseconds($0) }
     }
 
     /// Whether the current stream can seek (false for live streams).
     var isSeekable: Bool {
-        guard !isStuck, let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
-        defer { gst_query_unref(query) }
-        guard gst_element_query(playbin, query) != 0 else { return false }
-        var seekable: gboolean = 0
-        gst_query_parse_seeking(query, nil, &seekable, nil, nil)
-        return seekable != 0
+        let answer = guarded { element -> Bool in
+            guard let query = gst_query_new_seeking(GST_FORMAT_TIME) else { return false }
+            defer { gst_query_unref(query) }
+            guard gst_element_query(element, query) != 0 else { return false }
+            var seekable: gboolean = 0
+            gst_query_parse_seeking(query, nil, &seekable, nil, nil)
+            return seekable != 0
+        }
+        return answer ?? false
     }
 
     /// Volume on the cubic scale used by PulseAudio and desktop mixers (0...1).
     var volume: Double = 1 {
         didSet {
-            guard !isStuck else { return }
             let linear = gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_CUBIC, GST_STREAM_VOLUME_FORMAT_LINEAR, volume)
-            cshims_object_set_double(playbin, "volume", linear)
+            guarded { cshims_object_set_double($0, "volume", linear) }
         }
     }
 
@@ -395,13 +408,12 @@ final class Pipeline {
     /// its own (pulsesink, pipewiresink), the stream's volume on the sound server, which a
     /// mixer may have changed; otherwise the one last set.
     var outputVolume: Double {
-        guard !isStuck else { return volume }
-        let linear = cshims_object_get_double(playbin, "volume")
+        guard let linear = guarded({ cshims_object_get_double($0, "volume") }) else { return volume }
         return gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear)
     }
 
     /// The names of the elements inside the pipeline, recursively (for tests and doctor).
-    var elementFactoryNames: [String] { isStuck ? [] : GStreamer.factoryNames(inBin: playbin) }
+    var elementFactoryNames: [String] { guarded { GStreamer.factoryNames(inBin: $0) } ?? [] }
 
     // MARK: Bus
 

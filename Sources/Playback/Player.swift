@@ -163,6 +163,7 @@ public final class Player {
             throw MediaError(error.description)
         }
         pipeline.onEvent = { [weak self] event in self?.handle(event) }
+        pipeline.onStuck = { [weak self] in self?.pipelineGotStuck() }
     }
 
     // MARK: - Queue
@@ -1039,6 +1040,7 @@ public final class Player {
     private func replaceStuckPipeline() -> Bool {
         let stuck = pipeline
         stuck.onEvent = nil
+        stuck.onStuck = nil
         pipelinesReplaced += 1
         let fresh: Pipeline
         do {
@@ -1057,8 +1059,16 @@ public final class Player {
         }
         fresh.volume = volume
         fresh.onEvent = { [weak self] event in self?.handle(event) }
+        fresh.onStuck = { [weak self] in self?.pipelineGotStuck() }
         pipeline = fresh
         return true
+    }
+
+    /// A query or a property GStreamer did not return from got the pipeline stuck (state
+    /// changes and seeks deal with it as they find it): the loaded entry goes on in a new one.
+    private func pipelineGotStuck() {
+        guard pipeline.isStuck else { return }
+        restartAfterStuck(at: seekAfterPreroll ?? seekTarget ?? pipeline.lastPosition)
     }
 
     /// Loads the loaded entry again, at `position`, in a new pipeline in place of a stuck one.

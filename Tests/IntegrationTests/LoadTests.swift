@@ -183,6 +183,7 @@ struct LoadTests {
         #expect(critical.isEmpty, "the log has \(critical.count) critical lines: \(critical.prefix(5).map { String($0.prefix(300)) })")
         let warnings = lines.filter { $0.lowercased().contains("warning") || $0.lowercased().contains("error") }
         print("load: the log has \(lines.count) lines, \(warnings.count) of them warnings or errors\(warnings.first.map { ", e.g. \(String($0.prefix(200)))" } ?? "")")
+        for warning in warnings.prefix(10) { print("load: log: \(warning.prefix(300))") }
 
         // Memory: resident size after the warm-up and at the end of the load.
         let warm = try #require(rssWarm, "no VmRSS after the warm-up")
