@@ -133,8 +133,13 @@ public final class Player {
     /// Shuffle: the entries still to play in this cycle (the next one last), and those
     /// played, most recent last, which Previous walks back through.
     private var shuffleUpcoming: [UInt64] = []
-    private var shuffleHistory: [UInt64] = []
+    private(set) var shuffleHistory: [UInt64] = []
+    /// How far back Previous walks with Shuffle on (the history is cut to this once it is
+    /// twice as long: skipping for hours must not grow it for ever).
+    static let shuffleHistoryLimit = 1_000
     private var warnedAboutNullSink = false
+    /// The entry whose start GStreamer got stuck in, tried once more in a new pipeline.
+    private var retriedAfterStuck: UInt64?
     /// How many pipelines GStreamer got stuck in and were replaced.
     public private(set) var pipelinesReplaced = 0
     /// Playback was paused by an interruption (the sound server corked the stream for a call
@@ -604,10 +609,24 @@ public final class Player {
         switch pipeline.setState(target) {
         case .failure: stateChangeFailed(entry, reason: "the pipeline could not start it")
         case .stuck:
-            // Not started again from here: a fresh pipeline that GStreamer cannot start either
-            // would make this a loop. The entry is skipped, as one that fails to start.
+            // Tried once more in a new pipeline, from the main queue (not from here: a
+            // pipeline that never starts would make this a loop); stuck twice, it is skipped.
             guard replaceStuckPipeline() else { return }
-            fail(entry, reason: "GStreamer did not start it within \(pipeline.stuckLimit)")
+            guard retriedAfterStuck != entry.id else {
+                fail(entry, reason: "GStreamer did not start it within \(pipeline.stuckLimit), twice")
+                return
+            }
+            retriedAfterStuck = entry.id
+            let generation = loadGeneration
+            DispatchQueue.main.async { [weak self] in
+                MainActor.assumeIsolated {
+                    guard let self, generation == self.loadGeneration, self.loadedEntryID == entry.id,
+                        let index = self.queue.index(of: entry.id)
+                    else { return }
+                    self.isPrerolling = false
+                    self.start(index, seekingTo: position)
+                }
+            }
         default: break
         }
     }
@@ -906,6 +925,9 @@ public final class Player {
                 shuffleUpcoming.remove(at: position)
             }
             shuffleHistory.append(oldID)
+            if shuffleHistory.count > 2 * Self.shuffleHistoryLimit {
+                shuffleHistory.removeFirst(shuffleHistory.count - Self.shuffleHistoryLimit)
+            }
         } else {
             if shuffleHistory.last == newID { shuffleHistory.removeLast() }
             shuffleUpcoming.append(oldID)
@@ -1289,6 +1311,7 @@ public final class Player {
     /// Settles a state the pipeline confirmed for the loaded entry, filling in what the
     /// pipeline knows when the entry was never read ahead (a stream).
     private func settleLoaded(_ newStatus: Status) {
+        retriedAfterStuck = nil
         if let id = loadedEntryID, let index = queue.index(of: id) {
             // Another entry was selected and is being read before it loads (Next to a track
             // whose tags are not in yet): the one still loaded is on its way out, and the

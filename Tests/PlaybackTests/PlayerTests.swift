@@ -86,6 +86,25 @@ struct PlayerQueueTests {
         #expect(player.position == .zero)
     }
 
+    /// Skipping with Shuffle on for hours must not grow the history Previous walks back
+    /// through for ever: it keeps the last `shuffleHistoryLimit` (up to twice that).
+    @Test func shuffleHistoryIsBounded() throws {
+        let player = try PlayerProbe.make().player
+        player.enqueue(streams)
+        player.setShuffle(true)
+        player.setRepeatMode(.all)
+        var visited: [UInt64] = []
+        for _ in 0..<(3 * Player.shuffleHistoryLimit) {
+            visited.append(try #require(player.current?.id))
+            player.next()
+        }
+        #expect(player.shuffleHistory.count <= 2 * Player.shuffleHistoryLimit)
+        #expect(player.shuffleHistory.count >= Player.shuffleHistoryLimit)
+        #expect(player.shuffleHistory.suffix(10) == visited.suffix(10)[...], "the most recent are kept, in order")
+        player.previous()
+        #expect(player.current?.id == visited.last, "Previous still goes back")
+    }
+
     @Test func repeatAllWrapsAndRepeatOneDoesNotTrapManualSkips() throws {
         let probe = try PlayerProbe.make()
         let player = probe.player
