@@ -159,7 +159,3 @@ int cshims_limit_malloc_arenas(int count) {
     return 0;
 #endif
 }
-
-int cshims_release_free_memory(void) {
-    return malloc_trim(0);
-}

@@ -38,7 +38,6 @@ final class Daemon {
     private var signalSources: [any DispatchSourceSignal] = []
     /// Pauses before the system sleeps (nil without a system bus).
     private var sleepGuard: SleepGuard?
-    private let memoryReturn = MemoryReturn()
     let store: StateStore
     /// What was last written, so that nothing is rewritten when nothing changed.
     private var savedState: SavedState?
@@ -293,10 +292,7 @@ final class Daemon {
             break
         }
         syncNowPlaying(republishTiming: change == .transport)
-        if change == .transport {
-            sleepGuard?.playerSettled(isPlaying: player.status == .playing)
-            memoryReturn.playerChanged()
-        }
+        if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())
         if change == .transport { describePipeline() }

@@ -68,8 +68,4 @@ int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds)
 // glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
 int cshims_limit_malloc_arenas(int count);
 
-// malloc_trim(0): hands the free pages of every malloc arena back to the system (glibc keeps
-// them otherwise, except at the top of the main heap). Returns 1 if any were released.
-int cshims_release_free_memory(void);
-
 #endif
