@@ -197,7 +197,7 @@ final class Pipeline {
 
     /// - Parameter audioSink: a GStreamer bin description (`fakesink sync=true`), or nil for
     ///   the system's audio output (`autoaudiosink`, which falls back to a null sink).
-    /// - Parameter stuckLimit: how long a state change or a seek may take (see `isStuck`).
+    /// - Parameter stuckLimit: how long any call into the playbin may take (see `isStuck`).
     init(audioSink: String?, stuckLimit: Duration = .seconds(3)) throws(SetupError) {
         GStreamer.initialize()
         self.stuckLimit = stuckLimit

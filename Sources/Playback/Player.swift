@@ -151,7 +151,7 @@ public final class Player {
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter artwork: where the cover images of tracks go as their tags are read.
-    /// - Parameter stuckLimit: how long a state change or a seek may take in GStreamer before
+    /// - Parameter stuckLimit: how long a call into GStreamer (a state change, a seek, a query) may take before
     ///   the pipeline is taken for stuck and replaced.
     public init(
         audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil,
