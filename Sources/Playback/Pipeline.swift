@@ -276,7 +276,7 @@ final class Pipeline {
             gst_object_unref(parts.playbin)
             freed.signal()
         }
-        if !isStuck { _ = freed.wait(timeout: .now() + stuckLimit.timeInterval) }
+        if !isStuck { _ = freed.wait(timeout: .now() + stuckLimit.dispatchInterval) }
     }
 
     /// What a pipeline is made of, handed to its worker to be freed.
@@ -304,7 +304,7 @@ final class Pipeline {
             outcome.withLock { $0 = result }
             returned.signal()
         }
-        guard returned.wait(timeout: .now() + stuckLimit.timeInterval) == .success else {
+        guard returned.wait(timeout: .now() + stuckLimit.dispatchInterval) == .success else {
             isStuck = true
             DispatchQueue.main.async { [weak self] in
                 MainActor.assumeIsolated { self?.onStuck?() }
@@ -556,5 +556,6 @@ extension Duration {
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 
-    var timeInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
+    /// The same length as Dispatch takes it (a deadline's offset, a timeout).
+    var dispatchInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
 }

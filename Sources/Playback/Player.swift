@@ -328,7 +328,7 @@ public final class Player {
             if reloadBeforePlaying {
                 start(index, seekingTo: seekAfterPreroll ?? pipeline.position ?? .zero)
             } else {
-                switch change(to: .playing) {
+                switch setPipelineState(.playing) {
                 case .failure: stateChangeFailed(queue[index], reason: "the audio output refused to start")
                 case .stuck: break  // started again in a new pipeline
                 default: watchHandedOverStream()
@@ -367,7 +367,7 @@ public final class Player {
         guard desired == .playing || status == .playing else { return }
         desired = .paused
         isBuffering = false  // the pause settles as Paused, buffering or not
-        if loadedEntryID != nil { change(to: .paused) }
+        if loadedEntryID != nil { setPipelineState(.paused) }
     }
 
     public func togglePlayPause() {
@@ -1040,7 +1040,7 @@ public final class Player {
     /// Changes the loaded stream's state. Should GStreamer not return, the loaded entry is
     /// loaded again in a new pipeline, where it was last known to be.
     @discardableResult
-    private func change(to state: Pipeline.State) -> Pipeline.StateChange {
+    private func setPipelineState(_ state: Pipeline.State) -> Pipeline.StateChange {
         let result = pipeline.setState(state)
         if result == .stuck { restartAfterStuck(at: pipeline.lastPosition) }
         return result
@@ -1261,11 +1261,11 @@ public final class Player {
             if percent < 100 && !isBuffering {
                 isBuffering = true
                 logger.debug("buffering \(MediaSources.displayName(loaded.uri)) (\(percent)%); paused until it is full")
-                change(to: .paused)
+                setPipelineState(.paused)
             } else if percent >= 100 && isBuffering {
                 isBuffering = false
                 logger.debug("buffered \(MediaSources.displayName(loaded.uri)); playing on")
-                change(to: .playing)
+                setPipelineState(.playing)
             }
         case .tags(var tags):
             guard let id = loadedEntryID, let index = queue.index(of: id), !isLocal(queue[index].uri) else {
@@ -1279,8 +1279,8 @@ public final class Player {
             // Before the stream first plays, settling it applies them (in its first Metadata).
             if isSettled(id) { updateStreamInfo(at: index) }
         case .clockLost:
-            if desired == .playing, change(to: .paused) != .stuck {
-                change(to: .playing)
+            if desired == .playing, setPipelineState(.paused) != .stuck {
+                setPipelineState(.playing)
             }
         case .durationChanged:
             streamDurationChanged()
@@ -1298,7 +1298,7 @@ public final class Player {
         guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState
         if desired == .playing && reached.current != .playing && reached.pending != .playing {
-            change(to: .playing)
+            setPipelineState(.playing)
             return
         }
         let newStatus: Status? = reached.current == .playing && desired == .playing ? .playing
@@ -1453,7 +1453,7 @@ extension Player {
             MainActor.assumeIsolated { self?.streamStalled(id) }
         }
         let timeout = streamStallTimeout
-        timer.schedule(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), leeway: .milliseconds(100))
+        timer.schedule(deadline: .now() + timeout.dispatchInterval, leeway: .milliseconds(100))
     }
 
     private func disarmStallWatch() {
