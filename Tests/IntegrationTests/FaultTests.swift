@@ -54,8 +54,8 @@ struct FaultTests {
 
     @Test("a file deleted while it plays plays to its end, then the queue goes on")
     func deletedWhilePlaying() async throws {
-        // Ten seconds: a test held up for a few seconds on a loaded machine still deletes the
-        // file while it plays, and sees the next track come after that.
+        // Ten seconds: a test held up for a few seconds (as in the burst of tests starting at
+        // once) still deletes the file while it plays, and sees the next track come after that.
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
         let session = try Session()
         defer { session.stop() }
@@ -77,7 +77,8 @@ struct FaultTests {
     func replacedWhilePlaying() async throws {
         let session = try Session()
         defer { session.stop() }
-        let copies = try ownCopies(try await TestMedia.tracks(count: 2, seconds: 6), in: session)
+        // Ten seconds, as above: the rename must come while the first track still plays.
+        let copies = try ownCopies(try await TestMedia.tracks(count: 2, seconds: 10), in: session)
         try await session.launch(copies.map(\.path))
         try await session.waitForStatus("Playing")
         // Track 2's file, written beside and renamed over track 1 (what an editor does).

@@ -147,19 +147,20 @@ struct PipelineTests {
         probe.pipeline.setState(.null)
     }
 
-    /// A state change that GStreamer does not return from (here an element that sleeps a
-    /// second and a half on every buffer: taking its pad down waits for the sleep) is given up
+    /// A state change that GStreamer does not return from (here an element that sleeps five
+    /// seconds on every buffer: taking its pad down waits for the sleep, and a test held up
+    /// for seconds by others starting beside it still finds one under way) is given up
     /// on after the limit instead of holding the caller, and the pipeline counts as stuck:
     /// nothing touches it again, and it is freed once GStreamer lets go of it.
     @Test func stateChangeThatDoesNotReturnIsGivenUpOn() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(1, seconds: 3, in: folder)
-        let probe = try PipelineProbe(audioSink: "identity sleep-time=1500000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let probe = try PipelineProbe(audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let pipeline = probe.pipeline
         pipeline.uri = files[0].absoluteString
         #expect(pipeline.setState(.playing) == .async)
-        #expect(await probe.wait(upTo: .seconds(10)) { probe.reachedPlaying })
+        #expect(await probe.wait(upTo: .seconds(20)) { probe.reachedPlaying })
         // The first buffer has passed; the element sleeps on the next one now.
         try await Task.sleep(for: .milliseconds(200))
         let asked = ContinuousClock.now
@@ -172,7 +173,7 @@ struct PipelineTests {
         #expect(pipeline.setState(.null) == .stuck, "no state change either")
         var letGo = false
         pipeline.whenLetGo { letGo = true; probe.recheck() }
-        #expect(await probe.wait(upTo: .seconds(5)) { letGo }, "the element's sleep ends, and with it the state change")
+        #expect(await probe.wait(upTo: .seconds(10)) { letGo }, "the element's sleep ends, and with it the state change")
     }
 
     @Test func volumeIsKept() throws {

@@ -245,15 +245,15 @@ struct PlayerPlaybackTests {
         player.stop()
     }
 
-    /// GStreamer not returning from a seek or a teardown (here an element that sleeps a second
-    /// and a half on every buffer, which a flush or taking its pad down waits for) does not
+    /// GStreamer not returning from a seek or a teardown (here an element that sleeps three
+    /// seconds on every buffer, which a flush or taking its pad down waits for) does not
     /// hold the player: after the limit it goes on in a new pipeline, where the command left
     /// it, and frees the stuck one once GStreamer lets go of it.
     @Test func stuckPipelineIsReplacedAndPlaybackGoesOn() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(2, seconds: 3, in: folder)
-        let probe = try PlayerProbe.make(audioSink: "identity sleep-time=1500000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let probe = try PlayerProbe.make(audioSink: "identity sleep-time=3000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
         player.play()
@@ -265,7 +265,7 @@ struct PlayerPlaybackTests {
         #expect(ContinuousClock.now - asked < .seconds(1), "the seek waited \(ContinuousClock.now - asked)")
         #expect(player.pipelinesReplaced == 1)
         #expect(player.requestedPosition == .milliseconds(1500), "the new pipeline loads the track where the seek asked")
-        #expect(await probe.wait(upTo: .seconds(15)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
+        #expect(await probe.wait(upTo: .seconds(20)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
                 "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)
 
@@ -276,7 +276,7 @@ struct PlayerPlaybackTests {
         #expect(player.pipelinesReplaced == 2)
         #expect(await probe.waitFor(.playing, entry: 1), "log: \(probe.log.messages)")
         #expect(probe.log.lines(containing: "going on in a new pipeline").count == 2, "\(probe.log.messages)")
-        #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { probe.log.lines(containing: "it is freed").count == 2 }, "\(probe.log.messages)")
+        #expect(await probe.wait(upTo: .seconds(10), poll: .milliseconds(20)) { probe.log.lines(containing: "it is freed").count == 2 }, "\(probe.log.messages)")
         #expect(probe.statuses == [.stopped, .playing], "nothing but Playing was published")
         player.stop()
     }
