@@ -85,8 +85,7 @@ final class ProblemLog: Sendable {
     init(file: URL) { self.file = file }
 
     func append(_ text: String) {
-        let stamp = ISO8601DateFormatter().string(from: Date())
-        let line = "\(stamp) \(text.replacingOccurrences(of: "\n", with: " "))\n"
+        let line = "\(Self.timestamp()) \(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))\n"
         try? FileManager.default.createDirectory(
             at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fd = open(file.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
@@ -99,6 +98,18 @@ final class ProblemLog: Sendable {
             if let newline = kept.firstIndex(of: UInt8(ascii: "\n")) { kept = kept[(newline + 1)...] }
             try? kept.write(to: file, options: .atomic)
         }
+    }
+
+    /// Now in UTC, as ISO 8601 (`2026-11-25T03:11:00Z`), from the C library. Foundation's
+    /// `ISO8601DateFormatter` would open an ICU calendar, and the first warning would page
+    /// about 5 MiB of ICU data into a daemon that otherwise never touches it.
+    static func timestamp(_ time: time_t = time(nil)) -> String {
+        var now = time
+        var fields = tm()
+        guard gmtime_r(&now, &fields) != nil else { return "?" }
+        var buffer = [CChar](repeating: 0, count: 32)
+        let length = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%SZ", &fields)
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The last `count` lines.

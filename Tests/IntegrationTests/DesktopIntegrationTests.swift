@@ -177,5 +177,9 @@ struct DesktopIntegrationTests {
         let (_, text) = try await doctor(session)
         #expect(line(text, "recent problems").hasPrefix("  warning "), "\(text)")
         #expect(text.contains("skipping \(missing)"), "\(text)")
+        // Each line starts with its time in UTC, as ISO 8601.
+        let logged = try String(contentsOf: session.stateFolder.appendingPathComponent("problems.log"), encoding: .utf8)
+        let stamped = #/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ warning: skipping /#
+        #expect(logged.split(separator: "\n").contains { $0.firstMatch(of: stamped) != nil }, "\(logged)")
     }
 }
