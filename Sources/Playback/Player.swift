@@ -557,10 +557,19 @@ public final class Player {
             start(index, seekingTo: position)
             return
         }
+        logger.trace("reading the tags of \(MediaSources.displayName(entry.uri)) before loading it")
+        // This load replaces a start still waiting for the preroll in progress: run once
+        // that preroll ended, it would take the selection back to its entry.
+        if deferredStart != nil {
+            deferredStart = nil
+            deferralGeneration += 1
+        }
         discoverer.discover(entry.uri) { [weak self] result in
-            guard let self, generation == self.loadGeneration,
-                let index = self.queue.index(of: entry.id)
-            else { return }
+            guard let self else { return }
+            guard generation == self.loadGeneration, let index = self.queue.index(of: entry.id) else {
+                self.logger.trace("\(MediaSources.displayName(entry.uri)) was read, but another load came since")
+                return
+            }
             switch result {
             case .success(let info):
                 self.record(info, at: index)
@@ -580,10 +589,12 @@ public final class Player {
     private func start(_ index: Int, seekingTo position: Duration? = nil) {
         let entry = queue[index]
         if isPrerolling && loadedEntryID != nil || deferredStart != nil {
+            logger.trace("loading \(MediaSources.displayName(entry.uri)) once the preroll in progress ends")
             selectedIndex = index
             deferStart(entry.id, position)
             return
         }
+        logger.trace("loading \(MediaSources.displayName(entry.uri))")
         pipeline.handoff.reset()
         outputLostAt = nil
         tearDown()
@@ -1138,6 +1149,11 @@ public final class Player {
                 if status != newStatus || current?.id != loadedEntryID { settleLoaded(newStatus) }
             }
         case .asyncDone:
+            if isPrerolling && isOnItsWayOut {
+                // Prerolled, and stays paused: the selected entry loads once its tags are in.
+                isPrerolling = false
+                return
+            }
             if isPrerolling {
                 isPrerolling = false
                 if let target = seekAfterPreroll {
@@ -1231,7 +1247,12 @@ public final class Player {
                 return
             }
             let failed = loadedEntryID.flatMap { id in queue.index(of: id).map { queue[$0] } }
-            if let failed {
+            if let failed, isOnItsWayOut, let index = queue.index(of: failed.id) {
+                // The selection moved on: mark the entry that failed, and let the load of
+                // the selected one go on.
+                recordFailure(message, at: index)
+                unload()
+            } else if let failed {
                 fail(failed, reason: message)
             } else {
                 logger.error("playback error: \(message)")
@@ -1294,6 +1315,13 @@ public final class Player {
     /// After a preroll or a seek: go on to PLAYING if that is wanted, and settle the state
     /// the pipeline is in if it is the wanted one (its state-change message may have come
     /// before the ASYNC_DONE, while a seek was pending).
+    /// The loaded entry is no longer the selected one, which is being read before it loads
+    /// (Next to an entry whose tags are not in yet).
+    private var isOnItsWayOut: Bool {
+        guard desired != .stopped, let id = loadedEntryID, let loaded = queue.index(of: id), let selectedIndex else { return false }
+        return loaded != selectedIndex
+    }
+
     private func settleIfReached() {
         guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState

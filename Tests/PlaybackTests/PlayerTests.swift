@@ -388,6 +388,46 @@ struct PlayerPlaybackTests {
         player.stop()
     }
 
+    /// Next to entries whose tags are read first, while the start of an earlier Next waits
+    /// for a preroll: once that preroll ended, the waiting start used to run and take the
+    /// selection back to its entry, and the Next after it moved on from there (ten quick
+    /// Nexts ended two or three tracks short). The selection is only ever what the
+    /// commands made it.
+    @Test func nextsDuringAPrerollAndATagReadKeepTheSelection() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(12, seconds: 10, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        // Entries 0 to 4 are read: their starts wait for the preroll in progress. The rest
+        // are read when they are loaded.
+        player.readInfoAhead(entries[0...4].map(\.id))
+        #expect(await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) { entries[0...4].allSatisfy { player.entry(id: $0.id)?.info != nil } })
+        #expect(entries[5...].allSatisfy { player.entry(id: $0.id)?.info == nil })
+
+        player.play()
+        // Starts that wait for the first preroll, then loads that wait for tag reads (one
+        // at a time: the last one lands after the preroll has ended).
+        for index in 1...8 { player.next(); #expect(player.currentIndex == index) }
+        var expected = 8
+        var rewound: [String] = []
+        for wait in [300, 30, 30] {
+            // Between Nexts, watch the selection on every turn of the main queue.
+            let until = ContinuousClock.now + .milliseconds(wait)
+            while ContinuousClock.now < until {
+                try await Task.sleep(for: .milliseconds(1))
+                if player.currentIndex != expected { rewound.append("\(player.currentIndex ?? -1) after Next to \(expected)") }
+            }
+            guard expected < 10 else { break }
+            player.next()
+            expected += 1
+        }
+        #expect(rewound.isEmpty, "the selection moved without a command: \(rewound.prefix(5))")
+        #expect(await probe.waitFor(.playing, entry: 10), "ten Nexts end on entry 10, not \(player.current.flatMap { c in entries.firstIndex { $0.id == c.id } } ?? -1)")
+        player.stop()
+    }
+
     @Test func nextWhilePausedStaysPaused() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
