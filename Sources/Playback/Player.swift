@@ -1254,6 +1254,10 @@ public final class Player {
                 unload()
             } else if let failed {
                 fail(failed, reason: message)
+            } else if desired != .stopped, selectedIndex != nil {
+                // Nothing is loaded: the error was queued by a track already taken down (a
+                // failing stream posts more than one), while the selected one is being read.
+                logger.debug("ignoring an error of a track already taken down: \(message)")
             } else {
                 logger.error("playback error: \(message)")
                 desired = .stopped

@@ -428,6 +428,34 @@ struct PlayerPlaybackTests {
         player.stop()
     }
 
+    /// The loaded track fails while the selection has moved on to tracks whose tags are
+    /// being read: the failed one is marked, the selection stays (it used to move on from
+    /// the failed track), and its further errors do not stop playback.
+    @Test func aTrackOnItsWayOutFailsWithoutMovingTheSelection() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(4, seconds: 10, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        player.readInfoAhead([entries[0].id])
+        #expect(await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) { player.entry(id: entries[0].id)?.info != nil })
+        // Read as a good track, then replaced: it fails in the pipeline, not before.
+        try garbageBytes.write(to: files[0])
+
+        player.play()
+        player.next()
+        player.next()
+        #expect(player.currentIndex == 2)
+        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(20)), "entry 2 plays; the current one is \(player.currentIndex ?? -1)")
+        #expect(probe.playedIDs == [entries[2].id], "only the selected entry plays: \(probe.playedIDs) of \(entries.map(\.id))")
+        #expect(player.entry(id: entries[0].id)?.failure != nil, "the track that failed is marked")
+        #expect(player.entry(id: entries[1].id)?.failure == nil)
+        #expect(probe.statuses == [.stopped, .playing], "\(probe.statuses)")
+        #expect(probe.log.lines(containing: "playback error").isEmpty, "\(probe.log.messages)")
+        player.stop()
+    }
+
     @Test func nextWhilePausedStaysPaused() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
