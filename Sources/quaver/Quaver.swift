@@ -26,12 +26,14 @@ enum Main {
 /// glibc gives each thread that allocates under contention an arena of its own, up to eight
 /// per core, and never gives their free pages back: GStreamer's streaming threads (new ones
 /// with every track) left a daemon under 32 busy clients 2.4 MiB larger after a minute, growth
-/// that went on slowing but not stopping. Two arenas: +1.4 MiB in the same minute, 2.6 MiB less
-/// to start with, and no fewer calls answered (4,018/s against 3,771/s). Set before any thread
-/// starts; `MALLOC_ARENA_MAX` in the environment still wins.
+/// that went on slowing but not stopping. Two arenas: 2.6 MiB less to start with, and 1.4 to
+/// 2.0 MiB of growth in that minute (1.8 on average in 9 runs). One: 1.2 to 1.8 MiB (1.4 in
+/// 5), the same size to start with, and no fewer calls answered (3,300 to 3,800 a second
+/// either way): the main thread and GStreamer's threads rarely allocate at the same moment.
+/// Set before any thread starts; `MALLOC_ARENA_MAX` in the environment still wins.
 private func limitMallocArenas() {
     if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil {
-        _ = cshims_limit_malloc_arenas(2)
+        _ = cshims_limit_malloc_arenas(1)
     }
 }
 
