@@ -1316,9 +1316,6 @@ public final class Player {
         }
     }
 
-    /// After a preroll or a seek: go on to PLAYING if that is wanted, and settle the state
-    /// the pipeline is in if it is the wanted one (its state-change message may have come
-    /// before the ASYNC_DONE, while a seek was pending).
     /// The loaded entry is no longer the selected one, which is being read before it loads
     /// (Next to an entry whose tags are not in yet).
     private var isOnItsWayOut: Bool {
@@ -1326,6 +1323,9 @@ public final class Player {
         return loaded != selectedIndex
     }
 
+    /// After a preroll or a seek: go on to PLAYING if that is wanted, and settle the state
+    /// the pipeline is in if it is the wanted one (its state-change message may have come
+    /// before the ASYNC_DONE, while a seek was pending).
     private func settleIfReached() {
         guard !isBuffering else { return }  // it plays, and settles, once the buffer is full
         let reached = pipeline.currentState
