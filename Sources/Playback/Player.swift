@@ -167,6 +167,11 @@ public final class Player {
         } catch {
             throw MediaError(error.description)
         }
+        attach(pipeline)
+    }
+
+    /// Has the player hear `pipeline`'s events, and of its getting stuck.
+    private func attach(_ pipeline: Pipeline) {
         pipeline.onEvent = { [weak self] event in self?.handle(event) }
         pipeline.onStuck = { [weak self] in self?.pipelineGotStuck() }
     }
@@ -1091,8 +1096,7 @@ public final class Player {
             logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
         }
         fresh.volume = volume
-        fresh.onEvent = { [weak self] event in self?.handle(event) }
-        fresh.onStuck = { [weak self] in self?.pipelineGotStuck() }
+        attach(fresh)
         pipeline = fresh
         return true
     }
@@ -1345,10 +1349,8 @@ public final class Player {
     private func settleLoaded(_ newStatus: Status) {
         retriedAfterStuck = nil
         if let id = loadedEntryID, let index = queue.index(of: id) {
-            // Another entry was selected and is being read before it loads (Next to a track
-            // whose tags are not in yet): the one still loaded is on its way out, and the
-            // selection stays; the selected entry settles when it plays.
-            if let selected = selectedIndex, selected != index { return }
+            // The selection stays; the selected entry settles when it plays.
+            if isOnItsWayOut { return }
             selectedIndex = index
             if !isLocal(queue[index].uri) {
                 disarmStallWatch()  // it played: the server sent what was awaited
