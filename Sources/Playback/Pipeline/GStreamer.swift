@@ -1,0 +1,78 @@
+internal import CGStreamer
+internal import CShims
+import Dispatch
+import Glibc
+
+/// Starts GStreamer once per process. Safe to call repeatedly, from any thread.
+public enum GStreamer {
+    private static let started: Void = gst_init(nil, nil)
+
+    public static func initialize() { _ = started }
+
+    /// The GStreamer version in use, e.g. "1.22.0".
+    public static var version: String {
+        initialize()
+        guard let raw = gst_version_string() else { return "unknown" }
+        defer { g_free(raw) }
+        return String(cString: raw)
+    }
+
+    /// Whether an element factory (a decoder, a demuxer, a sink) is installed.
+    public static func hasElement(_ factoryName: String) -> Bool {
+        initialize()
+        guard let factory = gst_element_factory_find(factoryName) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(factory))
+        return true
+    }
+
+    /// What an audio sink description (nil: the system output) opens to: the factory names
+    /// of the elements it ends up with once READY (for `autoaudiosink`, the sink it chose),
+    /// or why it cannot open.
+    public static func probeAudioOutput(_ description: String?) -> Result<[String], MediaError> {
+        initialize()
+        let sink: UnsafeMutablePointer<GstElement>
+        if let description {
+            var error: UnsafeMutablePointer<GError>?
+            guard let parsed = gst_parse_bin_from_description(description, 1, &error) else {
+                let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                if let error { g_error_free(error) }
+                return .failure(MediaError("'\(description)' is not a valid sink: \(reason)"))
+            }
+            sink = UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: GstElement.self)
+        } else {
+            guard let auto = gst_element_factory_make("autoaudiosink", nil) else {
+                return .failure(MediaError("the element 'autoaudiosink' is missing (install gstreamer1.0-plugins-good)"))
+            }
+            sink = auto
+        }
+        gst_object_ref_sink(sink)
+        defer {
+            gst_element_set_state(sink, GST_STATE_NULL)
+            gst_object_unref(sink)
+        }
+        guard gst_element_set_state(sink, GST_STATE_READY) != GST_STATE_CHANGE_FAILURE else {
+            return .failure(MediaError("the sink could not open its device or server"))
+        }
+        return .success(factoryNames(inBin: sink))
+    }
+
+    /// The factory names of the elements in a bin, recursively.
+    static func factoryNames(inBin bin: UnsafeMutablePointer<GstElement>) -> [String] {
+        var names: [String] = []
+        guard let iterator = gst_bin_iterate_recurse(OpaquePointer(bin).bin) else { return names }
+        defer { gst_iterator_free(iterator) }
+        var value = GValue()
+        while gst_iterator_next(iterator, &value) == GST_ITERATOR_OK {
+            if let object = g_value_get_object(&value) {
+                let element = object.assumingMemoryBound(to: GstElement.self)
+                if let factory = gst_element_get_factory(element), let name = cshims_object_name(UnsafeMutableRawPointer(factory)) {
+                    names.append(String(cString: name))
+                }
+            }
+            g_value_reset(&value)
+        }
+        g_value_unset(&value)
+        return names
+    }
+}
+

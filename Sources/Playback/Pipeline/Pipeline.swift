@@ -1,0 +1,536 @@
+internal import CGStreamer
+internal import CShims
+import Dispatch
+import Glibc
+
+/// The one owner of a GStreamer `playbin`, configured for audio only.
+///
+/// Every call into GStreamer runs on the pipeline's own serial queue, as GstPlay runs its
+/// playbin on a thread of its own: commands return at once, and what the pipeline does comes
+/// back as ``Event``s, in order, on the main actor. Nothing outside this type touches the
+/// playbin, and nothing waits for it. A call that GStreamer does not return from within
+/// `stuckLimit` is reported as ``Event/stuck``; the pipeline is then replaced by its owner, and
+/// this one is freed whenever GStreamer lets go of it.
+final class Pipeline: @unchecked Sendable {
+    enum State: Int, Sendable, Comparable {
+        case voidPending = 0, null, ready, paused, playing
+        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
+        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
+        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
+    }
+
+    /// What the pipeline knows of the loaded stream at the moment of an event, read on its
+    /// queue so that the main actor never has to ask.
+    struct Facts: Sendable, Equatable {
+        var position: Duration?
+        var duration: Duration?
+        var isSeekable = false
+        /// The state reached and the one pending.
+        var current: State = .voidPending
+        var pending: State = .voidPending
+    }
+
+    enum Event: Sendable {
+        /// The whole pipeline's state changed (not one of its elements').
+        case stateChanged(old: State, new: State, pending: State, position: Duration?)
+        /// A preroll or a flushing seek completed.
+        case asyncDone(Facts)
+        case endOfStream
+        /// `source` is the path of the element that failed, e.g.
+        /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
+        /// `inOutput`: the audio output failed (the sound server went away, the device was
+        /// removed), not the track.
+        case error(message: String, debug: String?, source: String, inOutput: Bool)
+        case warning(message: String, source: String)
+        case streamStart
+        case durationChanged(Facts)
+        case buffering(percent: Int)
+        case clockLost
+        /// An element asks the application to change the pipeline's state: the sound server
+        /// corks the stream (PAUSED) for a call or an alarm, and uncorks it (PLAYING) after.
+        case requestState(State)
+        /// The output's volume changed (on the cubic scale of desktop mixers): a mixer changed
+        /// the stream's volume on the sound server, or Quaver did.
+        case outputVolumeChanged(Double)
+        /// Tags reached the sink (what is heard now): a stream's ICY title, a file's own tags.
+        /// Lists with nothing a listener sees (a bit rate, a codec) are not reported.
+        case tags(StreamTags)
+        /// playbin took the prepared next URI (`about-to-finish`): it starts once the current
+        /// stream ends. Posted from the streaming thread, so it arrives in order with the rest.
+        case nextURITaken
+        /// A state change GStreamer refused at once (after the errors it queued with it).
+        case stateChangeFailed(State)
+        /// A seek GStreamer refused.
+        case seekRefused(Duration)
+        /// The answer to ``queryPosition()``.
+        case position(Duration?)
+        /// The factory names of the elements the loaded stream is played with, once it
+        /// prerolled (for diagnostics and tests).
+        case elements([String])
+        /// A call into GStreamer did not return within `stuckLimit`: the pipeline is stuck
+        /// (a deadlock inside GStreamer) and must be replaced. Nothing else is reported after it.
+        case stuck
+    }
+
+    /// An event with the number of the load it belongs to: events of a stream taken down
+    /// can still be on their way when the next one is loaded.
+    struct Delivery: Sendable {
+        var load: Int
+        var event: Event
+    }
+
+    /// Why a pipeline could not be made.
+    struct SetupError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// How long a call into the playbin may take before the pipeline counts as stuck.
+    let stuckLimit: Duration
+    /// The gapless hand-over: the next URI, prepared by the main actor, read by
+    /// `about-to-finish` on a streaming thread.
+    let handoff = GaplessHandoff()
+
+    private let queue = DispatchQueue(label: "quaver.pipeline")
+    private let watchdogQueue = DispatchQueue(label: "quaver.pipeline.watchdog")
+    private let deliver: @Sendable (Delivery) -> Void
+    /// What the queue's jobs and the watchdog share.
+    private let control = Locked(Control())
+
+    private struct Control {
+        /// The job running on the queue, if any (its sequence number).
+        var running: UInt64?
+        var nextJob: UInt64 = 0
+        /// A job did not return in time: nothing more is reported.
+        var stuck = false
+        /// The owner let go of this pipeline: jobs still queued are skipped.
+        var retired = false
+    }
+
+    // Touched on `queue` only.
+    private var playbin: UnsafeMutablePointer<GstElement>?
+    private var bus: UnsafeMutablePointer<GstBus>?
+    private var busSource: (any DispatchSourceRead)?
+    private var handlers: [gulong] = []
+    private var loadNumber = 0
+    private var wantsElements = false
+
+    /// Makes the playbin. Checks the sink description before anything runs, so that a bad
+    /// `--audio-sink` is an error at start; the playbin itself is built on the pipeline's queue.
+    /// - Parameter audioSink: a GStreamer bin description (`fakesink sync=true`), or nil for
+    ///   the system's audio output (`autoaudiosink`, which falls back to a null sink).
+    /// - Parameter deliver: called on the main actor with every event, in order.
+    init(
+        audioSink: String?, volume: Double, stuckLimit: Duration = .seconds(3),
+        deliver: @escaping @MainActor @Sendable (Delivery) -> Void
+    ) {
+        self.stuckLimit = stuckLimit
+        self.deliver = { delivery in
+            DispatchQueue.main.async { MainActor.assumeIsolated { deliver(delivery) } }
+        }
+        run { pipeline in
+            do throws(SetupError) {
+                try pipeline.build(audioSink: audioSink, volume: volume)
+            } catch {
+                pipeline.post(.error(message: error.description, debug: nil, source: "quaver-playbin", inOutput: true))
+            }
+        }
+    }
+
+    /// Checks what a pipeline needs before one is made: `playbin` installed, and a sink
+    /// description that parses.
+    static func validate(audioSink: String?) throws(SetupError) {
+        GStreamer.initialize()
+        guard GStreamer.hasElement("playbin") else {
+            throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
+        }
+        guard let audioSink else { return }
+        var error: UnsafeMutablePointer<GError>?
+        guard let parsed = gst_parse_bin_from_description(audioSink, 1, &error) else {
+            let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+            if let error { g_error_free(error) }
+            throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(reason)")
+        }
+        gst_object_unref(UnsafeMutableRawPointer(parsed))
+    }
+
+    static let streamProperties =
+        "props, media.role=(string)music, application.name=(string)Quaver, application.id=(string)quaver, application.icon_name=(string)quaver"
+
+    private func build(audioSink: String?, volume: Double) throws(SetupError) {
+        GStreamer.initialize()
+        guard let element = gst_element_factory_make("playbin", "quaver-playbin") else {
+            throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
+        }
+        gst_object_ref_sink(element)
+        // Audio only: video and subtitle streams are never shown (the flags) nor decoded (the
+        // decoders are skipped when decodebin picks them).
+        gst_util_set_object_arg(OpaquePointer(element).gObject, "flags", "audio+soft-volume")
+        cshims_playbin_decode_audio_only(element)
+        // playsink's queue in front of the audio sink holds a second of decoded audio by
+        // default, refilled after every seek; a fifth of a second is ample ahead of a sink
+        // that buffers on its own, and makes each seek decode less.
+        cshims_playbin_limit_audio_queue(element, 200_000_000)
+        if let scaletempo = gst_element_factory_make("scaletempo", nil) {
+            cshims_object_set_object(element, "audio-filter", scaletempo)  // keeps pitch when the rate changes
+        }
+        let sink: UnsafeMutablePointer<GstElement>?
+        if let audioSink {
+            var error: UnsafeMutablePointer<GError>?
+            sink = gst_parse_bin_from_description(audioSink, 1, &error).map {
+                UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstElement.self)
+            }
+            if sink == nil {
+                let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+                if let error { g_error_free(error) }
+                gst_object_unref(element)
+                throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(reason)")
+            }
+        } else {
+            sink = gst_element_factory_make("autoaudiosink", "quaver-audio-sink")
+        }
+        // What the sound server is told about the stream: music (so that a phone or alarm
+        // stream corks it), and whose it is (mixers show the name and icon).
+        cshims_playbin_set_stream_properties(element, Self.streamProperties)
+        if let sink {
+            cshims_set_stream_properties(sink, Self.streamProperties)
+            cshims_object_set_object(element, "audio-sink", sink)
+        }
+        cshims_object_set_double(element, "volume", Self.linear(volume))
+        playbin = element
+
+        let bus = gst_element_get_bus(element)!
+        self.bus = bus
+        var pollFD = GPollFD()
+        gst_bus_get_pollfd(bus, &pollFD)
+        // The source watches a duplicate that only its cancellation closes: the bus closes its
+        // own descriptor when the pipeline goes, and a new pipeline can get the same number
+        // before the old source is unregistered, which would leave the new one deaf.
+        let watched = dup(pollFD.fd)
+        let source = DispatchSource.makeReadSource(fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: queue)
+        source.setEventHandler { [weak self] in self?.drainBus() }
+        if watched >= 0 { source.setCancelHandler { close(watched) } }
+        source.resume()
+        busSource = source
+
+        let handoffPointer = Unmanaged.passRetained(handoff).toOpaque()
+        handlers = [
+            cshims_connect_element_signal(element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk),
+            cshims_playbin_watch_volume(element),
+        ]
+    }
+
+    // MARK: - Commands (from the main actor; none waits)
+
+    /// Takes down what is loaded (to READY, or to NULL when `fresh`), drops the messages
+    /// still queued about it, and starts `uri` toward `state`. Events after this carry `number`.
+    /// READY, not NULL, by default: the file is closed all the same, and GStreamer 1.22's
+    /// playsink leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure,
+    /// NULL: every element of the failed stream goes, not only its data.
+    func load(_ uri: String, state: State, number: Int, fresh: Bool) {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            pipeline.tearDown(playbin, fresh: fresh)
+            pipeline.loadNumber = number
+            pipeline.wantsElements = true
+            cshims_object_set_string(playbin, "uri", uri)
+            pipeline.change(playbin, to: state)
+        }
+    }
+
+    /// Takes down what is loaded (see ``load(_:state:number:fresh:)``).
+    func unload(number: Int, fresh: Bool) {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            pipeline.tearDown(playbin, fresh: fresh)
+            pipeline.loadNumber = number
+        }
+    }
+
+    /// Moves the loaded stream to `state`; ``Event/stateChangeFailed(_:)`` when refused.
+    func setState(_ state: State) {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            pipeline.change(playbin, to: state)
+        }
+    }
+
+    /// A flushing, accurate seek that also sets the playback rate; it completes with the next
+    /// ``Event/asyncDone(_:)``, or is reported refused.
+    func seek(to position: Duration, rate: Double) {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+            let start = gint64(position.nanoseconds)
+            let accepted = gst_element_seek(playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start, GST_SEEK_TYPE_NONE, -1) != 0
+            if !accepted { pipeline.post(.seekRefused(position)) }
+        }
+    }
+
+    /// Sets the volume, on the cubic scale of desktop mixers (0...1).
+    func setVolume(_ volume: Double) {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            cshims_object_set_double(playbin, "volume", Self.linear(volume))
+        }
+    }
+
+    /// Asks where the stream is; the answer comes as ``Event/position(_:)``.
+    func queryPosition() {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            pipeline.post(.position(Self.position(of: playbin)))
+        }
+    }
+
+    /// Lets go of the pipeline: nothing more is reported, commands still queued are skipped,
+    /// and the playbin is freed on the pipeline's queue, once GStreamer lets go of it after a
+    /// stuck call. `freed` is called (on the main actor) when it is.
+    func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
+        control.withLock { $0.retired = true }
+        queue.async { [self] in
+            busSource?.cancel()
+            busSource = nil
+            if let playbin {
+                for handler in handlers where handler != 0 { cshims_disconnect(playbin, handler) }
+                gst_element_set_state(playbin, GST_STATE_NULL)
+                gst_object_unref(playbin)
+            }
+            if let bus { gst_object_unref(bus) }
+            playbin = nil
+            bus = nil
+            if let freed { DispatchQueue.main.async { MainActor.assumeIsolated(freed) } }
+        }
+    }
+
+    /// Runs `body` on the queue under the watchdog: should it not return within `stuckLimit`,
+    /// ``Event/stuck`` is reported once.
+    private func run(_ body: @escaping @Sendable (Pipeline) -> Void) {
+        queue.async { [self] in
+            let job: UInt64? = control.withLock { control in
+                guard !control.retired, !control.stuck else { return nil }
+                control.nextJob += 1
+                control.running = control.nextJob
+                return control.nextJob
+            }
+            guard let job else { return }
+            watchdogQueue.asyncAfter(deadline: .now() + stuckLimit.dispatchInterval) { [weak self] in
+                self?.checkProgress(of: job)
+            }
+            body(self)
+            control.withLock { $0.running = nil }
+        }
+    }
+
+    private func checkProgress(of job: UInt64) {
+        let stuck = control.withLock { control -> Bool in
+            guard control.running == job, !control.stuck else { return false }
+            control.stuck = true
+            return !control.retired
+        }
+        if stuck { deliver(Delivery(load: loadNumberForWatchdog, event: .stuck)) }
+    }
+
+    /// The watchdog reports a stuck pipeline whatever load it was at.
+    private var loadNumberForWatchdog: Int { .max }
+
+    private func post(_ event: Event) {
+        let silenced = control.withLock { $0.retired || $0.stuck }
+        guard !silenced else { return }
+        deliver(Delivery(load: loadNumber, event: event))
+    }
+
+    private func tearDown(_ playbin: UnsafeMutablePointer<GstElement>, fresh: Bool) {
+        gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
+        // What is still queued describes the stream just taken down.
+        if let bus {
+            gst_bus_set_flushing(bus, 1)
+            gst_bus_set_flushing(bus, 0)
+        }
+    }
+
+    private func change(_ playbin: UnsafeMutablePointer<GstElement>, to state: State) {
+        if gst_element_set_state(playbin, state.gst) == GST_STATE_CHANGE_FAILURE {
+            // The error GStreamer queued with the refusal says why: it goes first.
+            drainBus()
+            post(.stateChangeFailed(state))
+        }
+    }
+
+    private static func linear(_ cubic: Double) -> Double {
+        gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_CUBIC, GST_STREAM_VOLUME_FORMAT_LINEAR, cubic)
+    }
+
+    // MARK: - Bus (on the queue)
+
+    private func drainBus() {
+        guard let bus else { return }
+        while let message = gst_bus_pop(bus) {
+            let event = translate(message)
+            gst_message_unref(message)
+            if let event { post(event) }
+            if wantsElements, case .asyncDone = event, let playbin {
+                wantsElements = false
+                post(.elements(GStreamer.factoryNames(inBin: playbin)))
+            }
+        }
+    }
+
+    private static func position(of playbin: UnsafeMutablePointer<GstElement>) -> Duration? {
+        var value: gint64 = -1
+        return gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0 && value >= 0 ? .nanoseconds(value) : nil
+    }
+
+    private func facts(of playbin: UnsafeMutablePointer<GstElement>) -> Facts {
+        var facts = Facts()
+        facts.position = Self.position(of: playbin)
+        var value: gint64 = -1
+        if gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 { facts.duration = .nanoseconds(value) }
+        if let query = gst_query_new_seeking(GST_FORMAT_TIME) {
+            if gst_element_query(playbin, query) != 0 {
+                var seekable: gboolean = 0
+                gst_query_parse_seeking(query, nil, &seekable, nil, nil)
+                facts.isSeekable = seekable != 0
+            }
+            gst_query_unref(query)
+        }
+        var current = GST_STATE_VOID_PENDING
+        var pending = GST_STATE_VOID_PENDING
+        gst_element_get_state(playbin, &current, &pending, 0)
+        facts.current = State(current)
+        facts.pending = State(pending)
+        return facts
+    }
+
+    private func translate(_ message: UnsafeMutablePointer<GstMessage>) -> Event? {
+        guard let playbin else { return nil }
+        let fromPipeline = cshims_message_source(message) == UnsafeMutableRawPointer(playbin)
+        switch message.pointee.type {
+        case GST_MESSAGE_STATE_CHANGED:
+            guard fromPipeline else { return nil }
+            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            let position = State(new) >= .paused ? Self.position(of: playbin) : nil
+            return .stateChanged(old: State(old), new: State(new), pending: State(pending), position: position)
+        case GST_MESSAGE_ASYNC_DONE:
+            return fromPipeline ? .asyncDone(facts(of: playbin)) : nil
+        case GST_MESSAGE_EOS:
+            return .endOfStream
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            var source = "?"
+            if let object = cshims_message_source(message),
+                let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self))
+            {
+                source = String(cString: path)
+                g_free(path)
+            }
+            return .error(
+                message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
+                debug: debug.map { String(cString: $0) }, source: source, inOutput: Self.isOutput(source))
+        case GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_warning(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            let source = cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
+            return .warning(message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
+        case GST_MESSAGE_STREAM_START:
+            return .streamStart
+        case GST_MESSAGE_DURATION_CHANGED:
+            return .durationChanged(facts(of: playbin))
+        case GST_MESSAGE_BUFFERING:
+            // A queue of a stream already taken out of the pipeline can still report (0%, as it
+            // is reset): that is no reason to pause what plays now.
+            guard let source = cshims_message_source(message),
+                gst_object_has_as_ancestor(source.assumingMemoryBound(to: GstObject.self), OpaquePointer(playbin).object) != 0
+            else { return nil }
+            var percent: gint = 0
+            gst_message_parse_buffering(message, &percent)
+            return .buffering(percent: Int(percent))
+        case GST_MESSAGE_CLOCK_LOST:
+            return .clockLost
+        case GST_MESSAGE_REQUEST_STATE:
+            var state = GST_STATE_VOID_PENDING
+            gst_message_parse_request_state(message, &state)
+            return .requestState(State(state))
+        case GST_MESSAGE_TAG:
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            guard let list else { return nil }
+            defer { gst_tag_list_unref(list) }
+            let tags = StreamTags(list)
+            return tags.isEmpty ? nil : .tags(tags)
+        case GST_MESSAGE_APPLICATION:
+            if cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 {
+                let linear = cshims_object_get_double(playbin, "volume")
+                return .outputVolumeChanged(
+                    gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear))
+            }
+            if cshims_message_is_application(message, nextURITakenMessage) != 0 { return .nextURITaken }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
+
+extension Pipeline {
+    /// Whether an element path names the audio output: a sink (`GstPulseSink:…`,
+    /// `GstAlsaSink:…`, a file sink) inside playbin's sink bin or the `audio-sink` given.
+    /// A converter in front of it failing is the track's problem (a format it cannot take),
+    /// not the output's.
+    static func isOutput(_ source: String) -> Bool {
+        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
+    }
+}
+
+private let aboutToFinishThunk: cshims_element_callback = { element, data in
+    guard let element, let data else { return }
+    let handoff = Unmanaged<GaplessHandoff>.fromOpaque(data).takeUnretainedValue()
+    if let uri = handoff.commit() {
+        cshims_object_set_string(element, "uri", uri)
+        let message = gst_message_new_application(
+            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), gst_structure_new_empty(nextURITakenMessage))
+        gst_element_post_message(element, message)
+    }
+}
+
+/// The name of the application message that becomes `Pipeline.Event.nextURITaken`.
+private let nextURITakenMessage = "quaver-next-uri-taken"
+
+private let releaseHandoffThunk: GClosureNotify = { data, _ in
+    guard let data else { return }
+    Unmanaged<GaplessHandoff>.fromOpaque(data).release()
+}
+
+extension OpaquePointer {
+    var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
+    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
+    var object: UnsafeMutablePointer<GstObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self) }
+}
+
+extension Duration {
+    /// `m:ss` (`1:05`), as log lines give a place in a track.
+    public var clock: String {
+        let seconds = max(Int(components.seconds), 0)
+        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
+    }
+
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The same length as Dispatch takes it (a deadline's offset, a timeout).
+    var dispatchInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
+}
