@@ -49,9 +49,9 @@ struct GaplessHandoffTests {
 @MainActor
 struct PipelineTests {
     @Test func invalidSinkDescriptionIsRejected() {
-        #expect(throws: Pipeline.SetupError.self) { _ = try Pipeline(audioSink: "nosuchelement-quaver ! alsonot") }
+        #expect(throws: Pipeline.SetupError.self) { try Pipeline.validate(audioSink: "nosuchelement-quaver ! alsonot") }
         do {
-            _ = try Pipeline(audioSink: "fakesink sync=true !")
+            try Pipeline.validate(audioSink: "fakesink sync=true !")
             Issue.record("a dangling link was accepted")
         } catch {
             #expect(error.description.contains("fakesink sync=true !"))
@@ -62,71 +62,85 @@ struct PipelineTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(1, seconds: 0.5, in: folder)
-        let probe = try PipelineProbe()
-        let pipeline = probe.pipeline
-        #expect(pipeline.position == nil || pipeline.position == .zero)
-        #expect(pipeline.duration == nil)
+        let probe = PipelineProbe()
+        let pipeline: Pipeline = probe.pipeline
+        pipeline.queryPosition()
+        #expect(await probe.waitForEvent { if case .position = $0 { true } else { false } })
+        #expect(probe.lastPosition == nil, "nothing loaded, nowhere to be")
 
-        pipeline.uri = files[0].absoluteString
-        #expect(pipeline.setState(.playing) == .async)
+        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
         #expect(await probe.wait { probe.reachedPlaying })
-        #expect(pipeline.currentState.current == .playing)
         #expect(probe.events.contains { if case .streamStart = $0 { true } else { false } })
-        let duration = try #require(pipeline.duration).inSeconds
-        #expect(abs(duration - 0.5) < 0.05)
-        #expect(pipeline.isSeekable)
+        let facts = try #require(probe.lastFacts)
+        #expect(abs((facts.duration?.inSeconds ?? 0) - 0.5) < 0.05)
+        #expect(facts.isSeekable)
+        #expect(probe.loads.dropFirst().allSatisfy { $0 == 1 }, "every event after the load carries its number: \(probe.loads)")
 
         #expect(await probe.wait(upTo: .seconds(4)) { probe.endedStream })
         #expect(probe.errorMessage == nil)
-        let position = try #require(pipeline.position).inSeconds
+        pipeline.queryPosition()
+        #expect(await probe.wait { probe.lastPosition != nil })
+        let position = try #require(probe.lastPosition).inSeconds
         #expect(abs(position - 0.5) < 0.1, "position at the end: \(position)")
-        pipeline.setState(.null)
+        pipeline.release()
     }
 
     @Test func pausedSeekLandsOnTheTarget() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(1, seconds: 3, in: folder)
-        let probe = try PipelineProbe()
-        let pipeline = probe.pipeline
-        pipeline.uri = files[0].absoluteString
-        pipeline.setState(.paused)
+        let probe = PipelineProbe()
+        let pipeline: Pipeline = probe.pipeline
+        pipeline.load(files[0].absoluteString, state: .paused, number: 1, fresh: false)
         #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
         let before = probe.events.count
-        #expect(pipeline.seek(to: .milliseconds(2200), rate: 1) == .started)
+        pipeline.seek(to: .milliseconds(2200), rate: 1)
         #expect(await probe.wait { probe.events.dropFirst(before).contains { if case .asyncDone = $0 { true } else { false } } })
-        let position = try #require(pipeline.position).inSeconds
+        let position = try #require(probe.lastFacts?.position).inSeconds
         #expect(abs(position - 2.2) < 0.05, "position after the seek: \(position)")
-        pipeline.setState(.null)
+        pipeline.release()
     }
 
     @Test func brokenFileIsAnErrorEvent() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let file = try folder.write("garbage.flac", data: garbageBytes)
-        let probe = try PipelineProbe()
-        probe.pipeline.uri = file.absoluteString
-        probe.pipeline.setState(.paused)
+        let probe = PipelineProbe()
+        probe.pipeline.load(file.absoluteString, state: .paused, number: 1, fresh: false)
         #expect(await probe.wait { probe.errorMessage != nil })
         #expect(!(probe.errorMessage ?? "").isEmpty)
-        probe.pipeline.setState(.null)
+        probe.pipeline.release()
+    }
+
+    /// Events of a stream taken down are never mistaken for the next one's: what was still
+    /// queued is dropped, and what comes after a load carries its number.
+    @Test func eventsCarryTheirLoad() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let probe = PipelineProbe()
+        probe.pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
+        probe.pipeline.load(files[1].absoluteString, state: .paused, number: 2, fresh: false)
+        #expect(await probe.wait { probe.events.indices.contains { probe.loads[$0] == 2 && probe.isAsyncDone(probe.events[$0]) } })
+        let firstOfSecond = try #require(probe.loads.firstIndex(of: 2))
+        #expect(!probe.loads[firstOfSecond...].contains(1), "nothing of the first load after the second began")
+        probe.pipeline.release()
     }
 
     @Test func audioOnlyElements() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(1, seconds: 1, in: folder)
-        let probe = try PipelineProbe()
-        probe.pipeline.uri = files[0].absoluteString
-        probe.pipeline.setState(.paused)
-        #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
-        let names = probe.pipeline.elementFactoryNames
+        let probe = PipelineProbe()
+        probe.pipeline.load(files[0].absoluteString, state: .paused, number: 1, fresh: false)
+        #expect(await probe.wait { !probe.elements.isEmpty })
+        let names = probe.elements
         #expect(names.contains("fakesink"))
         #expect(names.contains("scaletempo"), "keeps the pitch when the rate changes")
         #expect(names.contains("flacdec"))
         #expect(!names.contains { $0.contains("video") || $0.contains("text") || $0.contains("subparse") }, "\(names)")
-        probe.pipeline.setState(.null)
+        probe.pipeline.release()
     }
 
     @Test
@@ -135,52 +149,51 @@ struct PipelineTests {
         defer { folder.remove() }
         let file = folder.path("clip.ogv")
         try await Media.videoWithAudio(file)
-        let probe = try PipelineProbe()
-        probe.pipeline.uri = file.absoluteString
-        probe.pipeline.setState(.paused)
-        #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
+        let probe = PipelineProbe()
+        probe.pipeline.load(file.absoluteString, state: .paused, number: 1, fresh: false)
+        #expect(await probe.wait { !probe.elements.isEmpty })
         #expect(probe.errorMessage == nil)
-        let names = probe.pipeline.elementFactoryNames
+        let names = probe.elements
         #expect(names.contains("vorbisdec"), "\(names)")
         #expect(!names.contains { $0.contains("video") }, "no video sink or converter: \(names)")
         #expect(!names.contains("theoradec"), "\(names)")
-        probe.pipeline.setState(.null)
+        probe.pipeline.release()
     }
 
     /// A state change that GStreamer does not return from (here an element that sleeps five
-    /// seconds on every buffer: taking its pad down waits for the sleep, and a test held up
-    /// for seconds by others starting beside it still finds one under way) is given up
-    /// on after the limit instead of holding the caller, and the pipeline counts as stuck:
-    /// nothing touches it again, and it is freed once GStreamer lets go of it.
-    @Test func stateChangeThatDoesNotReturnIsGivenUpOn() async throws {
+    /// seconds on every buffer: taking its pad down waits for the sleep) never holds the
+    /// caller: the command returns at once, the pipeline reports itself stuck after the
+    /// limit, reports nothing more, and is freed once GStreamer lets go of it.
+    @Test func stateChangeThatDoesNotReturnIsReportedStuck() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try Media.tracks(1, seconds: 3, in: folder)
-        let probe = try PipelineProbe(audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
-        let pipeline = probe.pipeline
-        pipeline.uri = files[0].absoluteString
-        #expect(pipeline.setState(.playing) == .async)
+        let probe = PipelineProbe(audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let pipeline: Pipeline = probe.pipeline
+        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         #expect(await probe.wait(upTo: .seconds(20)) { probe.reachedPlaying })
         // The first buffer has passed; the element sleeps on the next one now.
         try await Task.sleep(for: .milliseconds(200))
         let asked = ContinuousClock.now
-        #expect(pipeline.setState(.ready) == .stuck)
+        pipeline.setState(.ready)
+        pipeline.queryPosition()
+        pipeline.seek(to: .zero, rate: 1)
+        #expect(ContinuousClock.now - asked < .milliseconds(50), "the commands waited \(ContinuousClock.now - asked)")
+        #expect(await probe.waitForEvent(upTo: .seconds(5)) { if case .stuck = $0 { true } else { false } })
         let waited = ContinuousClock.now - asked
-        #expect(waited >= .milliseconds(300) && waited < .milliseconds(1200), "waited \(waited)")
-        #expect(pipeline.isStuck)
-        #expect(pipeline.position == nil && pipeline.duration == nil, "no query reaches a stuck pipeline")
-        #expect(pipeline.seek(to: .zero, rate: 1) == .stuck)
-        #expect(pipeline.setState(.null) == .stuck, "no state change either")
-        var letGo = false
-        pipeline.whenLetGo { letGo = true; probe.recheck() }
-        #expect(await probe.wait(upTo: .seconds(10)) { letGo }, "the element's sleep ends, and with it the state change")
+        #expect(waited >= .milliseconds(300) && waited < .milliseconds(2000), "reported after \(waited)")
+        let reported = probe.events.count
+        var freed = false
+        pipeline.release { freed = true; probe.recheck() }
+        #expect(await probe.wait(upTo: .seconds(10)) { freed }, "the element's sleep ends, and with it the state change")
+        #expect(probe.events.count == reported, "nothing is reported after a pipeline got stuck")
     }
 
-    @Test func volumeIsKept() throws {
-        let pipeline = try Pipeline(audioSink: "fakesink")
-        #expect(pipeline.volume == 1)
-        pipeline.volume = 0.25
-        #expect(pipeline.volume == 0.25)
+    @Test func volumeIsSet() async throws {
+        let probe = PipelineProbe(audioSink: "fakesink")
+        probe.pipeline.setVolume(0.25)
+        #expect(await probe.waitForEvent { if case .outputVolumeChanged(let heard) = $0 { abs(heard - 0.25) < 0.001 } else { false } })
+        probe.pipeline.release()
     }
 }
 

@@ -262,9 +262,10 @@ struct PlayerPlaybackTests {
 
         let asked = ContinuousClock.now
         #expect(player.seek(to: .milliseconds(1500)))
-        #expect(ContinuousClock.now - asked < .seconds(1), "the seek waited \(ContinuousClock.now - asked)")
-        #expect(player.pipelinesReplaced == 1)
-        #expect(player.requestedPosition == .milliseconds(1500), "the new pipeline loads the track where the seek asked")
+        #expect(ContinuousClock.now - asked < .milliseconds(100), "the seek waited \(ContinuousClock.now - asked)")
+        #expect(player.position == .milliseconds(1500), "the position is the seek's target at once")
+        #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 1 }, "the stuck seek is reported")
+        #expect(player.requestedPosition >= .milliseconds(1500), "the new pipeline loads the track where the seek asked")
         #expect(await probe.wait(upTo: .seconds(20)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
                 "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)
@@ -272,8 +273,8 @@ struct PlayerPlaybackTests {
         try await Task.sleep(for: .milliseconds(100))
         let skipped = ContinuousClock.now
         player.next()
-        #expect(ContinuousClock.now - skipped < .seconds(1), "Next waited \(ContinuousClock.now - skipped)")
-        #expect(player.pipelinesReplaced == 2)
+        #expect(ContinuousClock.now - skipped < .milliseconds(100), "Next waited \(ContinuousClock.now - skipped)")
+        #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 2 }, "the stuck teardown is reported")
         #expect(await probe.waitFor(.playing, entry: 1), "log: \(probe.log.messages)")
         #expect(probe.log.lines(containing: "going on in a new pipeline").count == 2, "\(probe.log.messages)")
         #expect(await probe.wait(upTo: .seconds(10), poll: .milliseconds(20)) { probe.log.lines(containing: "it is freed").count == 2 }, "\(probe.log.messages)")
@@ -623,7 +624,7 @@ struct PlayerPlaybackTests {
         #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(12)), "the entry after the stream plays: \(probe.log.messages)")
         #expect(player.entries[1].failure != nil)
         #expect(!probe.log.lines(containing: "skipping", dead).isEmpty, "\(probe.log.messages)")
-        #expect(player.entries[0].failure == nil, "the local track was fine: \(player.entries[0].failure ?? "")")
+        #expect(player.entries[0].failure == nil, "the local track was fine: \(player.entries[0].failure ?? ""): \(probe.log.messages)")
         #expect(probe.log.lines(containing: "skipping", files[0].path).isEmpty, "\(probe.log.messages)")
         #expect(probe.playedIDs == [entries[0].id, entries[2].id])
         player.stop()

@@ -281,18 +281,30 @@ final class PlayerProbe: MainActorWaiter {
     }
 }
 
-/// Watches a `Pipeline` through `onEvent`.
+/// Watches a `Pipeline`'s events.
 @MainActor
 final class PipelineProbe: MainActorWaiter {
-    let pipeline: Pipeline
+    private(set) var pipeline: Pipeline!
     private(set) var events: [Pipeline.Event] = []
+    /// The load number each event came with.
+    private(set) var loads: [Int] = []
+    private(set) var lastFacts: Pipeline.Facts?
+    private(set) var lastPosition: Duration?
+    private(set) var elements: [String] = []
 
-    init(audioSink: String? = "fakesink sync=true", stuckLimit: Duration = .seconds(3)) throws {
-        pipeline = try Pipeline(audioSink: audioSink, stuckLimit: stuckLimit)
+    init(audioSink: String? = "fakesink sync=true", stuckLimit: Duration = .seconds(3)) {
         super.init()
-        pipeline.onEvent = { [weak self] event in
-            self?.events.append(event)
-            self?.recheck()
+        pipeline = Pipeline(audioSink: audioSink, volume: 1, stuckLimit: stuckLimit) { [weak self] delivery in
+            guard let self else { return }
+            events.append(delivery.event)
+            loads.append(delivery.load)
+            switch delivery.event {
+            case .asyncDone(let facts): lastFacts = facts
+            case .position(let position): lastPosition = position
+            case .elements(let names): elements = names
+            default: break
+            }
+            recheck()
         }
     }
 
@@ -300,8 +312,12 @@ final class PipelineProbe: MainActorWaiter {
         await wait(upTo: timeout) { [unowned self] in events.contains(where: match) }
     }
 
+    func isAsyncDone(_ event: Pipeline.Event) -> Bool {
+        if case .asyncDone = event { true } else { false }
+    }
+
     var reachedPlaying: Bool {
-        events.contains { if case .stateChanged(_, .playing, .voidPending) = $0 { true } else { false } }
+        events.contains { if case .stateChanged(_, .playing, .voidPending, _) = $0 { true } else { false } }
     }
 
     var endedStream: Bool {

@@ -266,6 +266,15 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
+    /// What follows the loaded stream, for a gapless switch (nil: nothing, let it end). In
+    /// order with the loads: a stream about to be taken down never takes it.
+    func prepareNext(_ item: GaplessHandoff.Item?) {
+        queue.async { [self] in
+            guard !control.withLock({ $0.retired }) else { return }
+            handoff.prepare(item)
+        }
+    }
+
     /// Sets the volume, on the cubic scale of desktop mixers (0...1).
     func setVolume(_ volume: Double) {
         run { pipeline in
@@ -341,6 +350,7 @@ final class Pipeline: @unchecked Sendable {
 
     private func tearDown(_ playbin: UnsafeMutablePointer<GstElement>, fresh: Bool) {
         gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
+        handoff.reset()
         // What is still queued describes the stream just taken down.
         if let bus {
             gst_bus_set_flushing(bus, 1)

@@ -47,8 +47,7 @@ extension Player {
                 logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
                 start(queue[index], at: read.position, intent: read.intent)
             case .failure(let error):
-                guard read.intent != .stopped else { return recordFailure(error.reason, at: index) }
-                skip(entry.id, reason: error.reason)
+                skip(entry.id, reason: error.reason, intent: read.intent)
             }
         }
     }
@@ -65,16 +64,14 @@ extension Player {
             switch action {
             case .load(let load, let state, let fresh):
                 loadNumber += 1
-                // playbin asks for the next URI as soon as it has read this one, which for a
-                // short file is during preroll: the answer is ready before it starts.
-                pipeline.handoff.reset()
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
+                // playbin asks for the next URI as soon as it has read this one, which for a
+                // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
             case .unload(let fresh):
                 loadNumber += 1
-                pipeline.handoff.reset()
                 disarmStallWatch()
                 pipeline.unload(number: loadNumber, fresh: fresh)
                 clock.set(.zero, rate: 0)
@@ -154,11 +151,12 @@ extension Player {
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
     /// (in the direction of travel), or stop at the end. An entry that is no longer the
     /// selected one is only marked.
-    func skip(_ id: UInt64, reason: String) {
+    func skip(_ id: UInt64, reason: String, intent: Status? = nil) {
         if let index = queue.index(of: id) { recordFailure(reason, at: index) }
         guard pendingRead == nil, selectedEntry?.id == id || transport.upcomingEntry == nil else { return }
+        let intent = intent ?? requestedStatus
         consecutiveFailures += 1
-        guard requestedStatus != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? selectedIndex,
+        guard intent != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? selectedIndex,
             let target = neighbour(of: index, forward: travelsForward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
@@ -167,7 +165,7 @@ extension Player {
             return
         }
         if let index = queue.index(of: id) { order.recordMove(from: queue[index].id, to: queue[target].id, forward: travelsForward) }
-        load(target, intent: requestedStatus)
+        load(target, intent: intent)
     }
 
     /// The loaded stream ended: what follows plays, or playback stops at the end of the queue.
@@ -256,17 +254,17 @@ extension Player {
         guard requestedStatus != .stopped, let index = selectedIndex,
             let next = neighbour(of: index, forward: true, automatic: true)
         else {
-            pipeline.handoff.prepare(nil)
+            pipeline.prepareNext(nil)
             return
         }
         let entry = queue[next]
         guard entry.info == nil, isLocal(entry.uri) else {
-            pipeline.handoff.prepare(.init(entryID: entry.id, uri: entry.uri))
+            pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri))
             return
         }
         // A local file is handed to playbin only once it has been read: a broken one is
         // then skipped here, never torn out of a pipeline that already switched to it.
-        pipeline.handoff.prepare(nil)
+        pipeline.prepareNext(nil)
         guard readingAhead != entry.id else { return }
         readingAhead = entry.id
         discoverer.discover(entry.uri) { [weak self] result in
