@@ -181,7 +181,7 @@ struct PipelineTests {
         #expect(ContinuousClock.now - asked < .milliseconds(50), "the commands waited \(ContinuousClock.now - asked)")
         #expect(await probe.waitForEvent(upTo: .seconds(5)) { if case .stuck = $0 { true } else { false } })
         let waited = ContinuousClock.now - asked
-        #expect(waited >= .milliseconds(300) && waited < .milliseconds(2000), "reported after \(waited)")
+        #expect(waited >= .milliseconds(300) && waited < .seconds(5), "reported after \(waited)")
         let reported = probe.events.count
         var freed = false
         pipeline.release { freed = true; probe.recheck() }

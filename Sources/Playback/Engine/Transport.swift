@@ -261,9 +261,10 @@ struct Transport: Sendable, Equatable {
             return settleIfReached(current: current, pending: pending)
         case .seeking(let load, _, _):
             phase = .loaded(load, reached: nil)
-            var actions: [Action] = []
-            if status == intent && settledEntry == load.entry { actions.append(.publish) }  // the new timing
-            return actions + settleIfReached(current: current, pending: pending)
+            let newTiming = status == intent && settledEntry == load.entry
+            let actions = settleIfReached(current: current, pending: pending)
+            // Clients hear of the new timing once, with the settled state when it comes too.
+            return newTiming && !actions.contains(.publish) ? [.publish] + actions : actions
         case .loaded:
             return settleIfReached(current: current, pending: pending)
         case .idle, .buffering, .outputLost:

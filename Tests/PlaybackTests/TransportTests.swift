@@ -1,0 +1,294 @@
+import SeededRandom
+import Testing
+
+@testable import Playback
+
+/// The transport state machine without GStreamer: each test is a trace of what happened and
+/// what the transport asked for.
+@Suite("Transport: the reducer, as traces")
+struct TransportTraceTests {
+    let a = Transport.Load(entry: 1, uri: "file:///a.flac", position: nil)
+    let b = Transport.Load(entry: 2, uri: "file:///b.flac", position: nil)
+
+    @Test func idleHasNothingToDo() {
+        var transport = Transport()
+        #expect(transport.play().handled == false)
+        #expect(transport.pause().isEmpty)
+        #expect(transport.seek(to: .seconds(1)).accepted == false)
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending).isEmpty)
+        #expect(transport.stateReached(.playing).isEmpty)
+        #expect(transport.failed(reason: "x", inOutput: false, position: .zero).isEmpty, "an echo of a stream taken down")
+        #expect(transport.endOfStream().isEmpty)
+        #expect(transport.buffering(percent: 10).isEmpty)
+        #expect(transport.stuck(position: .zero) == [.replacePipeline])
+        #expect(transport.stop() == [.publish])
+        #expect(transport.status == .stopped && transport.phase == .idle)
+    }
+
+    @Test func loadToPlayingSettlesWhenThePipelineSaysSo() {
+        var transport = Transport()
+        #expect(transport.load(a, intent: .playing) == [.load(a, .playing, fresh: false)])
+        #expect(transport.status == .stopped, "nothing is published before the pipeline confirms it")
+        #expect(transport.stateReached(.paused).isEmpty, "on the way to PLAYING")
+        #expect(transport.stateReached(.playing) == [.publish])
+        #expect(transport.status == .playing && transport.settledEntry == a.entry)
+        #expect(transport.asyncDone(current: .playing, pending: .voidPending).isEmpty, "no second publication")
+    }
+
+    @Test func loadToAPositionPrerollsSeeksThenPlays() {
+        var transport = Transport()
+        let there = Transport.Load(entry: 1, uri: a.uri, position: .seconds(30))
+        #expect(transport.load(there, intent: .playing) == [.load(there, .paused, fresh: false)])
+        #expect(transport.pendingPosition == .seconds(30))
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending) == [.seek(.seconds(30))])
+        #expect(transport.pendingPosition == .seconds(30))
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending) == [.setState(.playing)])
+        #expect(transport.status == .stopped)
+        #expect(transport.stateReached(.playing) == [.publish])
+        #expect(transport.status == .playing)
+    }
+
+    @Test func aRateOtherThanOneIsAppliedBySeekingOnceLoaded() {
+        var transport = Transport()
+        #expect(transport.setRate(1.5, position: .zero) == [.publish])
+        #expect(transport.load(a, intent: .paused) == [.load(a, .paused, fresh: false)])
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending) == [.seek(.zero)])
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending) == [.publish])
+        #expect(transport.status == .paused)
+    }
+
+    @Test func aLoadDuringAPrerollWaitsForIt() {
+        var transport = Transport()
+        _ = transport.load(a, intent: .playing)
+        #expect(transport.load(b, intent: .playing) == [.awaitPreroll])
+        #expect(transport.upcomingEntry == b.entry)
+        #expect(transport.seek(to: .seconds(2)).accepted, "a seek goes with the waiting load")
+        let bThere = Transport.Load(entry: 2, uri: b.uri, position: .seconds(2))
+        #expect(transport.asyncDone(current: .paused, pending: .playing) == [.load(bThere, .paused, fresh: false)])
+    }
+
+    @Test func aPrerollThatNeverEndsGivesWayToTheWaitingLoad() {
+        var transport = Transport()
+        _ = transport.load(a, intent: .playing)
+        _ = transport.load(b, intent: .playing)
+        #expect(transport.prerollOverdue() == [.load(b, .playing, fresh: false)])
+        #expect(transport.prerollOverdue().isEmpty)
+    }
+
+    @Test func aSeekWhilePlayingAnnouncesTheNewTiming() {
+        var transport = playing(a)
+        #expect(transport.seek(to: .seconds(5)) == (true, [.seek(.seconds(5))]))
+        #expect(transport.pendingPosition == .seconds(5))
+        #expect(transport.stateReached(.paused).isEmpty, "a seek's flush is not a pause")
+        #expect(transport.asyncDone(current: .playing, pending: .voidPending) == [.publish])
+        #expect(transport.status == .playing)
+    }
+
+    @Test func aSeekGStreamerRefusesLeavesTheStreamWhereItWas() {
+        var transport = playing(a)
+        _ = transport.seek(to: .seconds(5))
+        #expect(transport.seekRefused() == [.publish])
+        #expect(transport.isPlaying)
+    }
+
+    @Test func aSeekAfterTheNextTrackWasTakenReloadsTheEntryThere() {
+        var transport = playing(a)
+        let there = Transport.Load(entry: 1, uri: a.uri, position: .seconds(1))
+        #expect(transport.seek(to: .seconds(1), nextTaken: true).actions == [.load(there, .paused, fresh: false)])
+    }
+
+    @Test func pauseAndPlaySettleOnlyOnceReached() {
+        var transport = playing(a)
+        #expect(transport.pause() == [.setState(.paused)])
+        #expect(transport.status == .playing)
+        #expect(transport.stateReached(.paused) == [.publish])
+        #expect(transport.status == .paused)
+        #expect(transport.play() == (true, [.setState(.playing)]))
+        #expect(transport.stateReached(.playing) == [.publish])
+    }
+
+    @Test func aFailingTrackIsSkippedAndTheNextTeardownGoesToNull() {
+        var transport = playing(a)
+        #expect(transport.failed(reason: "broken", inOutput: false, position: .seconds(1)) == [.unload(fresh: true), .skip(1, reason: "broken")])
+        #expect(transport.phase == .idle)
+        #expect(transport.load(b, intent: .playing) == [.load(b, .playing, fresh: false)], "the unload went to NULL already")
+    }
+
+    @Test func aFailedOutputPausesWhereTheTrackWasUntilPlay() {
+        var transport = playing(a)
+        #expect(transport.failed(reason: "gone", inOutput: true, position: .seconds(7)) == [.unload(fresh: true), .publish])
+        #expect(transport.status == .paused)
+        #expect(transport.loadedEntry == nil)
+        #expect(transport.pendingPosition == .seconds(7))
+        #expect(transport.seek(to: .seconds(9)) == (true, [.publish]))
+        let again = Transport.Load(entry: 1, uri: a.uri, position: .seconds(9))
+        #expect(transport.play() == (true, [.load(again, .paused, fresh: false)]))
+    }
+
+    @Test func aStuckPipelineIsReplacedOnceThenPausedThere() {
+        var transport = playing(a)
+        let restart = Transport.Load(entry: 1, uri: a.uri, position: .seconds(3))
+        #expect(transport.stuck(position: .seconds(3)) == [.replacePipeline, .load(restart, .paused, fresh: false)])
+        #expect(transport.status == .playing, "still what clients last heard, while it loads again")
+        #expect(transport.stuck(position: .seconds(3)) == [.replacePipeline, .publish])
+        #expect(transport.status == .paused, "stuck twice: the truth is that nothing plays")
+        #expect(transport.loadedEntry == nil)
+        #expect(transport.play().handled)
+    }
+
+    @Test func aStreamPausesWhileItBuffersWithoutTellingClients() {
+        var transport = playing(a)
+        #expect(transport.buffering(percent: 20) == [.setState(.paused)])
+        #expect(transport.stateReached(.paused).isEmpty)
+        #expect(transport.status == .playing)
+        #expect(transport.buffering(percent: 60).isEmpty)
+        #expect(transport.buffering(percent: 100) == [.setState(.playing)])
+        #expect(transport.stateReached(.playing).isEmpty, "nothing changed for clients")
+    }
+
+    @Test func aGaplessSwitchPublishesTheNewEntryAndReappliesTheRate() {
+        var transport = playing(a)
+        #expect(transport.switched(to: b) == [.publish])
+        #expect(transport.settledEntry == b.entry && transport.status == .playing)
+        _ = transport.setRate(1.5, position: .seconds(1))
+        _ = transport.asyncDone(current: .playing, pending: .voidPending)
+        #expect(transport.switched(to: a) == [.publish, .seek(.zero)])
+    }
+
+    @Test func restartingTheShownEntryIsPublishedAgain() {
+        var transport = playing(a)
+        _ = transport.load(a, intent: .playing)
+        #expect(transport.stateReached(.playing) == [.publish], "clients must hear the new timing")
+    }
+
+    @Test func theEndOfAStreamAsksForWhatFollows() {
+        var transport = playing(a)
+        #expect(transport.endOfStream() == [.advance(from: 1)])
+    }
+
+    @Test func stopUnloadsAndPublishesStopped() {
+        var transport = playing(a)
+        #expect(transport.stop() == [.unload(fresh: false), .publish])
+        #expect(transport.status == .stopped && transport.settledEntry == nil && transport.intent == .stopped)
+    }
+
+    private func playing(_ load: Transport.Load) -> Transport {
+        var transport = Transport()
+        _ = transport.load(load, intent: .playing)
+        _ = transport.stateReached(.playing)
+        return transport
+    }
+}
+
+/// Long random sequences of commands and pipeline reports, with the transport's promises
+/// checked after every step.
+@Suite("Transport: invariants over random event sequences")
+struct TransportPropertyTests {
+    enum Event {
+        case load(UInt64, Player.Status, Duration?), play, pause, stop, seek(Duration), rate(Double)
+        case asyncDone(Pipeline.State, Pipeline.State), reached(Pipeline.State), failed(output: Bool)
+        case endOfStream, switched(UInt64), buffering(Int), overdue, stuck, refused, changeFailed
+    }
+
+    static func randomEvent(_ random: inout SplitMix) -> Event {
+        let states: [Pipeline.State] = [.paused, .playing]
+        switch random.int(0..<17) {
+        case 0: return .load(UInt64(random.int(1..<4)), random.pick([.paused, .playing]), random.chance(0.3) ? .seconds(random.int(0..<60)) : nil)
+        case 1: return .play
+        case 2: return .pause
+        case 3: return random.chance(0.3) ? .stop : .play
+        case 4: return .seek(.seconds(random.int(0..<60)))
+        case 5: return .rate(random.pick([0.5, 1, 1.5]))
+        case 6, 7: return .asyncDone(random.pick(states), random.pick([.voidPending, .voidPending, .playing]))
+        case 8, 9: return .reached(random.pick(states))
+        case 10: return .failed(output: random.chance(0.3))
+        case 11: return .endOfStream
+        case 12: return .switched(UInt64(random.int(1..<4)))
+        case 13: return .buffering(random.pick([0, 50, 100]))
+        case 14: return .overdue
+        case 15: return random.chance(0.5) ? .stuck : .refused
+        default: return .changeFailed
+        }
+    }
+
+    static func apply(_ event: Event, to transport: inout Transport) -> [Transport.Action] {
+        let load = { (id: UInt64, position: Duration?) in Transport.Load(entry: id, uri: "file:///\(id).flac", position: position) }
+        switch event {
+        case .load(let id, let intent, let position): return transport.load(load(id, position), intent: intent)
+        case .play: return transport.play().actions
+        case .pause: return transport.pause()
+        case .stop: return transport.stop()
+        case .seek(let target): return transport.seek(to: target).actions
+        case .rate(let rate): return transport.setRate(rate, position: .seconds(1))
+        case .asyncDone(let current, let pending): return transport.asyncDone(current: current, pending: pending)
+        case .reached(let state): return transport.stateReached(state)
+        case .failed(let output): return transport.failed(reason: "x", inOutput: output, position: .seconds(2))
+        case .endOfStream: return transport.endOfStream()
+        case .switched(let id): return transport.switched(to: load(id, nil))
+        case .buffering(let percent): return transport.buffering(percent: percent)
+        case .overdue: return transport.prerollOverdue()
+        case .stuck: return transport.stuck(position: .seconds(3))
+        case .refused: return transport.seekRefused()
+        case .changeFailed: return transport.stateChangeFailed()
+        }
+    }
+
+    @Test("status follows the pipeline, each change is published once, nothing contradicts itself", arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func invariantsHold(seed: UInt64) {
+        var random = SplitMix(seed: seed)
+        var transport = Transport()
+        var failures = 0
+        func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+            guard !condition else { return }
+            failures += 1
+            Issue.record(Comment(rawValue: message()))
+        }
+        for step in 0..<3_000 where failures == 0 {
+            let event = Self.randomEvent(&random)
+            let before = transport
+            let actions = Self.apply(event, to: &transport)
+            let context = "seed \(seed), step \(step), \(event), from \(before.phase) [\(before.status)] to \(transport.phase) [\(transport.status)]: \(actions)"
+
+            // At most one publication per transition, and one for every change clients see.
+            let publications = actions.filter { $0 == .publish }.count
+            check(publications <= 1, "\(context)")
+            if transport.status != before.status || transport.settledEntry != before.settledEntry {
+                check(publications == 1, "a change clients see is published: \(context)")
+            }
+
+            // The published status is what the pipeline reached, never what was merely asked.
+            if transport.status != before.status {
+                switch (transport.status, event) {
+                case (.stopped, .stop), (.stopped, .failed), (.stopped, .stuck):
+                    break
+                case (.stopped, _):
+                    // The end of the queue or a skip stops through the owner, with stop().
+                    check(false, "stopped without a stop: \(context)")
+                case (.paused, .failed(output: true)), (.paused, .stuck):
+                    check(transport.loadedEntry == nil, "paused because nothing can play: \(context)")
+                case (let status, .reached(let state)):
+                    check(state == (status == .playing ? .playing : .paused), "\(context)")
+                case (let status, .asyncDone(let current, .voidPending)):
+                    check(current == (status == .playing ? .playing : .paused), "\(context)")
+                case (.playing, .play), (.paused, .pause):
+                    check(before.phase == .loaded(before.loaded!, reached: transport.status), "already reached: \(context)")
+                case (_, .switched):
+                    check(before.status == .stopped, "a switch keeps the status clients know: \(context)")
+                default:
+                    check(false, "status changed on an event that confirms nothing: \(context)")
+                }
+            }
+
+            // Nothing contradicts itself.
+            check((transport.status == .stopped) == (transport.settledEntry == nil), "\(context)")
+            if transport.intent == .stopped { check(transport.phase == .idle, "\(context)") }
+            if transport.isPlaying { check(transport.intent == .playing, "playing only when asked to: \(context)") }
+            if case .prerolling(_, _, let queued?) = transport.phase { check(transport.upcomingEntry == queued.entry, "\(context)") }
+            for action in actions {
+                if case .load(_, .playing, _) = action { check(transport.intent == .playing, "\(context)") }
+                if case .setState(.playing) = action { check(transport.intent == .playing, "\(context)") }
+            }
+            if transport.phase == .idle { check(transport.loadedEntry == nil && transport.pendingPosition == nil, "\(context)") }
+        }
+    }
+}
