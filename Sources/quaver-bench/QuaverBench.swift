@@ -16,7 +16,8 @@ struct QuaverBench: AsyncParsableCommand {
             (Quaver: fakesink sync=true; mpv: --ao=null), playing the same generated FLAC tracks. \
             The players are measured alternately, round after round, in one run.
 
-            With --scale, it measures Quaver alone with a queue of 100,000 tracks instead (see SCALE BENCHMARK).
+            With --scale, it measures Quaver alone with a queue of 100,000 tracks instead (see SCALE BENCHMARK); \
+            with --storm, how quickly it answers D-Bus while commands storm its playback engine (see STORM BENCHMARK).
             """)
 
     /// The figures, by the names `--skip` takes.
@@ -72,15 +73,27 @@ struct QuaverBench: AsyncParsableCommand {
     @OptionGroup(title: "Scale benchmark")
     var scaleOptions: ScaleOptions
 
+    /// The storm benchmark's options.
+    @OptionGroup(title: "Storm benchmark")
+    var stormOptions: StormOptions
+
     func validate() throws {
         guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2 else {
             throw ValidationError("counts must be positive (toggles, seeks and callgrind toggles at least 2)")
         }
         guard getallSeconds > 0, windowSeconds >= 3 else { throw ValidationError("windows must be positive (the CPU window at least 3 s)") }
         try scaleOptions.check()
+        try stormOptions.check()
+        if scaleOptions.scale && stormOptions.storm { throw ValidationError("--scale and --storm are separate runs") }
     }
 
     func run() async throws {
+        if stormOptions.storm {
+            let table = try await StormBenchmark(stormOptions.settings(quaver: quaver, workDir: workDir)).run()
+            print(table, terminator: "")
+            if let output { try table.write(toFile: output, atomically: true, encoding: .utf8) }
+            return
+        }
         if scaleOptions.scale {
             let table = try await ScaleBenchmark(
                 scaleOptions.settings(quaver: quaver, workDir: workDir, rounds: rounds)
