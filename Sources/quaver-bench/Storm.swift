@@ -257,8 +257,13 @@ final class StormBenchmark {
             throw BenchError("quaver --make-test-tracks did not make \(settings.tracks) tracks: \(made.output)")
         }
         let version = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        let load = loadAverage()
         notes.append("Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink SINK TRACK…` with \(settings.tracks) generated tagged FLAC tracks of 0.5 s, on a private dbus-daemon with its own HOME and XDG folders; the machine's load average (1, 5, 15 min) before the first storm: \(load).")
+    }
+
+    /// The machine's load average over 1, 5 and 15 minutes: other work shares the cores.
+    private func loadAverage() -> String {
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
     }
 
     // MARK: One storm
@@ -301,6 +306,7 @@ final class StormBenchmark {
         for task in readerTasks { await task.value }
         run = box.run
         run.elapsed = ContinuousClock.now - start
+        run.observations.append("load average at its end \(loadAverage())")
         let after = pids.map { try? ProcSample(pid: $0) }
         run.cpu = zip(after, before).map { now, then in
             guard let now, let then else { return .nan }
@@ -449,6 +455,11 @@ final class StormBenchmark {
             }
             var sentences = ["CPU in % of one core over \(report.format(run.elapsed.seconds, 1)) s: " + cpu.joined(separator: ", ")]
             sentences.append("at most \(run.maxCommandsInFlight) commands waited for replies at once; the driver sent at most \(report.format(run.maxDriverLateness, 1)) ms after a command's moment")
+            let slow = [100.0, 1000.0].map { limit in
+                let counts = [run.commands, run.reads].map { $0.latencies.filter { $0 > limit }.count }
+                return "over \(report.format(limit, 0)) ms: \(counts[0]) commands, \(counts[1]) reads"
+            }
+            sentences.append("replies " + slow.joined(separator: "; "))
             let errors = run.all.errors.sorted { $0.value > $1.value }.map { "\($0.key) × \($0.value)" }
             if !errors.isEmpty { sentences.append("error replies: " + errors.joined(separator: ", ")) }
             allNotes.append("\(run.variant.rawValue): " + (sentences + run.observations).joined(separator: "; ") + ".")
