@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Testing
 
 @testable import Playback
@@ -103,6 +104,46 @@ struct PlayerQueueTests {
         #expect(player.shuffleHistory.suffix(10) == visited.suffix(10)[...], "the most recent are kept, in order")
         player.previous()
         #expect(player.current?.id == visited.last, "Previous still goes back")
+    }
+
+    /// The MPRIS spec: CanGoNext says whether Next can be expected to change the current
+    /// track. A queue of one on repeat-all has nothing to change to.
+    @Test func aQueueOfOneOnRepeatAllCannotGoNextOrPrevious() throws {
+        let player = try PlayerProbe.make().player
+        let only = player.enqueue([streams[0]])
+        for mode in Player.RepeatMode.allCases {
+            player.setRepeatMode(mode)
+            #expect(!player.canGoNext && !player.canGoPrevious, "\(mode)")
+            player.next()
+            player.previous()
+            #expect(player.current?.id == only[0].id)
+        }
+    }
+
+    /// Random queues, modes and moves: CanGoNext and CanGoPrevious are true exactly when Next
+    /// and Previous change the selection.
+    @Test("Can* is true exactly when the command changes the track", arguments: [11, 12, 13, 14] as [UInt64])
+    func canFlagsMatchWhatTheCommandsDo(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let player = try PlayerProbe.make().player
+        for step in 0..<400 {
+            switch random.int(0..<8) {
+            case 0: player.enqueue([streams[random.int(0..<streams.count)]])
+            case 1: player.setRepeatMode(random.pick(Player.RepeatMode.allCases))
+            case 2: player.setShuffle(random.chance(0.5))
+            case 3: if let entry = player.entries.randomElement(using: &random) { player.remove(id: entry.id) }
+            case 4, 5:
+                let before = player.currentIndex.map { player.entries[$0].id }
+                let can = player.canGoNext
+                player.next()
+                #expect(can == (player.currentIndex.map { player.entries[$0].id } != before), "step \(step): Next")
+            default:
+                let before = player.currentIndex.map { player.entries[$0].id }
+                let can = player.canGoPrevious
+                player.previous()
+                #expect(can == (player.currentIndex.map { player.entries[$0].id } != before), "step \(step): Previous")
+            }
+        }
     }
 
     @Test func repeatAllWrapsAndRepeatOneDoesNotTrapManualSkips() throws {
