@@ -62,6 +62,10 @@ final class Daemon {
     private let artworkReader: Discoverer
     /// The entry whose artwork was last looked for again: once per entry, never in a loop.
     private var artworkLookedForAgain: UInt64?
+    private var nameRequested = false
+    /// Owns the name should the start take long (cancelled once it is owned: an idle daemon
+    /// wakes for nothing).
+    private var nameDeadline: (any DispatchSourceTimer)?
 
     init(options: Options, logger: Logger) throws {
         self.options = options
@@ -125,12 +129,6 @@ final class Daemon {
             player.setShuffle(state.shuffle)
         }
         startPlaylists()
-
-        guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
-            logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
-            exit(0)
-        }
-        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name)")
         installSignalHandlers()
         sleepGuard = SleepGuard(logger: logger) { [unowned self] in
             let wasPlaying = player.status == .playing
@@ -149,6 +147,50 @@ final class Daemon {
         }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
+        // The name is owned once the first state is true (a track prerolled or playing, or
+        // nothing to play), so that no client reads a Stopped with no track that is about to
+        // change. A start that takes long owns it all the same, and publishes what is true then.
+        if !isStarting {
+            try ownName()
+        } else {
+            let deadline = DispatchSource.makeTimerSource(queue: .main)
+            deadline.schedule(deadline: .now() + Self.nameOwnershipDeadline)
+            deadline.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.ownNameOrExit() } }
+            deadline.resume()
+            nameDeadline = deadline
+        }
+    }
+
+    private func ownNameOrExit() {
+        do throws(BusError) {
+            try ownName()
+        } catch {
+            logger.critical("cannot own the MPRIS name: \(error.message)")
+            exit(1)
+        }
+    }
+
+    /// How long the start may take before the name is owned whatever the state.
+    static let nameOwnershipDeadline: Double = 2
+
+    /// Whether what plays first is still being found or loaded.
+    private var isStarting: Bool {
+        guard player.status == .stopped, !player.ranOut else { return false }
+        return player.requestedStatus != .stopped || loadsInProgress > 0
+    }
+
+    /// Owns the MPRIS name (once).
+    private func ownName() throws(BusError) {
+        guard let connection, mpris.busName == nil, !nameRequested else { return }
+        nameRequested = true
+        nameDeadline?.cancel()
+        nameDeadline = nil
+        syncNowPlaying(republishTiming: true)
+        guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
+            logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
+            exit(0)
+        }
+        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name)")
     }
 
     /// Queues what to play when started, in the background: the arguments, else the music
@@ -181,6 +223,7 @@ final class Daemon {
             } else {
                 playDemo(startPaused: startPaused)
             }
+            if mpris.busName == nil, !isStarting { ownNameOrExit() }
         }
     }
 
@@ -292,6 +335,7 @@ final class Daemon {
             break
         }
         syncNowPlaying(republishTiming: change == .transport)
+        if change == .transport, mpris.busName == nil, !isStarting { ownNameOrExit() }
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())

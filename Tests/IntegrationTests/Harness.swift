@@ -333,8 +333,20 @@ final class Session {
         }
     }
 
+    /// Waits for PlaybackStatus to be `status`: as read, or as announced after signal `from`.
+    /// With `from`, a read counts only once a new quaver owns the name (one that owns it
+    /// only once its first state is true announces no change to it).
     func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(30)) async throws {
         if from == 0, try await get("PlaybackStatus").string == status { return }
+        let deadline = ContinuousClock.now + timeout
+        while from > 0, ContinuousClock.now < deadline {
+            if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return }
+            if signals.dropFirst(from).contains(where: {
+                $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
+                    && $0.changed["PlaybackStatus"]?.string == status
+            }) { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
         try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") { $0["PlaybackStatus"]?.string == status }
     }
 

@@ -173,10 +173,15 @@ public final class MPRISServer {
     @discardableResult
     public func register(on connection: Connection, processID: Int32, instanceFallback: Bool = true) throws(BusError) -> String? {
         self.connection = connection
-        // What the object shows when it appears is the baseline: changes made while it was
-        // not on the bus are not announced to clients that could not have seen the old state.
+        // The player's state and its track list are announced once, whole, when the object
+        // appears: a client that watches for the name hears what it starts with. Nothing else
+        // is: changes made while it was not on the bus are no news to anyone.
         published = snapshot()
+        published[Self.playerInterface] = [:]
         publishedTiming = timing()
+        publishedWindow = []
+        trackListReplaced = trackList != nil
+        setNeedsPublish()
         connection.export(object)
         let primary = "org.mpris.MediaPlayer2." + configuration.playerName
         switch try connection.requestName(primary) {

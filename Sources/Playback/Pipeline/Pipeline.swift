@@ -322,10 +322,13 @@ final class Pipeline: @unchecked Sendable {
                 return control.nextJob
             }
             guard let job else { return }
-            watchdogQueue.asyncAfter(deadline: .now() + stuckLimit.dispatchInterval) { [weak self] in
-                self?.checkProgress(of: job)
-            }
+            // A timer cancelled when the call returns, so that an idle pipeline wakes nobody.
+            let watchdog = DispatchSource.makeTimerSource(queue: watchdogQueue)
+            watchdog.schedule(deadline: .now() + stuckLimit.dispatchInterval)
+            watchdog.setEventHandler { [weak self] in self?.checkProgress(of: job) }
+            watchdog.resume()
             body(self)
+            watchdog.cancel()
             control.withLock { $0.running = nil }
         }
     }
