@@ -93,6 +93,44 @@ struct PlayerStreamTests {
         player.stop()
     }
 
+    /// A stream that cannot be reached (a closed port) as the only entry stays current and
+    /// playable: it is shown, the log says why it failed, and Play tries it again.
+    @Test func anUnreachableOnlyStreamStaysCurrentAndPlayTriesAgain() async throws {
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let stream = "http://127.0.0.1:9/quaver-test-closed.mp3"
+        let entries = player.enqueue([stream])
+        player.play()
+        #expect(await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: "skipping", stream).count == 1 }, "\(probe.log.messages)")
+        #expect(await probe.wait { player.status == .stopped && player.ranOut })
+        #expect(player.current?.id == entries[0].id, "still shown, by its URL")
+        #expect(player.entries[0].failure == nil, "not marked unplayable for good")
+        #expect(player.play(), "Play has something to try")
+        #expect(await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: stream).count >= 2 }, "tried again: \(probe.log.messages)")
+        #expect(await probe.wait { player.status == .stopped && player.current?.id == entries[0].id })
+        player.stop()
+    }
+
+    /// A server that takes the connection and never sends audio, as the last entry: skipped
+    /// after the stall limit with its reason, and still the current entry afterwards.
+    @Test func aMuteLastStreamStaysCurrentAfterTheStallLimit() async throws {
+        let server = try MuteServer()
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try Media.tracks(1, seconds: 0.5, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(1)
+        let stream = "http://127.0.0.1:\(server.port)/mute.mp3"
+        let entries = player.enqueue([files[0].absoluteString, stream])
+        player.play()
+        #expect(await probe.wait(upTo: .seconds(30)) { probe.log.lines(containing: "skipping", stream, "within 1 s").count == 1 }, "\(probe.log.messages)")
+        #expect(await probe.wait { player.status == .stopped })
+        #expect(player.current?.id == entries[1].id)
+        #expect(player.canGoPrevious)
+        player.stop()
+    }
+
     /// playbin takes the stream before the file ends (gapless) and would wait for it for ever:
     /// the wait counts from the handover.
     @Test func aStreamHandedOverAfterAFileIsSkippedWhenItNeverAnswers() async throws {

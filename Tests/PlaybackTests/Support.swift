@@ -300,7 +300,7 @@ final class PipelineProbe: MainActorWaiter {
             loads.append(delivery.load)
             switch delivery.event {
             case .asyncDone(let facts): lastFacts = facts
-            case .position(let position): lastPosition = position
+            case .position(let position, _): lastPosition = position
             case .elements(let names): elements = names
             default: break
             }
@@ -317,7 +317,7 @@ final class PipelineProbe: MainActorWaiter {
     }
 
     var reachedPlaying: Bool {
-        events.contains { if case .stateChanged(_, .playing, .voidPending, _) = $0 { true } else { false } }
+        events.contains { if case .stateChanged(_, .playing, .voidPending, _, _) = $0 { true } else { false } }
     }
 
     var endedStream: Bool {

@@ -22,6 +22,8 @@ final class Pipeline: @unchecked Sendable {
     /// What the pipeline knows of the loaded stream at the moment of an event, read on its
     /// queue so that the main actor never has to ask.
     struct Facts: Sendable, Equatable {
+        /// When the pipeline was asked: a position is as of then, however late it is read.
+        var at = ContinuousClock.now
         var position: Duration?
         var duration: Duration?
         var isSeekable = false
@@ -32,7 +34,8 @@ final class Pipeline: @unchecked Sendable {
 
     enum Event: Sendable {
         /// The whole pipeline's state changed (not one of its elements').
-        case stateChanged(old: State, new: State, pending: State, position: Duration?)
+        /// `position`: where the stream was `at` that moment.
+        case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
         /// A preroll or a flushing seek completed.
         case asyncDone(Facts)
         case endOfStream
@@ -62,8 +65,8 @@ final class Pipeline: @unchecked Sendable {
         case stateChangeFailed(State)
         /// A seek GStreamer refused.
         case seekRefused(Duration)
-        /// The answer to ``queryPosition()``.
-        case position(Duration?)
+        /// The answer to ``queryPosition()``: where the stream was `at` that moment.
+        case position(Duration?, at: ContinuousClock.Instant)
         /// The factory names of the elements the loaded stream is played with, once it
         /// prerolled (for diagnostics and tests).
         case elements([String])
@@ -287,7 +290,8 @@ final class Pipeline: @unchecked Sendable {
     func queryPosition() {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
-            pipeline.post(.position(Self.position(of: playbin)))
+            let at = ContinuousClock.now
+            pipeline.post(.position(Self.position(of: playbin), at: at))
         }
     }
 
@@ -395,6 +399,7 @@ final class Pipeline: @unchecked Sendable {
 
     private func facts(of playbin: UnsafeMutablePointer<GstElement>) -> Facts {
         var facts = Facts()
+        facts.at = .now
         facts.position = Self.position(of: playbin)
         var value: gint64 = -1
         if gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 { facts.duration = .nanoseconds(value) }
@@ -422,8 +427,9 @@ final class Pipeline: @unchecked Sendable {
             guard fromPipeline else { return nil }
             var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
             gst_message_parse_state_changed(message, &old, &new, &pending)
+            let at = ContinuousClock.now
             let position = State(new) >= .paused ? Self.position(of: playbin) : nil
-            return .stateChanged(old: State(old), new: State(new), pending: State(pending), position: position)
+            return .stateChanged(old: State(old), new: State(new), pending: State(pending), position: position, at: at)
         case GST_MESSAGE_ASYNC_DONE:
             return fromPipeline ? .asyncDone(facts(of: playbin)) : nil
         case GST_MESSAGE_EOS:

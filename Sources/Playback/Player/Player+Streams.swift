@@ -194,9 +194,13 @@ extension Player {
             // Its source may still wait on the socket: the transport takes it all down.
             run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
         } else if let index = queue.index(of: id) {
-            recordFailure(reason, at: index)
+            // The track before it has ended: the stream is what the queue is at, and is
+            // skipped from there (or stays current, when nothing follows it).
             transport.noteFailure()
-            run(transport.endOfStream())
+            if let previous = transport.loadedEntry { order.recordMove(from: previous, to: id, forward: true) }
+            selectedIndex = index
+            travelsForward = true
+            skip(id, reason: reason, intent: requestedStatus)
         }
     }
 }

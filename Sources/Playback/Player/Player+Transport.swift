@@ -160,6 +160,13 @@ extension Player {
             let target = neighbour(of: index, forward: travelsForward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
+            if let index = queue.index(of: id), !isLocal(queue[index].uri) {
+                // A network stream stays current when nothing follows it: its server may answer
+                // next time, so it is shown, and Play tries it again.
+                queue[index].failure = nil
+                selectedIndex = index
+                onChange?(.entryInfo(id))
+            }
             run(transport.stop())
             ranOut = true
             return
@@ -331,16 +338,20 @@ extension Player {
 
     private func handle(_ event: Pipeline.Event) {
         switch event {
-        case .stateChanged(_, let new, let pending, let position):
+        case .stateChanged(_, let new, let pending, let position, let at):
             guard pending == .voidPending else { return }
-            if let position, transport.isSettledLoad { clock.set(position, rate: new == .playing ? rate : 0) }
-            run(transport.stateReached(new))
+            let actions = transport.stateReached(new)
+            // The clock takes the pipeline's word as of when it spoke, however late that is read.
+            if let position, transport.isSettledLoad, (new == .playing) == transport.isPlaying {
+                clock.set(position, rate: transport.isPlaying ? rate : 0, at: at)
+            }
+            run(actions)
         case .asyncDone(let facts):
             self.facts = facts
             let seeking = transport.isSeeking
             let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
             if seeking || transport.isSettledLoad, let position = facts.position {
-                clock.set(position, rate: transport.isPlaying ? rate : 0)
+                clock.set(position, rate: transport.isPlaying ? rate : 0, at: facts.at)
             }
             run(actions)
         case .streamStart:
@@ -372,8 +383,8 @@ extension Player {
             logger.warning("seek to \(target.clock) refused by the pipeline")
             pipeline.queryPosition()
             run(transport.seekRefused())
-        case .position(let reported):
-            positionReported(reported)
+        case .position(let reported, let at):
+            positionReported(reported, at: at)
         case .elements(let names):
             pipelineElementNames = names
         case .stuck, .requestState, .outputVolumeChanged:
@@ -484,14 +495,14 @@ extension Player {
 
     /// The pipeline said where it is: a clock that drifted from it by more than a quarter
     /// second takes its word, and clients are told the new timing.
-    private func positionReported(_ reported: Duration?) {
-        guard let reported, transport.isSettledLoad else { return }
-        if let switchedAt, ContinuousClock.now - switchedAt < .seconds(2) { return }
-        let predicted = clock.position()
+    private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
+        guard let reported, transport.isSettledLoad, at >= clock.stamp else { return }
+        if let switchedAt, at - switchedAt < .seconds(2) { return }
+        let predicted = clock.position(at: at)
         let drift = reported - predicted
         guard drift > .milliseconds(250) || drift < .milliseconds(-250) else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
-        clock.set(reported, rate: transport.isPlaying ? rate : 0)
+        clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
         onChange?(.transport)
     }
 
