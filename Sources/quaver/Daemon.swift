@@ -63,6 +63,8 @@ final class Daemon {
     /// The entry whose artwork was last looked for again: once per entry, never in a loop.
     private var artworkLookedForAgain: UInt64?
     private var nameRequested = false
+    /// When the daemon was made: how long the first state took is logged with the name.
+    private let startedAt = ContinuousClock.now
     /// Owns the name should the start take long (cancelled once it is owned: an idle daemon
     /// wakes for nothing).
     private var nameDeadline: (any DispatchSourceTimer)?
@@ -190,7 +192,8 @@ final class Daemon {
             logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
             exit(0)
         }
-        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name)")
+        let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
+        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start")
     }
 
     /// Queues what to play when started, in the background: the arguments, else the music
@@ -339,20 +342,6 @@ final class Daemon {
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { setNeedsSave() }
         player.readInfoAhead(trackListWindow())
-        if change == .transport { describePipeline() }
-    }
-
-    /// The entry whose pipeline was last described in the debug log.
-    private var describedEntryID: UInt64?
-
-    /// At debug level, once per track that starts playing or pausing: the GStreamer elements
-    /// its pipeline is made of (tests read it to check that no video decoder is ever made).
-    private func describePipeline() {
-        guard logger.logLevel <= .debug, player.status != .stopped, let entry = player.current,
-            entry.id != describedEntryID
-        else { return }
-        describedEntryID = entry.id
-        logger.debug("pipeline for \(MediaSources.displayName(entry.uri)): \(player.pipelineElementNames.joined(separator: " "))")
     }
 
     /// Saves the session after this turn of the main queue, so that the PropertiesChanged

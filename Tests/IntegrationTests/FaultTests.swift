@@ -203,13 +203,15 @@ struct FaultTests {
         let mark = session.signals.count
         let asked = ContinuousClock.now
         _ = try await session.call("Next")
-        #expect(ContinuousClock.now - asked < .milliseconds(500), "Next is answered at once: \(ContinuousClock.now - asked)")
+        // Well under the 3 s limit and the 8 s sleep, with room for a machine busy with the
+        // other tests (scripts/bench --storm measures the latency itself).
+        #expect(ContinuousClock.now - asked < .seconds(2), "Next is answered at once: \(ContinuousClock.now - asked)")
         // While the pipeline is stuck, reads are answered at once too.
         for _ in 0..<10 {
             let read = ContinuousClock.now
             #expect(try await session.get("PlaybackStatus") == .string("Playing"))
             _ = try await session.get("Position")
-            #expect(ContinuousClock.now - read < .milliseconds(500), "a read while stuck took \(ContinuousClock.now - read)")
+            #expect(ContinuousClock.now - read < .seconds(2), "a read while stuck took \(ContinuousClock.now - read)")
             try await Task.sleep(for: .milliseconds(300))
         }
         try await session.waitForPlayerChange(after: mark, timeout: .seconds(40), "Track 2 in the new pipeline") {

@@ -173,11 +173,12 @@ public final class MPRISServer {
     @discardableResult
     public func register(on connection: Connection, processID: Int32, instanceFallback: Bool = true) throws(BusError) -> String? {
         self.connection = connection
-        // The player's state and its track list are announced once, whole, when the object
-        // appears: a client that watches for the name hears what it starts with. Nothing else
-        // is: changes made while it was not on the bus are no news to anyone.
+        // The state of a player that appears playing or paused, and its track list, are
+        // announced once, whole, when the object appears: a client that watches for the name
+        // hears what it starts with. Nothing else is: changes made while it was not on the bus
+        // are no news to anyone, nor is a player that appears stopped.
         published = snapshot()
-        published[Self.playerInterface] = [:]
+        if infoCenter.playbackState != .stopped { published[Self.playerInterface] = [:] }
         publishedTiming = timing()
         publishedWindow = []
         trackListReplaced = trackList != nil

@@ -179,6 +179,11 @@ public final class Player {
         pipeline = makePipeline()
     }
 
+    isolated deinit {
+        pipeline?.release()  // nil when init threw
+        stallWatch?.cancel()
+    }
+
     func makePipeline() -> Pipeline {
         pipelineNumber += 1
         let number = pipelineNumber
@@ -267,7 +272,9 @@ public final class Player {
         order.reset()
         run(transport.stop())
         enqueue(uris)
-        if shouldPlay { play() }
+        // Shown at once, as Play would start it, while its tags are read.
+        current = selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
+        if shouldPlay { play() } else { onChange?(.transport) }
     }
 
     /// The queued entry with `id`, if any.

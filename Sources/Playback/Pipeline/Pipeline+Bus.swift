@@ -1,0 +1,129 @@
+internal import CGStreamer
+internal import CShims
+import Dispatch
+
+/// Reading the bus, on the pipeline's queue: GStreamer's messages become ``Pipeline/Event``s,
+/// with what the pipeline knows at that moment.
+extension Pipeline {
+    func drainBus() {
+        guard let bus else { return }
+        while let message = gst_bus_pop(bus) {
+            let event = translate(message)
+            gst_message_unref(message)
+            if let event { post(event) }
+            if wantsElements, case .asyncDone = event, let playbin {
+                wantsElements = false
+                post(.elements(GStreamer.factoryNames(inBin: playbin)))
+            }
+        }
+    }
+
+    static func position(of playbin: UnsafeMutablePointer<GstElement>) -> Duration? {
+        var value: gint64 = -1
+        return gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0 && value >= 0 ? .nanoseconds(value) : nil
+    }
+
+    private func facts(of playbin: UnsafeMutablePointer<GstElement>) -> Facts {
+        var facts = Facts()
+        facts.at = .now
+        facts.position = Self.position(of: playbin)
+        var value: gint64 = -1
+        if gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 { facts.duration = .nanoseconds(value) }
+        if let query = gst_query_new_seeking(GST_FORMAT_TIME) {
+            if gst_element_query(playbin, query) != 0 {
+                var seekable: gboolean = 0
+                gst_query_parse_seeking(query, nil, &seekable, nil, nil)
+                facts.isSeekable = seekable != 0
+            }
+            gst_query_unref(query)
+        }
+        var current = GST_STATE_VOID_PENDING
+        var pending = GST_STATE_VOID_PENDING
+        gst_element_get_state(playbin, &current, &pending, 0)
+        facts.current = State(current)
+        facts.pending = State(pending)
+        return facts
+    }
+
+    private func translate(_ message: UnsafeMutablePointer<GstMessage>) -> Event? {
+        guard let playbin else { return nil }
+        let fromPipeline = cshims_message_source(message) == UnsafeMutableRawPointer(playbin)
+        switch message.pointee.type {
+        case GST_MESSAGE_STATE_CHANGED:
+            guard fromPipeline else { return nil }
+            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            let at = ContinuousClock.now
+            let position = State(new) >= .paused ? Self.position(of: playbin) : nil
+            return .stateChanged(old: State(old), new: State(new), pending: State(pending), position: position, at: at)
+        case GST_MESSAGE_ASYNC_DONE:
+            return fromPipeline ? .asyncDone(facts(of: playbin)) : nil
+        case GST_MESSAGE_EOS:
+            return .endOfStream
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            var source = "?"
+            if let object = cshims_message_source(message),
+                let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self))
+            {
+                source = String(cString: path)
+                g_free(path)
+            }
+            return .error(
+                message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
+                debug: debug.map { String(cString: $0) }, source: source, inOutput: Self.isOutput(source))
+        case GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_warning(message, &error, &debug)
+            defer {
+                if let error { g_error_free(error) }
+                g_free(debug)
+            }
+            let source = cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
+            return .warning(message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
+        case GST_MESSAGE_STREAM_START:
+            return .streamStart
+        case GST_MESSAGE_DURATION_CHANGED:
+            return .durationChanged(facts(of: playbin))
+        case GST_MESSAGE_BUFFERING:
+            // A queue of a stream already taken out of the pipeline can still report (0%, as it
+            // is reset): that is no reason to pause what plays now.
+            guard let source = cshims_message_source(message),
+                gst_object_has_as_ancestor(source.assumingMemoryBound(to: GstObject.self), OpaquePointer(playbin).object) != 0
+            else { return nil }
+            var percent: gint = 0
+            gst_message_parse_buffering(message, &percent)
+            return .buffering(percent: Int(percent))
+        case GST_MESSAGE_CLOCK_LOST:
+            return .clockLost
+        case GST_MESSAGE_REQUEST_STATE:
+            var state = GST_STATE_VOID_PENDING
+            gst_message_parse_request_state(message, &state)
+            return .requestState(State(state))
+        case GST_MESSAGE_TAG:
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            guard let list else { return nil }
+            defer { gst_tag_list_unref(list) }
+            let tags = StreamTags(list)
+            return tags.isEmpty ? nil : .tags(tags)
+        case GST_MESSAGE_APPLICATION:
+            if cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 {
+                let linear = cshims_object_get_double(playbin, "volume")
+                return .outputVolumeChanged(
+                    gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear))
+            }
+            if cshims_message_is_application(message, nextURITakenMessage) != 0 { return .nextURITaken }
+            return nil
+        default:
+            return nil
+        }
+    }
+}
