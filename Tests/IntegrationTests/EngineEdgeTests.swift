@@ -1,0 +1,80 @@
+import DBus
+import Foundation
+import Testing
+
+/// The transport's edges as real clients meet them: what is published while nothing is
+/// loaded, at start, after a seek, and in a loop of one track.
+@Suite("engine edges against the real binary")
+@MainActor
+struct EngineEdgeTests {
+    /// The MPRIS spec's conformance tool and Mopidy's suite: no track, an empty Metadata map.
+    @Test("with nothing loaded, Metadata is an empty map")
+    func emptyMetadataWithNothingLoaded() async throws {
+        let session = try Session()
+        defer { session.stop() }
+        try await session.launch([session.home.appendingPathComponent("missing.flac").path])
+        let metadata = try await session.get("Metadata")
+        #expect(metadata.stringVariantDictionary?.isEmpty == true, "\(metadata)")
+        #expect(try await session.get("PlaybackStatus") == .string("Stopped"))
+    }
+
+    /// The name is owned once the first state is true: the first read a client can make
+    /// already shows the track, paused where the session left it.
+    @Test("the first state a client can read is the true one")
+    func firstStateIsTrue() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        try await session.launch(["--paused"] + tracks.map(\.path))
+        // Read at once, as a client that saw the name appear would.
+        #expect(try await session.get("PlaybackStatus") == .string("Paused"))
+        #expect(try await session.metadata()["xesam:title"] == .string("Track 1"))
+        #expect(try await session.get("CanPlay") == .boolean(true))
+    }
+
+    /// Right after a Seek or SetPosition reply, Position is the target, every time.
+    @Test("Position right after a seek's reply is its target, while paused")
+    func positionAfterSeekIsTheTarget() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
+        let session = try Session()
+        defer { session.stop() }
+        try await session.launch(["--paused"] + tracks.map(\.path))
+        try await session.waitForStatus("Paused")
+        let track = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
+        var misses: [String] = []
+        for attempt in 0..<20 {
+            let target = Int64(1 + (attempt * 7) % 25) * 1_000_000
+            if attempt % 2 == 0 {
+                _ = try await session.call("SetPosition", [.objectPath(track), .int64(target)])
+            } else {
+                let from = try await session.position()
+                _ = try await session.call("Seek", [.int64(target - from)])
+            }
+            let position = try await session.position()
+            if abs(position - target) > 1_000 { misses.append("\(target) → \(position)") }
+        }
+        #expect(misses.isEmpty, "Position after the reply was not the target: \(misses)")
+    }
+
+    /// One track on LoopStatus Playlist: the track cannot change, so neither Next nor
+    /// Previous is offered, and a restart of the track (Previous early in it, or the loop)
+    /// sends Seeked(0) to clients that extrapolate.
+    @Test("a loop of one track: no CanGoNext or CanGoPrevious; a restart sends Seeked(0)")
+    func loopOfOne() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        try await session.set("LoopStatus", .string("Playlist"))
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(try await session.get("CanGoNext") == .boolean(false))
+        #expect(try await session.get("CanGoPrevious") == .boolean(false))
+
+        let mark = session.signals.count
+        _ = try await session.call("Previous")
+        let seeked = try await session.waitForSignal(after: mark, "Seeked(0) after Previous") { $0.member == "Seeked" }
+        #expect((seeked.arguments.first?.int64 ?? -1) < 200_000, "\(seeked)")
+        #expect(try await session.get("PlaybackStatus") == .string("Playing"))
+    }
+}
