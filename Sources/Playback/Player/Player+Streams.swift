@@ -171,7 +171,7 @@ extension Player {
     /// and why) rather than shown Playing, or stuck loading, for ever.
     private func streamStalled(_ id: UInt64) {
         disarmStallWatch()
-        guard let entry = entry(id: id) else { return }
+        guard entry(id: id) != nil else { return }
         let isLoaded = transport.loadedEntry == id
         if isLoaded {
             // Paused by hand while it buffered: left be; Play fills the buffer, and watches, again.
