@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Playback
 
 /// Log lines on stderr: `quaver[warning]: message`. When stderr is the journal
 /// (`JOURNAL_STREAM` set), each line starts with its syslog priority (`<4>`) instead.
@@ -77,27 +78,40 @@ struct ConsoleLogHandler: LogHandler {
 
 /// The last warnings and errors, one per line with its time, in
 /// `$XDG_STATE_HOME/quaver/problems.log`. Appends are single writes to an O_APPEND file;
-/// past 64 KiB the older half is dropped, so the file stays small without a timer.
+/// past 64 KiB the older half is dropped, so the file stays small without a timer. The file
+/// is 0600 in the state folder (0700), through every trim; a state folder that is a symbolic
+/// link is not written through (the state store says so once: a log line from here would
+/// come back here).
 final class ProblemLog: Sendable {
     let file: URL
     static let limit = 64 * 1024
 
     init(file: URL) { self.file = file }
 
+    private var folder: PrivateFolder { PrivateFolder(file.deletingLastPathComponent()) }
+
     func append(_ text: String) {
         let line = "\(Self.timestamp()) \(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))\n"
-        try? FileManager.default.createDirectory(
-            at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let fd = open(file.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard let directory = try? folder.open() else { return }
+        defer { close(directory) }
+        let name = file.lastPathComponent
+        let fd = openat(directory, name, O_RDWR | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        _ = line.withCString { write(fd, $0, strlen($0)) }
+        _ = PrivateFolder.writeAll(Data(line.utf8), to: fd)
         var info = stat()
-        if fstat(fd, &info) == 0, Int(info.st_size) > Self.limit, let data = try? Data(contentsOf: file) {
-            var kept = data.suffix(Self.limit / 2)
-            if let newline = kept.firstIndex(of: UInt8(ascii: "\n")) { kept = kept[(newline + 1)...] }
-            try? kept.write(to: file, options: .atomic)
-        }
+        guard fstat(fd, &info) == 0 else { return }
+        // A file made wider by hand, or by another program, is made private again.
+        if info.st_mode & 0o777 != 0o600 { fchmod(fd, 0o600) }
+        guard Int(info.st_size) > Self.limit else { return }
+        // Only the half kept is read, from the end, whatever the file's size.
+        let keep = Self.limit / 2
+        var kept = Data(count: keep)
+        let count = kept.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, keep, off_t(info.st_size) - off_t(keep)) }
+        guard count > 0 else { return }
+        kept = kept.prefix(count)
+        if let newline = kept.firstIndex(of: UInt8(ascii: "\n")) { kept = kept[(newline + 1)...] }
+        try? PrivateFolder.replace(name, in: directory, with: Data(kept), sync: false, folderPath: folder.url.path)
     }
 
     /// Now in UTC, as ISO 8601 (`2026-11-25T03:11:00Z`), from the C library. Foundation's
