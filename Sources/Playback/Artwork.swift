@@ -132,18 +132,16 @@ public final class ArtworkCache: Sendable {
         (try? FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file.path)) != nil
     }
 
-    /// The folder, private to the user (made so if it exists with other permissions).
+    /// The folder, private to the user (made so if it exists with other permissions). It and
+    /// the folder holding it (`quaver/art` in the cache) are Quaver's own: a symbolic link in
+    /// the place of either is refused, never written through or made 0700.
     private func makeFolder() throws {
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let attributes = try FileManager.default.attributesOfItem(atPath: folder.path)
-        if (attributes[.posixPermissions] as? Int).map({ $0 & 0o777 }) != 0o700 {
-            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: folder.path)
-        }
+        close(try PrivateFolder(folder, ownedComponents: 2).open())
     }
 
     /// Writes a new file readable by the user only (created so: never wider, even briefly).
     private func write(_ data: Data, to file: URL) throws {
-        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         do {
