@@ -35,6 +35,11 @@ struct Config: Equatable {
     var volume: Double?
     var playlistsFolder: URL?
 
+    /// The playback rates Quaver offers at most: scaletempo keeps the pitch well within
+    /// them, and a rate far outside (a tiny one from a typo) breaks GStreamer's pipeline.
+    /// The configured range, the saved rate and every rate requested lie inside.
+    static let rateLimits: ClosedRange<Double> = 0.25...4
+
     static let keys = ["audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"]
 
     struct ParseError: Error, CustomStringConvertible {
@@ -92,8 +97,8 @@ struct Config: Equatable {
                 guard let flag = boolean(value) else { throw fail("must be yes or no, not \"\(value)\"") }
                 config.resume = flag
             case "minimum-rate", "maximum-rate":
-                guard let rate = Double(value), rate.isFinite, rate > 0, rate <= 16 else {
-                    throw fail("must be a number above 0 and at most 16, not \"\(value)\"")
+                guard let rate = Double(value), rateLimits.contains(rate) else {
+                    throw fail("must be a number from \(rateLimits.lowerBound) to \(rateLimits.upperBound), not \"\(value)\"")
                 }
                 if key == "minimum-rate" { config.minimumRate = rate } else { config.maximumRate = rate }
             case "instance":
@@ -102,7 +107,9 @@ struct Config: Equatable {
                 }
                 config.instance = policy
             case "volume":
-                guard let volume = Double(value), (0...1).contains(volume) else { throw fail("must be a number from 0 to 1, not \"\(value)\"") }
+                guard let volume = Double(value), volume.isFinite, (0...1).contains(volume) else {
+                    throw fail("must be a number from 0 to 1, not \"\(value)\"")
+                }
                 config.volume = volume
             default:
                 break

@@ -117,12 +117,35 @@ struct SessionStateTests {
             ("colour = blue\n", 1, "colour"),
             ("\n\nmaximum-rate = fast\n", 3, "maximum-rate"),
             ("instance = sometimes\n", 1, "instance"),
+            // Rates GStreamer's scaletempo cannot play (a tiny one brought the pipeline down).
+            ("minimum-rate = 1e-300\n", 1, "minimum-rate"),
+            ("resume = no\nmaximum-rate = 16\n", 2, "maximum-rate"),
+            ("minimum-rate = -inf\n", 1, "minimum-rate"),
+            ("volume = nan\n", 1, "volume"),
         ] {
             try session.writeConfig(text)
             let result = try await Tools.run(Tools.quaver, ["--audio-sink", "fakesink", "--name", session.name], environment: session.environment)
             #expect(result.status == 2, "\(text): \(result.error)")
-            #expect(result.error.contains("quaver.conf:\(line): \"\(key)\""), "\(result.error)")
+            #expect(result.error.contains("\(session.configFile.path):\(line): \"\(key)\""), "\(result.error)")
         }
+    }
+
+    @Test("a rate range at the limits Quaver allows is taken, and D-Bus cannot go past it")
+    func rateLimits() async throws {
+        let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
+        let session = try Session()
+        defer { session.stop() }
+        try session.writeConfig("minimum-rate = 0.25\nmaximum-rate = 4\n")
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        #expect(try await session.get("MinimumRate") == .double(0.25))
+        #expect(try await session.get("MaximumRate") == .double(4))
+        for rate in [1e-300, 0.2, 4.5] {
+            await #expect(throws: BusError.self) { try await session.set("Rate", .double(rate)) }
+        }
+        try await session.set("Rate", .double(0.25))
+        #expect(try await session.get("Rate") == .double(0.25))
+        #expect(try await session.get("PlaybackStatus") == .string("Playing"))
     }
 
     @Test("the configuration sets defaults and options override it")
