@@ -327,6 +327,17 @@ import Testing
         #expect(h.value("PlaybackStatus") == .string("Playing"))
     }
 
+    @Test("OpenUri takes a URI of up to 8 KiB and refuses a longer one with InvalidArgs")
+    func openUriLongerThanTheLimitIsInvalid() {
+        let h = Harness()
+        let longest = "file:///" + String(repeating: "a", count: MPRISServer.maximumURILength - "file:///".utf8.count)
+        #expect(h.call("OpenUri", [.string(longest + "a")]).errorName == invalidArgs)
+        #expect(h.call("OpenUri", [.string("https://example.com/" + String(repeating: "x", count: 1 << 20))]).errorName == invalidArgs)
+        #expect(h.engine.events == [])
+        #expect(h.call("OpenUri", [.string(longest)]) == .success([]))
+        #expect(h.engine.events == [.openURI(longest)])
+    }
+
     @Test func readOnlyPropertyCannotBeSet() {
         let h = Harness()
         #expect(h.set("PlaybackStatus", .string("Playing")).errorName == BusError.Name.propertyReadOnly.rawValue)

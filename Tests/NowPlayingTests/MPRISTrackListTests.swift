@@ -224,6 +224,24 @@ struct MPRISTrackListTests {
         #expect(events.map(\.setAsCurrent) == [true, false])
     }
 
+    @Test("AddTrack takes a URI of up to 8 KiB and refuses a longer one with InvalidArgs")
+    func addTrackLongerThanTheLimit() {
+        let (harness, queue) = make()
+        defer { withExtendedLifetime(queue) {} }  // the server holds its source weakly
+        var events: [AddTrackCommandEvent] = []
+        harness.commands.addTrackCommand.addTarget { event in
+            events.append(event)
+            return .success
+        }
+        let noTrack = Value.objectPath(MPRISServer.noTrack)
+        let longest = "http://host/" + String(repeating: "b", count: MPRISServer.maximumURILength - "http://host/".utf8.count)
+        #expect(call(harness, "AddTrack", [.string(longest + "b"), noTrack, .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue)
+        #expect(call(harness, "AddTrack", [.string("file:///" + String(repeating: "é", count: 5_000)), noTrack, .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue, "bytes are counted, not characters")
+        #expect(events.isEmpty)
+        #expect(call(harness, "AddTrack", [.string(longest), noTrack, .boolean(false)]).isSuccess)
+        #expect(events.map(\.uri) == [longest])
+    }
+
     @Test("RemoveTrack and GoTo: a foreign path is InvalidArgs, an id no longer queued does nothing")
     func removeAndGoTo() {
         let (harness, queue) = make()

@@ -63,6 +63,10 @@ public final class MPRISServer {
     /// `GetTracksMetadata` answers at most this many ids per call (a client after more asks
     /// again): the reply stays far below D-Bus's message size limit.
     public static let maximumTracksPerCall = 10_000
+    /// The longest URI `OpenUri` and `AddTrack` accept, in bytes: far beyond any real path
+    /// or stream address, and a bound on what a client can make the player keep (the queue
+    /// is saved to disk at every change).
+    nonisolated public static let maximumURILength = 8 * 1024
     public static let playlistsInterface = "org.mpris.MediaPlayer2.Playlists"
     public static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
 
@@ -607,11 +611,15 @@ public final class MPRISServer {
     }
 
     private func openURI(_ uri: String) throws(BusError) {
-        try checkScheme(uri)
+        try checkURI(uri)
         try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
     }
 
-    private func checkScheme(_ uri: String) throws(BusError) {
+    /// A URI a client sent must be short enough (`maximumURILength`) and of a supported scheme.
+    private func checkURI(_ uri: String) throws(BusError) {
+        guard uri.utf8.count <= Self.maximumURILength else {
+            throw BusError(.invalidArgs, "URI of \(uri.utf8.count) bytes: at most \(Self.maximumURILength) are accepted")
+        }
         guard let colon = uri.firstIndex(of: ":"),
             configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
         else {
@@ -637,7 +645,7 @@ public final class MPRISServer {
                 },
                 Method("AddTrack", in: [Argument("Uri", .string), Argument("AfterTrack", .objectPath), Argument("SetAsCurrent", .boolean)]) { [unowned self] arguments throws(BusError) in
                     let uri = arguments[0].string!, after = arguments[1].objectPath!
-                    try checkScheme(uri)
+                    try checkURI(uri)
                     var afterID: UInt64?
                     if after != Self.noTrack {
                         guard let id = itemID(of: after), trackList?.trackListMetadata([id]).isEmpty == false else {
