@@ -116,14 +116,22 @@ public final class Connection {
         }
     }
 
-    /// Gives a well-known name back to the bus.
-    /// The corresponding libdbus function is `dbus_bus_release_name`.
-    public func releaseName(_ name: String) {
+    /// Gives a well-known name back to the bus, waiting at most `timeout` for the bus to
+    /// confirm it. A process on its way out passes a short one: a bus that does not answer
+    /// (stopped, swamped) must not hold up its exit, and the name goes with the connection
+    /// anyway.
+    /// The corresponding libdbus call is `ReleaseName` through
+    /// `dbus_connection_send_with_reply_and_block`, which is what `dbus_bus_release_name`
+    /// does with the default timeout of 25 s.
+    public func releaseName(_ name: String, timeout: Duration = .seconds(25)) {
         guard isConnected, NameValidation.isValidBusName(name) else { return }
-        let error = ErrorBox()
-        _ = dbus_bus_release_name(raw, name, &error.raw)
-        if let failure = error.take() { logger.debug("releasing \(name) failed: \(failure)") }
-        dbus_connection_flush(raw)
+        do {
+            _ = try callBlocking(
+                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
+                member: "ReleaseName", arguments: [.string(name)], timeout: timeout)
+        } catch {
+            logger.debug("releasing \(name) failed: \(error)")
+        }
     }
 
     // MARK: Objects
@@ -160,10 +168,22 @@ public final class Connection {
         }
     }
 
-    /// Sends all queued messages now, blocking until they are written.
-    public func flush() {
+    /// Sends the queued messages now, blocking until they are written or `timeout` has
+    /// passed: a bus that reads nothing (stopped) fills the socket, and a process flushing
+    /// before it exits must still exit.
+    /// The corresponding libdbus function is `dbus_connection_read_write`, called until
+    /// `dbus_connection_has_messages_to_send` is false (`dbus_connection_flush` has no limit).
+    public func flush(timeout: Duration = .milliseconds(500)) {
         guard isConnected else { return }
-        dbus_connection_flush(raw)
+        let deadline = ContinuousClock.now + timeout
+        while dbus_connection_has_messages_to_send(raw) != 0 {
+            let left = deadline - .now
+            guard left > .zero else {
+                logger.debug("gave up flushing to the bus after \(timeout): it reads nothing")
+                return
+            }
+            guard dbus_connection_read_write(raw, Connection.milliseconds(left)) != 0 else { return }
+        }
     }
 
     /// Calls a method and waits (without blocking the main queue) for its reply.
@@ -187,7 +207,8 @@ public final class Connection {
     }
 
     /// Calls a method and blocks the calling thread until the reply comes: for command-line
-    /// tools before the main queue runs, never from a running daemon.
+    /// tools before the main queue runs, and for a daemon's last calls as it exits (with a
+    /// short timeout); never from a running daemon.
     public func callBlocking(
         destination: String, path: ObjectPath, interface: String, member: String,
         arguments: [Value] = [], timeout: Duration = .seconds(25)

@@ -204,9 +204,14 @@ public final class MPRISServer {
         return busName
     }
 
-    /// Releases the bus name (the object stays exported until the connection closes).
+    /// How long `unregister` waits for the bus to confirm the name is released.
+    nonisolated public static let releaseTimeout: Duration = .milliseconds(500)
+
+    /// Releases the bus name (the object stays exported until the connection closes),
+    /// waiting at most `releaseTimeout` for the bus: a player quits whether or not the bus
+    /// answers, and the name goes with its connection anyway.
     public func unregister() {
-        if let busName { connection?.releaseName(busName) }
+        if let busName { connection?.releaseName(busName, timeout: Self.releaseTimeout) }
         busName = nil
     }
 
