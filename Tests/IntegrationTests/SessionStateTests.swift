@@ -1,3 +1,4 @@
+import ChildProcess
 import DBus
 import Foundation
 import Testing
@@ -124,9 +125,15 @@ struct SessionStateTests {
             ("volume = nan\n", 1, "volume"),
         ] {
             try session.writeConfig(text)
-            let result = try await Tools.run(Tools.quaver, ["--audio-sink", "fakesink", "--name", session.name], environment: session.environment)
-            #expect(result.status == 2, "\(text): \(result.error)")
-            #expect(result.error.contains("\(session.configFile.path):\(line): \"\(key)\""), "\(result.error)")
+            // A configuration taken by mistake starts a player that never exits: waited for
+            // with a limit, so that the test fails rather than hangs.
+            let log = session.bus.directory.appendingPathComponent("config-\(UUID().uuidString).log")
+            let process = try session.spawn([], sink: "fakesink", log: log)
+            let status = await ChildProcess.onThread { process.wait(timeout: .seconds(20)) }
+            if status == nil { process.killAndWait() }
+            let error = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+            #expect(status == 2, "\(text): \(error)")
+            #expect(error.contains("\(session.configFile.path):\(line): \"\(key)\""), "\(error)")
         }
     }
 
