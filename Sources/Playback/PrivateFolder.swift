@@ -36,9 +36,9 @@ public struct PrivateFolder: Sendable {
         public var path: String
         public var kind: Kind
 
-        /// Whether the folder was refused for what stands in its place, rather than for an
-        /// error of the moment.
-        public var isRefusal: Bool { kind == .symbolicLink || kind == .notFolder }
+        /// Whether the folder was refused for being a link, rather than failing as any
+        /// folder can (not a folder, no permission, no space), which callers report as such.
+        public var isRefusal: Bool { kind == .symbolicLink }
 
         public var description: String {
             switch kind {
