@@ -10,9 +10,12 @@ public import Logging
 /// `XDG_CACHE_HOME` that is itself a link, say) are the user's, and are followed.
 /// Files are made and replaced relative to the folder's descriptor, never by path.
 public struct PrivateFolder: Sendable {
+    /// The folder.
     public let url: URL
+    /// How many of the last elements of `url`'s path are Quaver's own.
     public let ownedComponents: Int
 
+    /// Describes the folder; nothing is made or opened until it is used.
     /// - Parameters:
     ///   - url: the folder.
     ///   - ownedComponents: how many of the last elements of its path are Quaver's own
@@ -24,6 +27,7 @@ public struct PrivateFolder: Sendable {
 
     /// Why a private folder cannot be used.
     public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong.
         public enum Kind: Sendable, Equatable {
             /// A symbolic link stands where one of Quaver's folders belongs.
             case symbolicLink
@@ -34,12 +38,14 @@ public struct PrivateFolder: Sendable {
         }
         /// The path the problem is at.
         public var path: String
+        /// What stands there, or what failed.
         public var kind: Kind
 
         /// Whether the folder was refused for being a link, rather than failing as any
         /// folder can (not a folder, no permission, no space), which callers report as such.
         public var isRefusal: Bool { kind == .symbolicLink }
 
+        /// The path and the problem, for a log line.
         public var description: String {
             switch kind {
             case .symbolicLink: "\(path) is a symbolic link; Quaver does not write through it or change its mode"
@@ -191,12 +197,18 @@ public struct PrivateFolder: Sendable {
 
     /// Why a file could not be read whole.
     public enum ReadFailure: Error, CustomStringConvertible {
+        /// Nothing is at the path.
         case missing
+        /// A folder, a pipe or a device is at the path.
         case notRegularFile(String)
+        /// The file holds more bytes than the limit (its size is not a count of bytes read).
         case tooLarge(String, size: Int64, limit: Int)
+        /// The file held more than its size said when it was opened.
         case grewWhileRead(String)
+        /// Opening or reading it failed with this `errno`.
         case system(String, Int32)
 
+        /// The path and the problem, for a log line.
         public var description: String {
             switch self {
             case .missing: "no such file"
@@ -245,5 +257,6 @@ public struct PrivateFolder: Sendable {
 /// Its description is what `localizedDescription` gives, so that messages built from any
 /// error (`MediaError.reason`) name the path and the cause.
 extension PrivateFolder.Failure: LocalizedError {
+    /// The same as `description`.
     public var errorDescription: String? { description }
 }
