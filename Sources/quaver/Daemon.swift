@@ -233,6 +233,8 @@ final class Daemon {
     private func playDemo(startPaused: Bool) {
         let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
         do {
+            // The cache folder is Quaver's own: never written through a symbolic link.
+            close(try PrivateFolder(demoFolder, ownedComponents: 2).open())
             let demo = try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder)
             logger.info("no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
             player.enqueue(demo.map(\.absoluteString))
