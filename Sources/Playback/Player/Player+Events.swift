@@ -26,8 +26,15 @@ extension Player {
             }
             run(actions)
         case .asyncDone(let facts):
-            self.facts = facts
             let seeking = transport.isSeeking
+            if seeking, seeksInFlight > 1, let target = transport.pendingPosition, let landed = facts.position,
+                landed - target > .milliseconds(250) || target - landed > .milliseconds(250)
+            {
+                seeksInFlight -= 1
+                return  // an earlier seek's, overtaken by the one still on its way
+            }
+            if seeking { seeksInFlight = 0 }
+            self.facts = facts
             let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
             if seeking || transport.isSettledLoad, let position = facts.position {
                 clock.set(position, rate: transport.isPlaying ? rate : 0, at: facts.at)

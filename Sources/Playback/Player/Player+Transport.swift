@@ -64,6 +64,7 @@ extension Player {
             switch action {
             case .load(let load, let state, let fresh):
                 loadNumber += 1
+                seeksInFlight = 0
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
@@ -79,6 +80,7 @@ extension Player {
                 pipeline.setState(state)
                 if state == .paused { clock.changeRate(to: 0) }
             case .seek(let target):
+                seeksInFlight += 1
                 pipeline.seek(to: target, rate: rate)
             case .awaitPreroll:
                 awaitPreroll()

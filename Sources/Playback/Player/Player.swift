@@ -149,6 +149,10 @@ public final class Player {
     var pendingReads: [UInt64] = []
     var readsInFlight = 0
 
+    /// Flushing seeks sent since the last one completed: an ASYNC_DONE that lands far from
+    /// the newest target belongs to an earlier one.
+    var seeksInFlight = 0
+
     /// A load that waits for its entry's tags.
     struct PendingRead {
         var entry: UInt64
@@ -209,7 +213,7 @@ public final class Player {
         return insert(uris, at: index + 1)
     }
 
-    private func insert(_ uris: [String], at position: Int) -> [Entry] {
+    private func insert(_ uris: [String], at position: Int, announce: Bool = true) -> [Entry] {
         guard !uris.isEmpty else { return [] }
         let new = uris.map { uri -> Entry in
             defer { nextEntryID += 1 }
@@ -226,7 +230,7 @@ public final class Player {
             discoverCurrentIfNeeded()
         }
         nextMayHaveChanged()
-        onChange?(.queue)
+        if announce { onChange?(.queue) }
         return new
     }
 
@@ -271,10 +275,13 @@ public final class Player {
         current = nil
         order.reset()
         run(transport.stop())
-        enqueue(uris)
-        // Shown at once, as Play would start it, while its tags are read.
+        // The first entry is shown at once, as Play would start it, while its tags are read:
+        // clients hear of the new list and of its current entry together.
+        let added = insert(uris, at: 0, announce: false)
         current = selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
-        if shouldPlay { play() } else { onChange?(.transport) }
+        if !added.isEmpty { onChange?(.queue) }
+        onChange?(.transport)
+        if shouldPlay { play() }
     }
 
     /// The queued entry with `id`, if any.
