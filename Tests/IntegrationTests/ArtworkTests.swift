@@ -71,7 +71,7 @@ struct ArtworkTests {
         let formats = ["flac", "mp3", "m4a", "ogg", "opus"]
         var tracks: [(track: URL, cover: Data)] = []
         for format in formats { tracks += try await TestMedia.coveredTracks(count: 1, seconds: 30, format: format) }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.track.path))
         var mark = 0
@@ -98,7 +98,7 @@ struct ArtworkTests {
     func sidecarImage() async throws {
         let plain = try await TestMedia.tracks(count: 1, seconds: 30)
         let cover = try await TestMedia.coveredTracks(count: 2, seconds: 30)[1].cover
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let album = session.bus.directory.appendingPathComponent("album")
         try FileManager.default.createDirectory(at: album, withIntermediateDirectories: true)
@@ -115,7 +115,7 @@ struct ArtworkTests {
     @Test("a track with no picture and no sidecar has no mpris:artUrl at all")
     func noArtwork() async throws {
         let plain = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch([plain[0].path])
         try await session.waitForStatus("Playing")
@@ -129,7 +129,7 @@ struct ArtworkTests {
     @Test("ten rapid Next calls end with the art of the current track, and no stale update after it")
     func rapidNext() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 12, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.track.path))
         try await session.waitForStatus("Playing")
@@ -161,7 +161,7 @@ struct ArtworkTests {
     @Test("art whose cached image went comes back in exactly one later update")
     func lateArtworkIsOneUpdate() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.track.path))
         try await Self.waitForTrack(tracks[0].track, in: session, after: 0)
@@ -192,7 +192,7 @@ struct ArtworkTests {
     @Test("a cache folder that cannot be written: no artwork, one log line, and playback goes on")
     func unwritableCache() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let cache = session.home.appendingPathComponent(".cache")
         #expect(FileManager.default.createFile(atPath: cache.path, contents: Data("not a folder".utf8)))

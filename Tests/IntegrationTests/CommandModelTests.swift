@@ -34,7 +34,7 @@ struct CommandModelTests {
     @Test("200 random commands end in the state of the model", arguments: seeds)
     func randomCommandsMatchTheModel(seed: UInt64) async throws {
         let tracks = try await TestMedia.tracks(count: Self.trackCount, seconds: Double(Self.trackSeconds))
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // At debug level, the log (shown on failure) says which commands were ignored and why.
         try await session.launch(["--log-level", "debug"] + tracks.map(\.path))

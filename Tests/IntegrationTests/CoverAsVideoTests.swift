@@ -34,7 +34,7 @@ struct CoverAsVideoTests {
 
     @Test("a cover stored as a video track plays its audio to the end; no picture or video decoder is made")
     func coverAsVideoPlaysAudioOnly() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let files = try await Self.makeFiles(in: session.bus.directory.appendingPathComponent("media"))
         try await session.launch(["--log-level", "debug"] + files.map(\.file.path))

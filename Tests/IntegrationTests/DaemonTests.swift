@@ -12,7 +12,7 @@ struct DaemonTests {
     @Test("Introspect of the running daemon is dbus/org.mpris.MediaPlayer2.xml")
     func introspectionMatchesTheCheckedInFile() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         let live = try await session.call("Introspect", interface: "org.freedesktop.DBus.Introspectable").first?.string
@@ -23,7 +23,7 @@ struct DaemonTests {
     @Test("GetAll answers every MPRIS property with its exact type")
     func getAllTypes() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
@@ -73,7 +73,7 @@ struct DaemonTests {
     @Test("the end of the queue stops; nothing to go next to")
     func endOfQueueStops() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 1)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -93,7 +93,7 @@ struct DaemonTests {
     @Test("missing and broken files are skipped with a log line naming each; the queue goes on")
     func brokenFilesAreSkipped() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let folder = session.bus.directory
         let garbage = folder.appendingPathComponent("garbage.flac")
@@ -113,7 +113,7 @@ struct DaemonTests {
     @Test("a second quaver takes org.mpris.MediaPlayer2.quaver.instance<PID>")
     func secondInstance() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         let second = try session.spawn(["--new-instance", "--paused"] + tracks.map(\.path), log: session.bus.directory.appendingPathComponent("second.log"))
@@ -131,7 +131,7 @@ struct DaemonTests {
     @Test("Quit releases the name and exits 0")
     func quit() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -144,7 +144,7 @@ struct DaemonTests {
     @Test("SIGTERM and SIGINT exit 0", arguments: [SIGTERM, SIGINT])
     func terminate(signal: Int32) async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -156,7 +156,7 @@ struct DaemonTests {
     @Test("losing the bus ends the daemon with a non-zero status and one log line")
     func busLoss() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -170,7 +170,7 @@ struct DaemonTests {
     @Test("a paused daemon does not wake up")
     func pausedDaemonSleeps() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")

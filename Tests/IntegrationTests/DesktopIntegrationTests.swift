@@ -31,7 +31,7 @@ struct DesktopIntegrationTests {
 
     @Test("install puts every file under the prefix with the real paths filled in; uninstall removes them")
     func installAndUninstall() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let prefix = session.home.appendingPathComponent(".local")
         try await Self.install(session)
@@ -61,7 +61,7 @@ struct DesktopIntegrationTests {
 
     @Test("the installed unit passes systemd-analyze verify with an exposure of 3.0 or lower")
     func unitIsVerifiedAndHardened() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await Self.install(session)
         let unit = session.home.appendingPathComponent(".local/share/systemd/user/quaver.service").path
@@ -83,7 +83,7 @@ struct DesktopIntegrationTests {
     @Test("a call to org.mpris.MediaPlayer2.quaver starts it through D-Bus activation")
     func activation() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session(activation: true)
+        let session = try await Session(activation: true)
         defer { session.stop() }
         try await Self.install(session)
         try session.writeConfig("audio-sink = fakesink sync=true\nmusic-folder = \(tracks[0].deletingLastPathComponent().path)\n")
@@ -115,7 +115,7 @@ struct DesktopIntegrationTests {
     @Test("doctor on a healthy setup: every check ok or a warning, exit 0")
     func doctorHealthy() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session(activation: true)
+        let session = try await Session(activation: true)
         defer { session.stop() }
         try await Self.install(session)
         try await session.launch(tracks.map(\.path))
@@ -131,7 +131,7 @@ struct DesktopIntegrationTests {
 
     @Test("doctor without a session bus fails that check and exits 1")
     func doctorNoBus() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         var environment = session.environment
         environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(session.home.path)/no-bus-here"
@@ -143,7 +143,7 @@ struct DesktopIntegrationTests {
 
     @Test("doctor with Quaver neither running nor activatable, and no desktop file")
     func doctorNotRunning() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let (status, text) = try await doctor(session)
         #expect(status == 1)
@@ -154,7 +154,7 @@ struct DesktopIntegrationTests {
 
     @Test("doctor finds an activation file whose program is gone, and an invalid configuration")
     func doctorBrokenInstall() async throws {
-        let session = try Session(activation: true)
+        let session = try await Session(activation: true)
         defer { session.stop() }
         try await Self.install(session)
         try FileManager.default.removeItem(at: session.home.appendingPathComponent(".local/bin/quaver"))
@@ -169,7 +169,7 @@ struct DesktopIntegrationTests {
     @Test("doctor shows the last problems Quaver logged")
     func doctorRecentProblems() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let missing = session.home.appendingPathComponent("gone.flac").path
         try await session.launch([missing, tracks[0].path])

@@ -10,7 +10,7 @@ struct EngineEdgeTests {
     /// The MPRIS spec's conformance tool and Mopidy's suite: no track, an empty Metadata map.
     @Test("with nothing loaded, Metadata is an empty map")
     func emptyMetadataWithNothingLoaded() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch([session.home.appendingPathComponent("missing.flac").path])
         let metadata = try await session.get("Metadata")
@@ -23,7 +23,7 @@ struct EngineEdgeTests {
     @Test("the first state a client can read is the true one")
     func firstStateIsTrue() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         // Read at once, as a client that saw the name appear would.
@@ -36,7 +36,7 @@ struct EngineEdgeTests {
     @Test("Position right after a seek's reply is its target, while paused")
     func positionAfterSeekIsTheTarget() async throws {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
@@ -62,7 +62,7 @@ struct EngineEdgeTests {
     @Test("a loop of one track: no CanGoNext or CanGoPrevious; each restart sends Seeked(0)")
     func loopOfOne() async throws {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 3)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")

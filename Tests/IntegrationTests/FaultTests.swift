@@ -25,7 +25,7 @@ struct FaultTests {
     @Test("an unreadable folder and an unreadable file are skipped with their reasons; the rest plays")
     func unreadableFolderAndFile() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 6)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let music = session.bus.directory.appendingPathComponent("Music")
         let open = music.appendingPathComponent("A"), closed = music.appendingPathComponent("B")
@@ -57,7 +57,7 @@ struct FaultTests {
         // Ten seconds: a test held up for a few seconds (as in the burst of tests starting at
         // once) still deletes the file while it plays, and sees the next track come after that.
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let copies = try ownCopies(tracks, in: session)
         try await session.launch(["--log-level", "debug"] + copies.map(\.path))
@@ -75,7 +75,7 @@ struct FaultTests {
 
     @Test("a file replaced while it plays: the old one plays on, the new one is what plays next time")
     func replacedWhilePlaying() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // Ten seconds, as above: the rename must come while the first track still plays.
         let copies = try ownCopies(try await TestMedia.tracks(count: 2, seconds: 10), in: session)
@@ -103,7 +103,7 @@ struct FaultTests {
     @Test("a state folder that cannot be written is logged; playback and Quit are unaffected")
     func unwritableStateFolder() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // A file where the folder should be: no one, not even root, can write into it.
         try FileManager.default.createDirectory(at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
@@ -125,7 +125,7 @@ struct FaultTests {
     @Test("a cache folder that cannot be written: no demo, a clear log line, and OpenUri still plays")
     func unwritableCacheFolder() async throws {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let cache = session.home.appendingPathComponent(".cache")
         #expect(FileManager.default.createFile(atPath: cache.path, contents: Data("not a folder".utf8)))
@@ -160,7 +160,7 @@ struct FaultTests {
           arguments: [false, true])
     func fullOrReadOnlyStorage(readOnly: Bool) async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await launchWithStorage(session, tracks.map(\.track.path), readOnly: readOnly)
         try await session.waitForStatus("Playing")
@@ -194,7 +194,7 @@ struct FaultTests {
     @Test("a pipeline stuck in GStreamer is replaced: every call is answered at once and the next track plays")
     func stuckPipelineIsReplaced() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 6)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path), sink: "identity sleep-time=8000000 ! fakesink sync=false")
         try await session.waitForStatus("Playing", timeout: .seconds(40))  // the first buffer took 8 s
@@ -232,7 +232,7 @@ struct FaultTests {
     @Test("a storm of Next, Previous and OpenUri on short tracks and a failing stream: always answered, the last command wins")
     func commandStorm() async throws {
         let tracks = try await TestMedia.tracks(count: 6, seconds: 0.5)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--log-level", "debug"] + tracks.map(\.path))
         try await session.waitForStatus("Playing")

@@ -50,7 +50,7 @@ struct GaplessRateTests {
     @Test("two consecutive tracks render with no sample inserted or lost at the joint")
     func gaplessJointIsSampleExact() async throws {
         let source = try await GaplessMedia.source()
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let output = session.bus.directory.appendingPathComponent("rendered.wav")
         // Loaded paused first: a file sink renders as fast as the tracks decode, and the end
@@ -79,7 +79,7 @@ struct GaplessRateTests {
     @Test("Metadata switches to the next track when it is heard, not when it is queued")
     func metadataSwitchesAtTheAudibleBoundary() async throws {
         let source = try await GaplessMedia.source()
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(source.parts.map(\.path))
         try await session.waitForSignal("Playing") { $0.changed["PlaybackStatus"] == .string("Playing") }
@@ -131,7 +131,7 @@ struct GaplessRateTests {
     @Test("Rate 1.5 keeps Position exact over 10 s, and still applies after Next and after a gapless switch")
     func rateKeepsPositionExact() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -173,7 +173,7 @@ struct GaplessRateTests {
     @Test("a Rate set while a track loads applies to that track", arguments: ["Next", "Stop, Play"])
     func rateSetWhileLoading(commands: String) async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -196,7 +196,7 @@ struct GaplessRateTests {
     @Test("the limits of the range, 0.5 and 2.0, play at their speed", arguments: [0.5, 2.0])
     func rateLimits(rate: Double) async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch([tracks[0].path])
         try await session.waitForStatus("Playing")
@@ -216,7 +216,7 @@ struct GaplessRateTests {
     @Test("Rate 1.5 keeps the pitch")
     func rateKeepsPitch() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let output = session.bus.directory.appendingPathComponent("rate.wav")
         try await session.launch(["--paused", tracks[0].path], sink: GaplessMedia.fileSink(output))

@@ -55,6 +55,7 @@ final class Waiter {
 }
 
 /// A private `dbus-daemon` for one test.
+@MainActor
 final class PrivateBus {
     let process: ChildProcess
     let address: String
@@ -62,7 +63,7 @@ final class PrivateBus {
 
     /// - Parameter prepare: called with the bus's folder before the daemon starts; returns
     ///   extra environment for it (where to find activatable services, for instance).
-    init(prepare: (URL) throws -> [String: String] = { _ in [:] }) throws {
+    init(prepare: (URL) throws -> [String: String] = { _ in [:] }) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard let daemon = Tools.find("dbus-daemon") else { throw HarnessError("dbus-daemon is not installed") }
@@ -70,9 +71,10 @@ final class PrivateBus {
         process = try ChildProcess(
             daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1"],
             environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe)
-        // The address line is the first thing it prints (at once: a short blocking read; if
-        // the daemon fails, its exit ends the read).
-        address = process.readFirstLine()
+        // The address line is the first thing it prints; if the daemon fails, its exit ends
+        // the read. Read on a thread of its own: when many tests start at once, dozens of
+        // buses start together, and blocking reads on the main actor added up to seconds.
+        address = await process.firstLine()
         guard address.hasPrefix("unix:") else {
             process.killAndWait()
             throw HarnessError("dbus-daemon printed no address")
@@ -85,7 +87,7 @@ final class PrivateBus {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    deinit { stop() }
+    isolated deinit { stop() }
 }
 
 enum Tools {
@@ -185,10 +187,10 @@ final class Session {
 
     /// - Parameter activation: true to let the bus start services installed under the
     ///   session's home (`~/.local/share/dbus-1/services`), with the session's environment.
-    init(name: String = "quaver", activation: Bool = false) throws {
+    init(name: String = "quaver", activation: Bool = false) async throws {
         self.name = name
         var homeFolder: URL?
-        bus = try PrivateBus { folder in
+        bus = try await PrivateBus { folder in
             let home = folder.appendingPathComponent("home")
             homeFolder = home
             guard activation else { return [:] }

@@ -359,7 +359,7 @@ final class HostileFixture {
     ///   none, and GIO aborts the process when an http stream asks for the proxy settings).
     static func launch(systemSchemas: Bool = true) async throws -> HostileFixture {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         let fixture = try HostileFixture(session: session)
         let compiled = "/usr/share/glib-2.0/schemas/gschemas.compiled"
         if systemSchemas, FileManager.default.fileExists(atPath: compiled) {

@@ -170,7 +170,7 @@ struct HostileMediaTests {
         let bad = queued.filter { $0.expect == .skip }
         try #require(bad.count == 10)
 
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
 
         // The baseline: file descriptors once one good file has played to the end.

@@ -34,7 +34,7 @@ struct LoadTests {
     func concurrentClients() async throws {
         let started = ContinuousClock.now
         let tracks = try await TestMedia.tracks(count: Self.originalCount, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         var clients: [LoadClient] = []
         defer {
             for client in clients { client.connection.close() }

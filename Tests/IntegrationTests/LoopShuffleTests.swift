@@ -7,7 +7,7 @@ import Testing
 @MainActor
 struct LoopShuffleTests {
     private func start(_ tracks: [URL]) async throws -> (Session, [ObjectPath]) {
-        let session = try Session()
+        let session = try await Session()
         let signals = try TrackListSignals(session)
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")

@@ -10,7 +10,7 @@ struct PlayerctlTests {
     @Test("every playerctl command, with the signals each one causes")
     func playerctlCommands() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")

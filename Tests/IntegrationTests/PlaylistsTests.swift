@@ -51,7 +51,7 @@ struct PlaylistsTests {
     @Test("PlaylistCount, Orderings, GetPlaylists paging and ordering, names from #PLAYLIST or the file")
     func listing() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         _ = try prepare(session, tracks)
         try await session.launch(["--paused", tracks[0].path])
@@ -90,7 +90,7 @@ struct PlaylistsTests {
     @Test("ActivatePlaylist replaces the queue and plays it; ActivePlaylist follows; unknown ids are InvalidArgs")
     func activate() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         let signals = try TrackListSignals(session)
         defer { session.stop() }
         _ = try prepare(session, tracks)
@@ -134,7 +134,7 @@ struct PlaylistsTests {
     @Test("the folder is watched: a renamed file keeps its id (PlaylistChanged); a new one changes PlaylistCount")
     func watching() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         let signals = try TrackListSignals(session)
         defer { session.stop() }
         let folder = try prepare(session, tracks)

@@ -40,7 +40,7 @@ struct SavedStateEdgeTests {
     @Test("a saved position of Int64.max, a negative volume, a tiny rate and an unknown loop are dropped; the rest is restored")
     func outOfRangeFieldsAreDropped() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try Self.writeSession(session, queue: tracks.map(\.absoluteString), state: """
             {"version": 1, "queueCount": 3, "current": 1, "position": 9223372036854775807,
@@ -65,7 +65,7 @@ struct SavedStateEdgeTests {
     @Test("a current index outside the queue and a position no Int64 holds are dropped; the queue is restored")
     func outOfRangeIndexIsDropped() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try Self.writeSession(session, queue: tracks.map(\.absoluteString), state: """
             {"version": 1, "queueCount": 3, "current": 99, "position": 1e30,
@@ -84,7 +84,7 @@ struct SavedStateEdgeTests {
     @Test("a 2 GiB state file is set aside at once without being read, and Quaver starts anyway")
     func hugeStateFileIsSetAside() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true)
         let stateFile = session.stateFolder.appendingPathComponent("state.json")
@@ -103,7 +103,7 @@ struct SavedStateEdgeTests {
     @Test("a 2 GiB queue file is set aside without being read, and the state with it")
     func hugeQueueFileIsSetAside() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try Self.writeSession(session, queue: [], state: """
             {"version": 1, "queueCount": 3, "current": 0, "position": 0, "volume": 1, "rate": 1, "loop": "off", "shuffle": false}
@@ -123,7 +123,7 @@ struct SavedStateEdgeTests {
     @Test("the restored queue passes the scheme allow-list and the length limit OpenUri applies")
     func restoredQueueIsFiltered() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let queue = [
             tracks[0].absoluteString, "fd://0", "/etc/passwd", "file:///" + String(repeating: "a", count: 9_000),
@@ -146,7 +146,7 @@ struct SavedStateEdgeTests {
     @Test("fd:// on the command line is skipped like OpenUri refuses it")
     func commandLineIsFiltered() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["fd://0", tracks[0].path])
         try await session.waitForStatus("Playing")
@@ -157,7 +157,7 @@ struct SavedStateEdgeTests {
     @Test("state.json, queue.m3u8, problems.log and cached artwork stay 0600 in 0700 folders through rewrites")
     func modesThroughRewrites() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // A state folder made wider by hand, and a problems log one warning short of a trim.
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
@@ -202,7 +202,7 @@ struct SavedStateEdgeTests {
     @Test("state and cache folders that are symbolic links are neither written through nor made 0700; said once each")
     func symbolicLinkFoldersAreRefused() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let artTarget = session.home.appendingPathComponent("elsewhere/art")
         let stateTarget = session.home.appendingPathComponent("elsewhere/state")
@@ -239,7 +239,7 @@ struct SavedStateEdgeTests {
     @Test("with the bus stopped, SIGTERM saves the state and exits within 2 s")
     func stalledBusDoesNotDelayExit() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")

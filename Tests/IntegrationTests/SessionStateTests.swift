@@ -10,7 +10,7 @@ struct SessionStateTests {
     @Test("after SIGKILL, a restart comes back paused on the same track within 1 s of the last seek")
     func restoreAfterKill() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -57,7 +57,7 @@ struct SessionStateTests {
     @Test("SIGTERM saves where playback was")
     func terminateSaves() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -80,7 +80,7 @@ struct SessionStateTests {
     @Test("a corrupt state file is reported, moved aside, and Quaver starts anyway")
     func corruptState() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true)
         try Data("{\"version\": 1, \"queueCount\": tru".utf8).write(to: session.stateFolder.appendingPathComponent("state.json"))
@@ -96,7 +96,7 @@ struct SessionStateTests {
     @Test("--no-resume and paths replace the saved queue")
     func pathsReplaceTheQueue() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -111,7 +111,7 @@ struct SessionStateTests {
 
     @Test("an invalid configuration names the line and the key and exits 2")
     func invalidConfiguration() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         for (text, line, key) in [
             ("# defaults\nresume = yes\nvolume = 2\n", 3, "volume"),
@@ -140,7 +140,7 @@ struct SessionStateTests {
     @Test("a rate range at the limits Quaver allows is taken, and D-Bus cannot go past it")
     func rateLimits() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try session.writeConfig("minimum-rate = 0.25\nmaximum-rate = 4\n")
         try await session.launch(tracks.map(\.path))
@@ -158,7 +158,7 @@ struct SessionStateTests {
     @Test("the configuration sets defaults and options override it")
     func configurationDefaults() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try session.writeConfig("""
             # the harness passes --audio-sink, which must win over this one
@@ -183,7 +183,7 @@ struct SessionStateTests {
     @Test("--instance quit leaves a running Quaver be and exits 0")
     func instanceQuit() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")

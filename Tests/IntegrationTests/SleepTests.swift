@@ -15,7 +15,7 @@ final class MockLogind {
         // dbusmock is a Debian package (python3-dbusmock): the system's Python has it.
         let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
         guard let python else { throw HarnessError("python3 is needed (scripts/setup installs it)") }
-        bus = try PrivateBus()
+        bus = try await PrivateBus()
         let mock = try ChildProcess(shell: "DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
         self.mock = mock
         client = try Connection(address: bus.address)
@@ -89,7 +89,7 @@ struct SleepTests {
     private func launchedWithLogind(_ arguments: [String], status: String) async throws -> (MockLogind, Session) {
         let logind = try await MockLogind()
         let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try Session()
+        let session = try await Session()
         session.extraEnvironment = logind.environment
         do {
             try await session.launch([tracks[0].path] + arguments)
@@ -134,7 +134,7 @@ struct SleepTests {
     @Test("without a system bus Quaver plays as before")
     func noSystemBus() async throws {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         session.extraEnvironment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/quaver-no-system-bus"]
         try await session.launch([tracks[0].path, "--log-level", "debug"])

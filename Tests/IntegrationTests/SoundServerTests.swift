@@ -138,7 +138,7 @@ struct SoundServerTests {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 10)
         let server = try await PulseServer()
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         session.extraEnvironment = server.environment
         try await session.launch([tracks[0].path], sink: "pulsesink")
@@ -173,7 +173,7 @@ func waitForLog(_ session: Session, _ text: String, timeout: Duration = .seconds
 struct InterruptionTests {
     private func playing(_ server: PulseServer, seconds: Double = 30, count: Int = 1) async throws -> Session {
         let tracks = try await TestMedia.tracks(count: count, seconds: seconds)
-        let session = try Session()
+        let session = try await Session()
         session.extraEnvironment = server.environment
         try await session.launch(tracks.map(\.path) + ["--log-level", "debug"], sink: "pulsesink")
         try await session.waitForStatus("Playing")

@@ -16,7 +16,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // The server goes silent for 3 s once 5 s of audio are out: less than the stall limit.
         let radio = server.url("radio.mp3?pause=3&after=5")
@@ -61,7 +61,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused", tracks[0].path])
         try await session.waitForStatus("Paused")
@@ -98,7 +98,7 @@ struct StreamTests {
         let file = covered[0].track
         let server = try await HTTPTestServer(serving: file.deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let uri = server.url(file: file)
         try await session.launch([uri])
@@ -123,7 +123,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let stream = server.url(path)
         let started = ContinuousClock.now
@@ -154,7 +154,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 1)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         // The file hands the stream to playbin before it ends (gapless): not loaded by hand.
         let stream = server.url("stall.mp3?after=0")
@@ -183,7 +183,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let stream = server.url("stall.mp3?after=6")
         try await session.launch([stream, tracks[0].path])
@@ -214,7 +214,7 @@ struct StreamTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
         defer { server.stop() }
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused", tracks[0].path, tracks[1].path])
         try await session.waitForStatus("Paused")

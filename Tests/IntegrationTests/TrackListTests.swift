@@ -10,7 +10,7 @@ struct TrackListTests {
     /// A session with a signal recorder, launched with `arguments`, once its queue of
     /// `queued` tracks is in (it is loaded in the background).
     private func start(_ arguments: [String], status: String, queued: Int) async throws -> (Session, TrackListSignals) {
-        let session = try Session()
+        let session = try await Session()
         let signals = try TrackListSignals(session)
         try await session.launch(arguments)
         try await session.waitForStatus(status)
@@ -258,7 +258,7 @@ struct TrackListTests {
     @Test("AddTrack of a folder queues its audio files in natural order")
     func addFolder() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         let signals = try TrackListSignals(session)
         defer { session.stop() }
         // "1 a", "2 b", "10 c": natural order, not the order of the bytes ("10 c" before "2 b").

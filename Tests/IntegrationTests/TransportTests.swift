@@ -9,7 +9,7 @@ struct TransportTests {
     /// A playing session on three 10 s tracks.
     private func playing() async throws -> (Session, [URL]) {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
-        let session = try Session()
+        let session = try await Session()
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
         return (session, tracks)

@@ -247,7 +247,10 @@ struct TransportPropertyTests {
             let event = Self.randomEvent(&random)
             let before = transport
             let actions = Self.apply(event, to: &transport)
-            let context = "seed \(seed), step \(step), \(event), from \(before.phase) [\(before.status)] to \(transport.phase) [\(transport.status)]: \(actions)"
+            // Described only when a check fails: describing each step would cost more than the test.
+            var context: String {
+                "seed \(seed), step \(step), \(event), from \(before.phase) [\(before.status)] to \(transport.phase) [\(transport.status)]: \(actions)"
+            }
 
             // At most one publication per transition, and one for every change clients see.
             let publications = actions.filter { $0 == .publish }.count
