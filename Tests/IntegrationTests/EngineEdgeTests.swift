@@ -61,19 +61,25 @@ struct EngineEdgeTests {
     /// sends Seeked(0) to clients that extrapolate.
     @Test("a loop of one track: no CanGoNext or CanGoPrevious; each restart sends Seeked(0)")
     func loopOfOne() async throws {
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 3)
+        // Long enough that the loop is set before the track ends on a machine busy with other
+        // tests; its restart comes after that.
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 8)
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch(tracks.map(\.path))
-        try await session.waitForStatus("Playing")
-        let mark = session.signals.count
+        // The loop is set before the track plays, so that it is what follows from the start.
+        try await session.launch(["--paused"] + tracks.map(\.path))
+        try await session.waitForStatus("Paused")
+        var mark = session.signals.count
         try await session.set("LoopStatus", .string("Playlist"))
         try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+        mark = session.signals.count
+        _ = try await session.call("Play")
+        try await session.waitForStatus("Playing", after: mark)
         #expect(try await session.get("CanGoNext") == .boolean(false))
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
         let track = try await session.metadata()["mpris:trackid"]
 
-        let restart = try await session.waitForSignal(after: mark, timeout: .seconds(15), "Seeked(0) at the loop's restart") {
+        let restart = try await session.waitForSignal(after: mark, timeout: .seconds(30), "Seeked(0) at the loop's restart") {
             $0.member == "Seeked"
         }
         #expect((restart.arguments.first?.int64 ?? -1) < 300_000, "\(restart)")

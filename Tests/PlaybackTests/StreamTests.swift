@@ -72,7 +72,7 @@ struct PlayerStreamTests {
         let server = try MuteServer()
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 2, in: folder)
+        let files = try await Media.tracks(1, seconds: 2, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.streamStallTimeout = .seconds(1)
@@ -117,7 +117,7 @@ struct PlayerStreamTests {
         let server = try MuteServer()
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(1, seconds: 0.5, in: folder)
+        let files = try await Media.tracks(1, seconds: 0.5, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.streamStallTimeout = .seconds(1)
@@ -137,7 +137,7 @@ struct PlayerStreamTests {
         let server = try MuteServer()
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let files = try Media.tracks(2, seconds: 1, in: folder)
+        let files = try await Media.tracks(2, seconds: 1, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.streamStallTimeout = .seconds(1)

@@ -56,15 +56,22 @@ let garbageBytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+
 
 enum Media {
     /// `count` numbered tracks ("Track N" by "Artist N") of `seconds` each, written into `folder`.
-    static func tracks(_ count: Int, seconds: Double, in folder: TemporaryFolder) throws -> [URL] {
-        try TrackGenerator.generate(TrackGenerator.numbered(count: count, seconds: seconds), into: folder.url)
+    /// Rendered on a thread of its own: suites that play in real time share the main actor.
+    static func tracks(_ count: Int, seconds: Double, in folder: TemporaryFolder) async throws -> [URL] {
+        try await render(TrackGenerator.numbered(count: count, seconds: seconds), into: folder)
     }
 
     /// Numbered tracks with the given durations (track N lasts `durations[N - 1]` seconds).
-    static func tracks(durations: [Double], in folder: TemporaryFolder) throws -> [URL] {
+    static func tracks(durations: [Double], in folder: TemporaryFolder) async throws -> [URL] {
         var tracks = TrackGenerator.numbered(count: durations.count, seconds: 1)
         for index in tracks.indices { tracks[index].seconds = durations[index] }
-        return try TrackGenerator.generate(tracks, into: folder.url)
+        return try await render(tracks, into: folder)
+    }
+
+    private static func render(_ tracks: [TrackGenerator.Track], into folder: TemporaryFolder) async throws -> [URL] {
+        let url = folder.url
+        let result = await ChildProcess.onThread { Result { try TrackGenerator.generate(tracks, into: url) } }
+        return try result.get()
     }
 
     static var hasGstLaunch: Bool { FileManager.default.isExecutableFile(atPath: gstLaunch) }

@@ -10,11 +10,13 @@ extension Pipeline {
         while let message = gst_bus_pop(bus) {
             let event = translate(message)
             gst_message_unref(message)
-            if let event { post(event) }
+            // What a load plays through is told before it is known to have prerolled, so that
+            // whoever hears of the preroll can already say which elements it has.
             if wantsElements, case .asyncDone = event, let playbin {
                 wantsElements = false
                 post(.elements(GStreamer.factoryNames(inBin: playbin)))
             }
+            if let event { post(event) }
         }
     }
 

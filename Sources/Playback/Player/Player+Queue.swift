@@ -1,0 +1,95 @@
+import Foundation
+
+/// Adding, removing and replacing entries of the queue.
+extension Player {
+    /// Queues URIs (already expanded) after the entry at `index` (nil: at the end) and
+    /// returns their entries.
+    @discardableResult
+    public func enqueue(_ uris: [String], after index: Int? = nil) -> [Entry] {
+        insert(uris, at: index.map { min($0 + 1, queue.count) } ?? queue.count)
+    }
+
+    /// Queues URIs after the entry with id `afterID` (nil: at the start). Nil when no
+    /// entry has that id.
+    public func insert(_ uris: [String], afterID: UInt64?) -> [Entry]? {
+        guard let afterID else { return insert(uris, at: 0) }
+        guard let index = queue.index(of: afterID) else { return nil }
+        return insert(uris, at: index + 1)
+    }
+
+    func insert(_ uris: [String], at position: Int, announce: Bool = true) -> [Entry] {
+        guard !uris.isEmpty else { return [] }
+        let new = uris.map { uri -> Entry in
+            defer { nextEntryID += 1 }
+            return Entry(id: nextEntryID, uri: uri)
+        }
+        queue.insert(new, at: position)
+        if let selected = selectedIndex, selected >= position { selectedIndex = selected + new.count }
+        order.added(new.map(\.id), using: &random)
+        if selectedIndex == nil {
+            selectedIndex = firstIndex()
+            // A local file becomes `current` once its tags are read, so that clients see
+            // one Metadata for it, not a file name followed by the real title.
+            if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
+            discoverCurrentIfNeeded()
+        }
+        nextMayHaveChanged()
+        if announce { onChange?(.queue) }
+        return new
+    }
+
+    /// Removes the entry with `id`; removing the current one moves on as Next would, or
+    /// stops when nothing follows. False when no entry has that id.
+    @discardableResult
+    public func remove(id: UInt64) -> Bool {
+        guard let index = queue.index(of: id) else { return false }
+        guard index == selectedIndex else {
+            queue.remove(at: index)
+            if let selected = selectedIndex, selected > index { selectedIndex = selected - 1 }
+            nextMayHaveChanged()
+            onChange?(.queue)
+            return true
+        }
+        resumeAfterInterruption = false  // the track an interruption paused is gone
+        let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
+        queue.remove(at: index)
+        if let followerID, followerID != id, let follower = queue.index(of: followerID) {
+            selectedIndex = follower
+            order.recordMove(from: id, to: followerID, forward: true)
+            onChange?(.queue)
+            go(to: follower)
+            return true
+        }
+        pendingRead = nil
+        selectedIndex = queue.isEmpty ? nil : min(index, queue.count - 1)
+        current = nil
+        onChange?(.queue)
+        run(transport.stop())
+        discoverCurrentIfNeeded()
+        return true
+    }
+
+    /// Replaces the whole queue (a playlist activated) and plays it from the start, or
+    /// stays stopped when `play` is false.
+    public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
+        resumeAfterInterruption = false
+        pendingRead = nil
+        queue.removeAll()
+        selectedIndex = nil
+        current = nil
+        order.reset()
+        run(transport.stop())
+        // The first entry is shown at once, as Play would start it, while its tags are read:
+        // clients hear of the new list and of its current entry together.
+        let added = insert(uris, at: 0, announce: false)
+        current = selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
+        if !added.isEmpty { onChange?(.queue) }
+        onChange?(.transport)
+        if shouldPlay { play() }
+    }
+
+    /// The queued entry with `id`, if any.
+    public func entry(id: UInt64) -> Entry? {
+        queue.index(of: id).map { queue[$0] }
+    }
+}
