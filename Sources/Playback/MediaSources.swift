@@ -22,23 +22,44 @@ public enum MediaSources {
 
     /// Expands each argument in order, handing the URIs to `emit` as they are found (a
     /// folder's after it is read and sorted, a playlist's entry by entry). For queues of
-    /// 100,000 files: one `stat` per entry, no Foundation URL per file.
+    /// 100,000 files: one `stat` per entry, no Foundation URL per file. However playlists
+    /// name each other (themselves, in a circle, the same one ten times), each is read once
+    /// in one call.
     public static func expand(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void) {
+        var expansion = Expansion()
         for argument in arguments {
-            expand(argument, relativeTo: base.map { $0.path }, depth: 0, logger: logger, emit: emit)
+            expand(argument, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion, logger: logger, emit: emit)
         }
     }
 
-    static func expand(_ argument: String, relativeTo base: String?, depth: Int, logger: Logger, emit: ([String]) -> Void) {
+    /// What one expansion has read so far.
+    struct Expansion {
+        /// The playlists read, by file: a playlist named again is skipped, which ends
+        /// playlists that include themselves or each other, and keeps one named ten times by
+        /// each of ten nested ones from being read ten million times.
+        var playlistsRead = Set<FileIdentity>()
+        /// The playlists skipped as read already, each logged the first time only.
+        var playlistsSkipped = Set<FileIdentity>()
+    }
+
+    static func expand(
+        _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
+    ) {
         guard depth < 8 else {
             logger.warning("skipping \(argument): playlists nested too deeply")
             return
         }
         let path = Array(localPath(argument, relativeTo: base).utf8)
-        // "Interlude: Reprise.flac" names a file, not a URI with the scheme "interlude".
-        let status = FileStatus(path)
-        if status != nil, !argument.utf8.starts(with: "file:".utf8) {
-            return expandFile(path, status: status, argument: argument, depth: depth, logger: logger, emit: emit)
+        let status = FileStatus.of(path)
+        // "Interlude: Reprise.flac" names a file, not a URI with the scheme "interlude"; so
+        // does a link that loops (to be named as such).
+        let exists: Bool
+        switch status {
+        case .success: exists = true
+        case .failure(let failure): exists = failure.code != ENOENT && FileStatus.exists(path)
+        }
+        if exists, !argument.utf8.starts(with: "file:".utf8) {
+            return expandFile(path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
         }
         if let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
@@ -50,9 +71,10 @@ public enum MediaSources {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
             }
-            return expandFile(filePath, status: FileStatus(filePath), argument: argument, depth: depth, logger: logger, emit: emit)
+            return expandFile(
+                filePath, status: FileStatus.of(filePath), argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
         }
-        expandFile(path, status: status, argument: argument, depth: depth, logger: logger, emit: emit)
+        expandFile(path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -123,12 +145,22 @@ public enum MediaSources {
         return [UInt8(ascii: "/")] + Array(parts.joined(separator: [UInt8(ascii: "/")]))
     }
 
-    private static func expandFile(_ path: [UInt8], status: FileStatus?, argument: String, depth: Int, logger: Logger, emit: ([String]) -> Void) {
-        guard let status else {
-            logger.warning("skipping \(argument): no such file or folder")
+    private static func expandFile(
+        _ path: [UInt8], status lookup: Result<FileStatus, FileStatus.Failure>, argument: String, depth: Int,
+        expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
+    ) {
+        let status: FileStatus
+        switch lookup {
+        case .success(let found): status = found
+        case .failure(let failure):
+            logger.warning("skipping \(argument): \(failure.reason)")
             return
         }
         if status.isDirectory {
+            if let problem = folderProblem(path, status) {
+                logger.warning("skipping \(argument): \(problem)")
+                return
+            }
             var found = false
             var visited = Set<[UInt8]>()
             collect(path, visited: &visited, logger: logger) { file in
@@ -138,14 +170,26 @@ public enum MediaSources {
             if !found { logger.warning("\(argument): no audio files found in this folder") }
             return
         }
+        if let problem = LocalFiles.problem(playing: path, status) {
+            logger.warning("skipping \(argument): \(problem)")
+            return
+        }
         let pathText = String(decoding: path, as: UTF8.self)
         if playlistExtensions.contains(pathExtension(pathText)) {
+            guard expansion.playlistsRead.insert(status.identity).inserted else {
+                if expansion.playlistsSkipped.insert(status.identity).inserted {
+                    logger.warning("skipping \(pathText): this playlist was read already (playlists that include themselves or each other are read once)")
+                }
+                return
+            }
             let folder = String(pathText[..<(pathText.lastIndex(of: "/") ?? pathText.startIndex)])
             // The first entry at once (to start playing), then in batches.
             var pending: [String] = []
             var emitted = false
-            for entry in playlistEntries(URL(fileURLWithPath: pathText), logger: logger) {
-                expand(entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, logger: logger) { pending += $0 }
+            for entry in playlistEntries(path: path, logger: logger) {
+                expand(entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, expansion: &expansion, logger: logger) {
+                    pending += $0
+                }
                 if pending.count >= 1024 || (!emitted && !pending.isEmpty) {
                     emit(pending)
                     emitted = true
@@ -160,6 +204,12 @@ public enum MediaSources {
             return
         }
         emit([fileURI(path)])
+    }
+
+    /// Why the folder at `path` is not scanned, or nil: the kernel's `/proc` and `/sys` hold
+    /// no media, and reach the whole file system again (`/proc/self/root`).
+    private static func folderProblem(_ path: [UInt8], _ status: FileStatus) -> String? {
+        LocalFiles.isKernelPath(path) || status.isKernelFile ? "a folder of the kernel's /proc or /sys, not media" : nil
     }
 
     /// Calls `body` with `path` as a NUL-terminated C string.
@@ -191,6 +241,10 @@ public enum MediaSources {
             return Array(UnsafeBufferPointer(start: UnsafeRawPointer(resolved).assumingMemoryBound(to: UInt8.self), count: strlen(resolved)))
         }
         guard visited.insert(real).inserted else { return }  // symlink loops
+        if let status = FileStatus(real), let problem = folderProblem(real, status) {
+            logger.warning("skipping folder \(String(decoding: folder, as: UTF8.self)): \(problem)")
+            return
+        }
         guard let directory = withCString(folder, { opendir($0) }) else {
             logger.warning("skipping folder \(String(decoding: folder, as: UTF8.self)): \(String(cString: strerror(errno)))")
             return
@@ -217,15 +271,36 @@ public enum MediaSources {
         children.sort { $0.key < $1.key }
         for child in children where child.name != first {
             let childPath = prefix + child.name
-            var isDirectory = child.kind == UInt8(DT_DIR)
-            if child.kind == UInt8(DT_LNK) || child.kind == UInt8(DT_UNKNOWN) {
-                guard let status = FileStatus(childPath) else { continue }  // a dangling link
-                isDirectory = status.isDirectory
+            let isAudio = audioExtensions.contains(pathExtension(child.key.name))
+            var kind = FileStatus.Kind(directoryEntryType: child.kind)
+            var status: FileStatus?
+            if kind == nil {
+                // A symbolic link, or a file system that does not tell: what it leads to.
+                switch FileStatus.of(childPath) {
+                case .success(let found):
+                    status = found
+                    kind = found.kind
+                case .failure(let failure):
+                    // A dangling link is left out quietly (a library being moved); a loop is
+                    // a mistake worth naming.
+                    if isAudio, failure.code != ENOENT { logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(failure.reason)") }
+                    continue
+                }
             }
-            if isDirectory {
+            if kind == .directory {
                 collect(childPath, visited: &visited, logger: logger, found: found)
-            } else if audioExtensions.contains(pathExtension(child.key.name)) {
-                found(childPath)
+            } else if isAudio {
+                let problem: String?
+                if let status {
+                    problem = LocalFiles.problem(playing: childPath, status)
+                } else {
+                    problem = kind == .regular ? nil : "not a regular file (\(kind?.name ?? FileStatus.Kind.other.name))"
+                }
+                if let problem {
+                    logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(problem)")
+                } else {
+                    found(childPath)
+                }
             }
         }
     }
@@ -285,32 +360,56 @@ public enum MediaSources {
         NaturalKey(a) < NaturalKey(b)
     }
 
+    /// A playlist larger than this is not read (a playlist of 100,000 entries is a few MiB).
+    public static let maximumPlaylistBytes = 16 << 20
+    /// Lines longer than this are skipped (no path or URI is that long).
+    public static let maximumLineBytes = 8 << 10
+
     /// The entries of an `.m3u`/`.m3u8`/`.pls` file, as written (paths or URIs). Read as
     /// bytes (a playlist of 100,000 lines takes milliseconds): lines end at LF or CR, blanks
-    /// and tabs around them are dropped, and so is a byte order mark.
+    /// and tabs around them are dropped, and so is a byte order mark. Only a regular file of
+    /// at most `maximumPlaylistBytes` is read; lines over `maximumLineBytes` are skipped, with
+    /// one warning for the file.
     public static func playlistEntries(_ url: URL, logger: Logger) -> [String] {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            logger.warning("skipping playlist \(url.path): cannot read it")
+        playlistEntries(path: Array(url.path.utf8), logger: logger)
+    }
+
+    static func playlistEntries(path: [UInt8], logger: Logger) -> [String] {
+        let name = String(decoding: path, as: UTF8.self)
+        let data: Data
+        switch LocalFiles.read(path, limit: maximumPlaylistBytes) {
+        case .data(let contents): data = contents
+        case .refused(let reason):
+            logger.warning("skipping playlist \(name): cannot read it (\(reason))")
             return []
         }
         var lines: [String] = []
+        var longLines = 0
         data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)
             let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
             var start = bytes.starts(with: bom) ? 3 : 0
-            for end in start...bytes.count where end == bytes.count || bytes[end] == 0x0A || bytes[end] == 0x0D {
+            while start <= bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
                 var first = start, last = end
                 while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
                 while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
-                if last > first { lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self)) }
+                if last - first > maximumLineBytes {
+                    longLines += 1
+                } else if last > first {
+                    lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self))
+                }
                 start = end + 1
             }
         }
-        if pathExtension(url.path) == "pls" {
+        if longLines > 0 {
+            logger.warning("playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(maximumLineBytes))")
+        }
+        if pathExtension(name) == "pls" {
             var entries: [(Int, String)] = []
             for line in lines {
-                let lower = line.lowercased()
-                guard lower.hasPrefix("file"), let equals = line.firstIndex(of: "=") else { continue }
+                guard line.lowercased().hasPrefix("file"), let equals = line.firstIndex(of: "=") else { continue }
                 let number = Int(line[line.index(line.startIndex, offsetBy: 4)..<equals]) ?? Int.max
                 entries.append((number, String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)))
             }
@@ -377,19 +476,4 @@ struct NaturalKey: Comparable {
     }
 
     static func == (a: NaturalKey, b: NaturalKey) -> Bool { a.bytes == b.bytes && a.name == b.name }
-}
-
-/// What `stat` says of a path (following symbolic links), or nil when it does not exist.
-struct FileStatus {
-    let isDirectory: Bool
-
-    init?(_ path: String) {
-        self.init(Array(path.utf8))
-    }
-
-    init?(_ path: [UInt8]) {
-        var status = stat()
-        guard MediaSources.withCString(path, { stat($0, &status) }) == 0 else { return nil }
-        isDirectory = (status.st_mode & S_IFMT) == S_IFDIR
-    }
 }

@@ -50,8 +50,9 @@ public enum PlaylistOrdering: String, CaseIterable, Sendable {
 /// date through inotify: nothing polls. While the folder does not exist, its nearest
 /// existing parent folder is watched until it appears.
 ///
-/// Hidden files, subfolders and anything that is not a regular file (after following
-/// symbolic links) are ignored; unreadable files are left out and logged once.
+/// Hidden files and subfolders are ignored; anything else that is not a regular file (after
+/// following symbolic links: a FIFO, a socket, a device) and unreadable files are left out
+/// and logged once.
 @MainActor
 public final class PlaylistFolder {
     public let folder: URL
@@ -192,7 +193,13 @@ public final class PlaylistFolder {
                 }
                 continue
             }
-            guard info.st_mode & S_IFMT == S_IFREG else { continue }
+            let status = FileStatus(info)
+            guard status.kind == .regular else {
+                // A subfolder is no playlist; a FIFO, socket or device named like one is a
+                // trap (reading it could block for good), named once.
+                if status.kind != .directory { report("not a regular file (\(status.kind.name))", about: url.path) }
+                continue
+            }
             let signature = Signature(info)
             let read = reads[url.path].flatMap { $0.signature == signature ? $0 : nil } ?? readFile(url, signature: signature)
             seen[url.path] = read
@@ -219,6 +226,11 @@ public final class PlaylistFolder {
             return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
         }
         let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        // What was opened may not be what was checked: a FIFO renamed over it meanwhile.
+        var opened = stat()
+        if fstat(descriptor, &opened) == 0, let problem = LocalFiles.problem(playing: FileStatus(opened)) {
+            return FileRead(signature: signature, title: nil, born: born, problem: problem)
+        }
         guard url.pathExtension.lowercased() != "pls" else {
             return FileRead(signature: signature, title: nil, born: born, problem: nil)  // readable is all that matters
         }
@@ -399,11 +411,6 @@ public final class PlaylistFolder {
     }
 
     // MARK: Files
-
-    private struct FileIdentity: Hashable {
-        var device: UInt64
-        var inode: UInt64
-    }
 
     /// What changes when a file is written, replaced or has its permissions changed.
     private struct Signature: Equatable {
