@@ -63,6 +63,8 @@ public final class ArtworkCache: Sendable {
         /// The sidecar candidates of folders already looked in, and the folder's
         /// modification time then.
         var sidecars: [String: (modified: Date?, names: [String])] = [:]
+        /// The tracks whose oversized picture was logged.
+        var oversizedLogged = Set<String>()
     }
 
     public init(folder: URL, maximumBytes: Int = 64 << 20, logger: Logger) {
@@ -185,14 +187,39 @@ public final class ArtworkCache: Sendable {
     /// The artwork of a track: its embedded cover (front cover first), else a cover image in
     /// its folder (`cover`, `folder` or `front` with `.jpg`, `.jpeg` or `.png`, any case).
     /// Nil when there is none, or it cannot be kept.
+    ///
+    /// An embedded picture is stored straight from GStreamer's buffer, never copied; one over
+    /// `maximumImageBytes` is not even read, and logged once per track.
     func artwork(forTrack uri: String, tags: TagReader?) -> String? {
-        if let tags,
-            let image = tags.coverImage(maximumBytes: Self.maximumImageBytes, accept: { ImageFormat(magic: $0) != nil })
-        {
-            return store(image)
+        if let tags {
+            var largest = 0
+            var url: String?
+            let found = tags.withCoverImage(
+                maximumBytes: Self.maximumImageBytes, oversized: { largest = max(largest, $0) },
+                accept: { ImageFormat(magic: $0) != nil }
+            ) { bytes in
+                guard let start = bytes.baseAddress else { return }
+                // Lent for the call only: `store` hashes and writes it, and keeps nothing.
+                url = store(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: start), count: bytes.count, deallocator: .none))
+            }
+            if largest > 0 { noteOversizedPicture(of: uri, bytes: largest) }
+            if found { return url }
         }
         guard let path = GLib.filename(fromURI: uri) else { return nil }
         return sidecarArtwork(besides: path)
+    }
+
+    /// Logs, once per track, that its picture is too large to be shown.
+    private func noteOversizedPicture(of uri: String, bytes: Int) {
+        let isNew = state.withLock { state in
+            if state.oversizedLogged.count >= 256 { state.oversizedLogged.removeAll() }
+            return state.oversizedLogged.insert(uri).inserted
+        }
+        guard isNew else { return }
+        logger.info("""
+            not showing the picture in \(MediaSources.displayName(uri)) as artwork: \(LocalFiles.byteCount(bytes)), \
+            over the \(LocalFiles.byteCount(Self.maximumImageBytes)) limit
+            """)
     }
 
     /// The first sidecar image in the folder of the file at `path` that is an image.
@@ -200,9 +227,9 @@ public final class ArtworkCache: Sendable {
         let folder = (path as NSString).deletingLastPathComponent
         for name in sidecarCandidates(in: folder) {
             let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
-            guard let size = (try? FileManager.default.attributesOfItem(atPath: file.path))?[.size] as? Int,
-                size <= Self.maximumImageBytes, let image = FileManager.default.contents(atPath: file.path)
-            else { continue }
+            // Read only as a regular file of a bounded size: a FIFO named cover.jpg would
+            // block the reader for good.
+            guard case .data(let image) = LocalFiles.read(Array(file.path.utf8), limit: Self.maximumImageBytes) else { continue }
             if let url = store(image) { return url }
         }
         return nil

@@ -13,8 +13,13 @@ struct StreamTags: Sendable, Equatable {
     /// The station's name (`icy-name`).
     var organization: String?
     /// A picture the stream carries (its front cover first), as found: one message's, for the
-    /// player to keep in the artwork cache.
-    var image: Data?
+    /// player to keep in the artwork cache. Copied out of GStreamer's buffer only when asked
+    /// for: the tags of a file, which the player never keeps, cost no copy.
+    var image: Data? {
+        get { picture?.bytes }
+        set { picture = newValue.map { .data($0) } }
+    }
+    private var picture: Picture?
     /// Where the stream's picture was kept (set by the player once it is).
     var artworkURL: String?
 
@@ -28,7 +33,33 @@ struct StreamTags: Sendable, Equatable {
         album = tags.strings(GST_TAG_ALBUM).first
         genres = tags.strings(GST_TAG_GENRE)
         organization = tags.strings(GST_TAG_ORGANIZATION).first
-        image = tags.coverImage(maximumBytes: ArtworkCache.maximumImageBytes) { ImageFormat(magic: $0) != nil }
+        picture = tags.coverSample(maximumBytes: ArtworkCache.maximumImageBytes) { ImageFormat(magic: $0) != nil }
+            .map { .sample(SampleReference(taking: $0)) }
+    }
+
+    /// A picture: GStreamer's sample as the tags hold it, or bytes.
+    private enum Picture: Sendable, Equatable {
+        case sample(SampleReference)
+        case data(Data)
+
+        var bytes: Data? {
+            switch self {
+            case .sample(let reference): TagReader.withBytes(of: reference.sample) { Data($0) }
+            case .data(let data): data
+            }
+        }
+    }
+
+    /// Owns one reference to a `GstSample`, which GStreamer never changes once made (so any
+    /// thread may read it).
+    private final class SampleReference: @unchecked Sendable, Equatable {
+        let sample: OpaquePointer
+
+        init(taking sample: OpaquePointer) { self.sample = sample }
+
+        deinit { gst_sample_unref(sample) }
+
+        static func == (a: SampleReference, b: SampleReference) -> Bool { a.sample == b.sample }
     }
 
     /// Nothing a listener would see (a bit rate, a codec).

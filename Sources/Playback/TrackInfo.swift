@@ -71,9 +71,64 @@ public final class Discoverer: Sendable {
 
     /// Reads `uri` on the calling thread (blocking up to the timeout). With `artwork`, the
     /// cover image (embedded, else beside the file) is stored there and named in the result.
+    ///
+    /// A local file is handed to GStreamer only when it is a regular file outside `/proc` and
+    /// `/sys` (checked with `stat`): a FIFO, a socket or a device fails at once, naming what
+    /// it is. A file already being read with the same timeout and cache is not read again
+    /// alongside: the call waits for that reading and gives its result.
     public static func discoverNow(
         _ uri: String, timeout: Duration = .seconds(5), artwork: ArtworkCache? = nil
     ) -> Result<TrackInfo, MediaError> {
+        if let path = MediaSources.filePath(ofURI: uri), let problem = LocalFiles.problem(playing: path) {
+            return .failure(MediaError(problem))
+        }
+        let key = Reading.Key(uri: uri, timeout: timeout, artwork: artwork.map(ObjectIdentifier.init))
+        let (reading, isFirst) = readings.withLock { readings in
+            if let reading = readings[key] { return (reading, false) }
+            let reading = Reading()
+            readings[key] = reading
+            return (reading, true)
+        }
+        guard isFirst else { return reading.wait() }
+        let result = read(uri, timeout: timeout, artwork: artwork)
+        readings.withLock { $0[key] = nil }
+        reading.finish(result)
+        return result
+    }
+
+    /// The readings in progress. GStreamer's parsing of a file's tags can take a gigabyte
+    /// (an Ogg comment holding a 100 MiB picture); the player, the readers ahead and the
+    /// artwork reader asking for the same file at once would each take it.
+    private static let readings = Locked<[Reading.Key: Reading]>([:])
+
+    /// One reading of a file, which other callers wait for.
+    private final class Reading: Sendable {
+        struct Key: Hashable, Sendable {
+            var uri: String
+            var timeout: Duration
+            var artwork: ObjectIdentifier?
+        }
+
+        private let done = DispatchGroup()
+        private let result = Locked<Result<TrackInfo, MediaError>?>(nil)
+
+        init() { done.enter() }
+
+        /// Blocks until the reading ends; its result.
+        func wait() -> Result<TrackInfo, MediaError> {
+            done.wait()
+            return result.withLock { $0 } ?? .failure(MediaError("unreadable"))
+        }
+
+        /// Hands `outcome` to every caller waiting, and to any still to come.
+        func finish(_ outcome: Result<TrackInfo, MediaError>) {
+            result.withLock { $0 = outcome }
+            done.leave()
+        }
+    }
+
+    /// Reads `uri` with a discoverer of its own: the reading `discoverNow` shares.
+    private static func read(_ uri: String, timeout: Duration, artwork: ArtworkCache?) -> Result<TrackInfo, MediaError> {
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(GstClockTime(timeout.nanoseconds), &error) else {
@@ -127,34 +182,81 @@ public final class Discoverer: Sendable {
     }
 }
 
-/// Reads typed values from a borrowed `GstTagList`.
+/// Reads typed values from a borrowed `GstTagList`, a bounded amount whatever the list
+/// holds: a file can carry 100,000 values of one tag, or a value of megabytes, and tags are
+/// read on the main actor too (a stream's, as they come).
 struct TagReader {
     let list: OpaquePointer
+
+    /// At most this many values of one tag are read (and this many pictures looked at).
+    static let maximumValues = 32
+    /// At most this many bytes of one value are read: room for the 1,024 characters `clean`
+    /// keeps, at four bytes each.
+    static let maximumValueBytes = 4 << 10
 
     init(_ list: UnsafePointer<GstTagList>) { self.list = OpaquePointer(list) }
 
     private var raw: UnsafePointer<GstTagList> { UnsafePointer(list) }
 
+    /// How many values of `tag` are read: all of them, up to `maximumValues`.
+    private func valueCount(_ tag: String) -> guint {
+        min(gst_tag_list_get_tag_size(raw, tag), guint(Self.maximumValues))
+    }
+
+    /// The distinct values of a text tag, cleaned, from its first `maximumValues`.
     func strings(_ tag: String) -> [String] {
-        let count = gst_tag_list_get_tag_size(raw, tag)
         var result: [String] = []
-        for index in 0..<count {
-            var value: UnsafeMutablePointer<gchar>?
-            if gst_tag_list_get_string_index(raw, tag, index, &value) != 0, let value {
-                let text = TagReader.clean(String(cString: value))
-                g_free(value)
-                if !text.isEmpty && !result.contains(text) { result.append(text) }
-            }
+        for index in 0..<valueCount(tag) {
+            // Peeked, not copied: a value of megabytes is read no further than its start.
+            var value: UnsafePointer<gchar>?
+            guard gst_tag_list_peek_string_index(raw, tag, index, &value) != 0, let value else { continue }
+            let text = TagReader.clean(TagReader.prefix(of: value))
+            if !text.isEmpty && !result.contains(text) { result.append(text) }
         }
         return result
     }
 
-    /// The bytes of the picture to show for the track: the first front cover among the
-    /// images, else the first image, else the first preview image, skipping pictures larger
-    /// than `maximumBytes` and those `accept` refuses (bytes that are not an image).
-    func coverImage(maximumBytes: Int, accept: (UnsafeRawBufferPointer) -> Bool) -> Data? {
+    /// The first `maximumValueBytes` of a C string as text, cut before a character that
+    /// would not fit whole (GStreamer's tag strings are UTF-8).
+    static func prefix(of value: UnsafePointer<CChar>) -> String {
+        let length = strnlen(value, maximumValueBytes + 1)
+        let bytes = UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
+        var count = min(length, maximumValueBytes)
+        if length > maximumValueBytes {
+            while count > 0, bytes[count] & 0xC0 == 0x80 { count -= 1 }  // inside a character
+        }
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+
+    /// The bytes of the picture to show for the track (see `coverSample`), copied.
+    func coverImage(
+        maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool
+    ) -> Data? {
+        var image: Data?
+        withCoverImage(maximumBytes: maximumBytes, oversized: oversized, accept: accept) { image = Data($0) }
+        return image
+    }
+
+    /// Lends the bytes of the picture to show for the track (see `coverSample`) to `body`,
+    /// in GStreamer's own buffer: nothing is copied. False when there is no such picture.
+    @discardableResult
+    func withCoverImage(
+        maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool,
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) -> Bool {
+        guard let sample = coverSample(maximumBytes: maximumBytes, oversized: oversized, accept: accept) else { return false }
+        defer { gst_sample_unref(sample) }
+        return TagReader.withBytes(of: sample) { body($0) } != nil
+    }
+
+    /// The picture to show for the track, as a new reference to its `GstSample`: the first
+    /// front cover among the images, else the first image, else the first preview image (of
+    /// the first `maximumValues` of each), skipping pictures larger than `maximumBytes`
+    /// (never mapped or copied: `oversized` is told their size) and those `accept` refuses
+    /// (bytes that are not an image).
+    func coverSample(maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool) -> OpaquePointer? {
         var fronts: [(String, guint)] = [], others: [(String, guint)] = [], previews: [(String, guint)] = []
-        for index in 0..<gst_tag_list_get_tag_size(raw, GST_TAG_IMAGE) {
+        for index in 0..<valueCount(GST_TAG_IMAGE) {
             var sample: OpaquePointer?
             guard gst_tag_list_get_sample_index(raw, GST_TAG_IMAGE, index, &sample) != 0, let sample else { continue }
             var type: gint = -1
@@ -168,21 +270,28 @@ struct TagReader {
                 others.append((GST_TAG_IMAGE, index))
             }
         }
-        for index in 0..<gst_tag_list_get_tag_size(raw, GST_TAG_PREVIEW_IMAGE) {
+        for index in 0..<valueCount(GST_TAG_PREVIEW_IMAGE) {
             previews.append((GST_TAG_PREVIEW_IMAGE, index))
         }
         for (tag, index) in fronts + others + previews {
             var sample: OpaquePointer?
             guard gst_tag_list_get_sample_index(raw, tag, index, &sample) != 0, let sample else { continue }
-            defer { gst_sample_unref(sample) }
-            guard let buffer = gst_sample_get_buffer(sample), gst_buffer_get_size(buffer) <= maximumBytes else { continue }
-            var map = GstMapInfo()
-            guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { continue }
-            defer { gst_buffer_unmap(buffer, &map) }
-            let bytes = UnsafeRawBufferPointer(start: map.data, count: Int(map.size))
-            if accept(bytes) { return Data(bytes) }
+            let size = gst_sample_get_buffer(sample).map { Int(gst_buffer_get_size($0)) } ?? 0
+            if size > maximumBytes { oversized(size) }
+            if size > 0, size <= maximumBytes, TagReader.withBytes(of: sample, accept) == true { return sample }
+            gst_sample_unref(sample)
         }
         return nil
+    }
+
+    /// Calls `body` with the bytes of a sample's buffer, mapped for reading; nil when it has
+    /// no buffer or cannot be mapped.
+    static func withBytes<Result>(of sample: OpaquePointer, _ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+        guard let buffer = gst_sample_get_buffer(sample) else { return nil }
+        var map = GstMapInfo()
+        guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return nil }
+        defer { gst_buffer_unmap(buffer, &map) }
+        return body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
     }
 
     func uint(_ tag: String) -> Int? {
@@ -196,13 +305,15 @@ struct TagReader {
     /// and bounded so one absurd tag cannot bloat every Metadata message.
     static func clean(_ text: String) -> String {
         var scalars = String.UnicodeScalarView()
+        var count = 0  // the view's own count walks it from the start
         for scalar in text.unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 scalars.append(" ")
             } else {
                 scalars.append(scalar)
             }
-            if scalars.count >= 1024 { break }
+            count += 1
+            if count >= 1024 { break }
         }
         return String(scalars).trimmingCharacters(in: .whitespaces)
     }
