@@ -16,7 +16,7 @@ struct HostileMediaTests {
 
     /// One file of the corpus, as the script lists it.
     struct CorpusFile: CustomStringConvertible {
-        enum Expect: String { case play, skip }
+        enum Expect: String { case play, skip, after }
         /// The file name's bytes (not all names are UTF-8).
         var name: [UInt8]
         var expect: Expect
@@ -37,12 +37,13 @@ struct HostileMediaTests {
         }
     }
 
-    /// Runs the script into `folder` and parses its listing.
-    static func makeCorpus(in folder: URL) async throws -> [CorpusFile] {
+    /// Runs the script into `folder` and parses its listing; `mode` picks another corpus
+    /// than the media files (`--traps`, `--tags`).
+    static func makeCorpus(in folder: URL, mode: String? = nil) async throws -> [CorpusFile] {
         guard let bash = Tools.find("bash") else { throw HarnessError("bash is not installed") }
         let script = repository.appendingPathComponent("scripts/make-hostile-media")
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
-        let result = try await Tools.run(bash, [script.path, folder.path], environment: environment)
+        let result = try await Tools.run(bash, [script.path] + (mode.map { [$0] } ?? []) + [folder.path], environment: environment)
         guard result.status == 0 else {
             throw HarnessError("make-hostile-media failed (\(result.status)): \(result.error)")
         }
