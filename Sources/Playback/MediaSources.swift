@@ -288,6 +288,12 @@ public enum MediaSources {
                 }
             }
             if kind == .directory {
+                // A link to /proc/self/root or /proc/self/cwd resolves to an ordinary folder
+                // (the whole file system): its target as written tells.
+                if let target = linkTarget(childPath, in: prefix), LocalFiles.isKernelPath(target) {
+                    logger.warning("skipping folder \(String(decoding: childPath, as: UTF8.self)): a folder of the kernel's /proc or /sys, not media")
+                    continue
+                }
                 collect(childPath, visited: &visited, logger: logger, found: found)
             } else if isAudio {
                 let problem: String?
@@ -303,6 +309,18 @@ public enum MediaSources {
                 }
             }
         }
+    }
+
+    /// Where the symbolic link at `path` (in the folder `folder`, with its trailing slash)
+    /// points, as an absolute normalized path; nil when it is no link.
+    private static func linkTarget(_ path: [UInt8], in folder: [UInt8]) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let count = buffer.withUnsafeMutableBytes { raw in
+            withCString(path) { readlink($0, raw.baseAddress!.assumingMemoryBound(to: CChar.self), raw.count) }
+        }
+        guard count > 0 else { return nil }
+        let target = Array(buffer[0..<count])
+        return normalized(target.first == UInt8(ascii: "/") ? target : folder + target)
     }
 
     private struct Child {

@@ -22,6 +22,11 @@ public struct TrackInfo: Sendable, Equatable {
     public var artworkURL: String?
     /// Whether artwork was looked for (embedded, then beside the file) when this was read.
     public var artworkSearched = false
+    /// The size in bytes of the largest embedded picture over `ArtworkCache.maximumImageBytes`,
+    /// if the tags hold one. GStreamer keeps several copies of such a picture while the file
+    /// is loaded (hundreds of megabytes for one of 100 MiB), in playbin's previous group as
+    /// well after a gapless switch, until the pipeline is torn down.
+    public var oversizedPictureBytes: Int?
 
     public init() {}
 }
@@ -166,7 +171,11 @@ public final class Discoverer: Sendable {
         track.isSeekable = gst_discoverer_info_get_seekable(info) != 0
         track.isLive = gst_discoverer_info_get_live(info) != 0
         let tags = gst_discoverer_info_get_tags(info).map(TagReader.init)
-        if let tags { track.apply(tags) }
+        if let tags {
+            track.apply(tags)
+            let largest = tags.largestPictureBytes()
+            if largest > ArtworkCache.maximumImageBytes { track.oversizedPictureBytes = largest }
+        }
         if let artwork {
             track.artworkURL = artwork.artwork(forTrack: uri, tags: tags)
             track.artworkSearched = true
@@ -282,6 +291,21 @@ struct TagReader {
             gst_sample_unref(sample)
         }
         return nil
+    }
+
+    /// The size in bytes of the largest of the first `maximumValues` images and preview
+    /// images (0 for none), told without mapping any.
+    func largestPictureBytes() -> Int {
+        var largest = 0
+        for tag in [GST_TAG_IMAGE, GST_TAG_PREVIEW_IMAGE] {
+            for index in 0..<valueCount(tag) {
+                var sample: OpaquePointer?
+                guard gst_tag_list_get_sample_index(raw, tag, index, &sample) != 0, let sample else { continue }
+                largest = max(largest, gst_sample_get_buffer(sample).map { Int(gst_buffer_get_size($0)) } ?? 0)
+                gst_sample_unref(sample)
+            }
+        }
+        return largest
     }
 
     /// Calls `body` with the bytes of a sample's buffer, mapped for reading; nil when it has

@@ -79,6 +79,7 @@ struct SpecialFileTests {
         try traps.link("music/04 loop.flac", to: "04 loop.flac")
         try traps.link("music/05 status.flac", to: "/proc/self/status")
         try traps.link("music/06 proc", to: "/proc/self")
+        try traps.link("music/06 root", to: "/proc/self/root")  // the whole file system
         try traps.folder.write("elsewhere/real.flac", "x")
         try traps.link("music/07 linked.flac", to: traps.path("elsewhere/real.flac").path)
         try traps.folder.write("music/08 good.flac", "x")
@@ -93,6 +94,7 @@ struct SpecialFileTests {
             "04 loop.flac": "a loop of symbolic links",
             "05 status.flac": "a file of the kernel's /proc or /sys",
             "06 proc": "a folder of the kernel's /proc or /sys",
+            "06 root": "a folder of the kernel's /proc or /sys",
         ]
         for (name, reason) in expected {
             let lines = log.lines(containing: traps.path("music/" + name).path)

@@ -122,6 +122,7 @@ struct TagBoundsTests {
         #expect(image == png, "the small picture is the one shown")
         #expect(oversized == [png.count + ArtworkCache.maximumImageBytes])
         #expect(looked == [png.count], "the large one was never mapped")
+        #expect(TagReader(list).largestPictureBytes() == png.count + ArtworkCache.maximumImageBytes)
 
         // A stream's tags take no copy until the picture is asked for, and none too large.
         let tags = StreamTags(list)
