@@ -23,8 +23,8 @@ public enum MediaSources {
     /// Expands each argument in order, handing the URIs to `emit` as they are found (a
     /// folder's after it is read and sorted, a playlist's entry by entry). For queues of
     /// 100,000 files: one `stat` per entry, no Foundation URL per file. However playlists
-    /// name each other (themselves, in a circle, the same one ten times), each is read once
-    /// in one call.
+    /// name each other (themselves, in a circle, over and over), each is read once in one
+    /// call.
     public static func expand(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void) {
         var expansion = Expansion()
         for argument in arguments {
@@ -35,13 +35,14 @@ public enum MediaSources {
     /// What one expansion has read so far.
     struct Expansion {
         /// The playlists read, by file: a playlist named again is skipped, which ends
-        /// playlists that include themselves or each other, and keeps one named ten times by
-        /// each of ten nested ones from being read ten million times.
+        /// playlists that include themselves or each other, and keeps nested playlists that
+        /// each name the next many times from multiplying its tracks.
         var playlistsRead = Set<FileIdentity>()
         /// The playlists skipped as read already, each logged the first time only.
         var playlistsSkipped = Set<FileIdentity>()
     }
 
+    /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`.
     static func expand(
         _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
     ) {
@@ -378,7 +379,7 @@ public enum MediaSources {
         NaturalKey(a) < NaturalKey(b)
     }
 
-    /// A playlist larger than this is not read (a playlist of 100,000 entries is a few MiB).
+    /// A playlist larger than this is not read: far above any real one, and bounded.
     public static let maximumPlaylistBytes = 16 << 20
     /// Lines longer than this are skipped (no path or URI is that long).
     public static let maximumLineBytes = 8 << 10

@@ -24,8 +24,8 @@ public struct TrackInfo: Sendable, Equatable {
     public var artworkSearched = false
     /// The size in bytes of the largest embedded picture over `ArtworkCache.maximumImageBytes`,
     /// if the tags hold one. GStreamer keeps several copies of such a picture while the file
-    /// is loaded (hundreds of megabytes for one of 100 MiB), in playbin's previous group as
-    /// well after a gapless switch, until the pipeline is torn down.
+    /// is loaded, and after a gapless switch still in playbin's previous group, until the
+    /// pipeline goes to READY.
     public var oversizedPictureBytes: Int?
 
     public init() {}
@@ -101,9 +101,9 @@ public final class Discoverer: Sendable {
         return result
     }
 
-    /// The readings in progress. GStreamer's parsing of a file's tags can take a gigabyte
-    /// (an Ogg comment holding a 100 MiB picture); the player, the readers ahead and the
-    /// artwork reader asking for the same file at once would each take it.
+    /// The readings in progress. GStreamer's parsing of a file with a huge embedded picture
+    /// takes many times the picture's size in memory; the player, the readers ahead and the
+    /// artwork reader asking for the same file at once would each take that much.
     private static let readings = Locked<[Reading.Key: Reading]>([:])
 
     /// One reading of a file, which other callers wait for.
@@ -192,7 +192,7 @@ public final class Discoverer: Sendable {
 }
 
 /// Reads typed values from a borrowed `GstTagList`, a bounded amount whatever the list
-/// holds: a file can carry 100,000 values of one tag, or a value of megabytes, and tags are
+/// holds: a file can carry any number of values of a tag, each of any length, and tags are
 /// read on the main actor too (a stream's, as they come).
 struct TagReader {
     let list: OpaquePointer

@@ -103,7 +103,7 @@ struct HostileInputTests {
         #expect(log.contains("queue loaded: \(expected.count) tracks"), "\(log)")
 
         // One log line per problem: skipped cases are named, nothing is repeated, and the
-        // log stays short (a self-including playlist once logged a million lines).
+        // log stays short.
         if trap.expect == .skip {
             #expect(log.split(separator: "\n").contains { $0.hasPrefix("quaver[warning]") && $0.contains(name) }, "nothing names \(name):\n\(log)")
         }
