@@ -65,14 +65,25 @@ public final class Discoverer: Sendable {
         self.artwork = artwork
     }
 
-    /// Reads `uri` in the background and calls `completion` on the main actor.
+    /// Reads `uri` in the background and calls `completion` on the main actor. A request for
+    /// a file this discoverer is reading, or has queued, gets that reading's result: requests
+    /// queued behind a slow reading of the same file would each read it again once it ends.
     public func discover(_ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void) {
-        let timeout = self.timeout, artwork = self.artwork
+        let isNew = requests.withLock { requests in
+            requests[uri, default: []].append(completion)
+            return requests[uri]!.count == 1
+        }
+        guard isNew else { return }
+        let timeout = self.timeout, artwork = self.artwork, requests = self.requests
         queue.async {
             let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork)
-            DispatchQueue.main.async { MainActor.assumeIsolated { completion(result) } }
+            let completions = requests.withLock { $0.removeValue(forKey: uri) ?? [] }
+            DispatchQueue.main.async { MainActor.assumeIsolated { completions.forEach { $0(result) } } }
         }
     }
+
+    /// What each file queued or being read is to be handed to, in the order asked.
+    private let requests = Locked<[String: [@MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void]]>([:])
 
     /// Reads `uri` on the calling thread (blocking up to the timeout). With `artwork`, the
     /// cover image (embedded, else beside the file) is stored there and named in the result.

@@ -166,6 +166,26 @@ struct SpecialFileTests {
         #expect(all.allSatisfy { (try? $0.get())?.title == "Track 1" })
         #expect(Set(all.map { try? $0.get() }.map { $0?.duration }).count == 1)
     }
+
+    @MainActor
+    @Test func requestsForAFileQueuedBehindItsReadingAreAnsweredByIt() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let tracks = try Media.tracks(2, seconds: 0.3, in: folder).map(\.absoluteString)
+        let discoverer = Discoverer()
+        var answered: [String] = []
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let order = [tracks[0], tracks[1], tracks[0], tracks[0]]
+            for (number, uri) in order.enumerated() {
+                discoverer.discover(uri) { result in
+                    answered.append("\(number): \((try? result.get())?.title ?? "-")")
+                    if answered.count == order.count { done.resume() }
+                }
+            }
+        }
+        // The two later requests for the first track join its reading, in the order asked.
+        #expect(answered == ["0: Track 1", "2: Track 1", "3: Track 1", "1: Track 2"])
+    }
 }
 
 @Suite("MediaSources: playlists that never end")
