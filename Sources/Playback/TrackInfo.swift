@@ -66,8 +66,8 @@ public final class Discoverer: Sendable {
     }
 
     /// Reads `uri` in the background and calls `completion` on the main actor. A request for
-    /// a file this discoverer is reading, or has queued, gets that reading's result: requests
-    /// queued behind a slow reading of the same file would each read it again once it ends.
+    /// a file this discoverer is reading, or has queued, gets that reading's result; so does
+    /// one for a file another reader began reading after the request (see `discoverNow`).
     public func discover(_ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void) {
         let isNew = requests.withLock { requests in
             requests[uri, default: []].append(completion)
@@ -75,8 +75,9 @@ public final class Discoverer: Sendable {
         }
         guard isNew else { return }
         let timeout = self.timeout, artwork = self.artwork, requests = self.requests
+        let asked = ContinuousClock.now
         queue.async {
-            let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork)
+            let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork, askedAt: asked)
             let completions = requests.withLock { $0.removeValue(forKey: uri) ?? [] }
             DispatchQueue.main.async { MainActor.assumeIsolated { completions.forEach { $0(result) } } }
         }
@@ -95,40 +96,75 @@ public final class Discoverer: Sendable {
     public static func discoverNow(
         _ uri: String, timeout: Duration = .seconds(5), artwork: ArtworkCache? = nil
     ) -> Result<TrackInfo, MediaError> {
+        discoverNow(uri, timeout: timeout, artwork: artwork, askedAt: nil)
+    }
+
+    /// `discoverNow`, for a request made at `askedAt` and run later: a reading running now
+    /// gives the result, and so does one done that began since the request (it saw the file,
+    /// and the artwork cache, as they were when asked or later). Without `askedAt`, only a
+    /// reading running now is shared.
+    static func discoverNow(
+        _ uri: String, timeout: Duration, artwork: ArtworkCache?, askedAt: ContinuousClock.Instant?
+    ) -> Result<TrackInfo, MediaError> {
         if let path = MediaSources.filePath(ofURI: uri), let problem = LocalFiles.problem(playing: path) {
             return .failure(MediaError(problem))
         }
         let key = Reading.Key(uri: uri, timeout: timeout, artwork: artwork.map(ObjectIdentifier.init))
-        let (reading, isFirst) = readings.withLock { readings in
-            if let reading = readings[key] { return (reading, false) }
-            let reading = Reading()
-            readings[key] = reading
+        let (reading, isFirst) = readings.withLock { readings -> (Reading, Bool) in
+            let now = ContinuousClock.now
+            readings.recent = readings.recent.filter { now - $0.value.finished < recentLimit }
+            if let askedAt, let recent = readings.recent[key], recent.started >= askedAt { return (recent, false) }
+            if let reading = readings.running[key] { return (reading, false) }
+            let reading = Reading(started: now)
+            readings.running[key] = reading
             return (reading, true)
         }
         guard isFirst else { return reading.wait() }
         let result = read(uri, timeout: timeout, artwork: artwork)
-        readings.withLock { $0[key] = nil }
+        readings.withLock { readings in
+            if readings.running[key] === reading { readings.running[key] = nil }
+            reading.finished = ContinuousClock.now
+            guard case .success = result else { return }
+            if readings.recent.count >= 256 { readings.recent.removeAll() }  // a queue read ahead in bulk
+            readings.recent[key] = reading
+        }
         reading.finish(result)
         return result
     }
 
-    /// The readings in progress. GStreamer's parsing of a file with a huge embedded picture
-    /// takes many times the picture's size in memory; the player, the readers ahead and the
-    /// artwork reader asking for the same file at once would each take that much.
-    private static let readings = Locked<[Reading.Key: Reading]>([:])
+    /// How long a finished reading is kept for requests made before it began.
+    private static let recentLimit = Duration.seconds(30)
+
+    /// The readings running, and those done lately. GStreamer's parsing of a file with a huge
+    /// embedded picture takes many times the picture's size in memory; the player, the readers
+    /// ahead and the artwork reader asking for the same file at once, or queuing requests for
+    /// it while it is read, would each take that much.
+    private static let readings = Locked(Readings())
+
+    private struct Readings: Sendable {
+        var running: [Reading.Key: Reading] = [:]
+        var recent: [Reading.Key: Reading] = [:]
+    }
 
     /// One reading of a file, which other callers wait for.
-    private final class Reading: Sendable {
+    private final class Reading: @unchecked Sendable {
         struct Key: Hashable, Sendable {
             var uri: String
             var timeout: Duration
             var artwork: ObjectIdentifier?
         }
 
+        let started: ContinuousClock.Instant
+        /// When it ended; set under the lock of `readings`, and read only there.
+        var finished: ContinuousClock.Instant
         private let done = DispatchGroup()
         private let result = Locked<Result<TrackInfo, MediaError>?>(nil)
 
-        init() { done.enter() }
+        init(started: ContinuousClock.Instant) {
+            self.started = started
+            finished = started
+            done.enter()
+        }
 
         /// Blocks until the reading ends; its result.
         func wait() -> Result<TrackInfo, MediaError> {

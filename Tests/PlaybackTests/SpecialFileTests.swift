@@ -167,6 +167,28 @@ struct SpecialFileTests {
         #expect(Set(all.map { try? $0.get() }.map { $0?.duration }).count == 1)
     }
 
+    @Test func aRequestIsAnsweredByAReadingBegunSinceNeverByAnOlderOne() throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let cover = try TrackGenerator.image(color: 0x70_1020)
+        var track = TrackGenerator.numbered(count: 1, seconds: 0.3)[0]
+        track.pictures = [.init(cover)]
+        let uri = try TrackGenerator.generate([track], into: folder.url)[0].absoluteString
+        let cache = ArtworkCache(folder: folder.path("art"), logger: LogCapture().logger)
+        let asked = ContinuousClock.now
+        let first = try Discoverer.discoverNow(uri, timeout: .seconds(5), artwork: cache, askedAt: nil).get()
+        let image = try #require(first.artworkURL.flatMap(URL.init(string:)))
+        try FileManager.default.removeItem(at: image)
+        // Asked before the first reading began: it answers, and nothing is stored again.
+        let second = try Discoverer.discoverNow(uri, timeout: .seconds(5), artwork: cache, askedAt: asked).get()
+        #expect(second == first)
+        #expect(!FileManager.default.fileExists(atPath: image.path))
+        // Asked after it began: the file is read again, and the image stored again.
+        let third = try Discoverer.discoverNow(uri, timeout: .seconds(5), artwork: cache, askedAt: .now).get()
+        #expect(third == first)
+        #expect(FileManager.default.fileExists(atPath: image.path))
+    }
+
     @MainActor
     @Test func requestsForAFileQueuedBehindItsReadingAreAnsweredByIt() async throws {
         let folder = try TemporaryFolder()
