@@ -82,7 +82,7 @@ struct HostileInputTests {
         let after = try #require(corpus.first { $0.expect == .after })
         let expected = (trap.expect == .play ? trap.title.components(separatedBy: " | ") : []) + [after.title]
 
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch([folder.appendingPathComponent(name).path, folder.appendingPathComponent("after.flac").path])
         let pid = session.daemon!.pid
@@ -121,7 +121,7 @@ struct HostileInputTests {
         #expect(corpus.map(\.shownName) == ["many-artists.flac", "long-values.flac", "many-pictures.flac", "huge-picture.ogg", "after.flac"])
         let titles = corpus.map(\.title)
 
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         try await session.launch(corpus.map { folder.appendingPathComponent($0.shownName).path })
         let pid = session.daemon!.pid
@@ -194,7 +194,7 @@ struct HostileInputTests {
 
     @Test("a FIFO in the music folder is skipped with one log line; the next track plays")
     func fifoInMusicFolder() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
         let music = session.home.appendingPathComponent("Music")
@@ -210,7 +210,7 @@ struct HostileInputTests {
 
     @Test("OpenUri and AddTrack of a FIFO are refused at once; playback goes on and the next OpenUri plays")
     func fifoByOpenUriAndAddTrack() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let (fifo, tracks) = try await fifoAndTracks(in: session)
         try await session.launch([tracks[0].path])
@@ -235,7 +235,7 @@ struct HostileInputTests {
 
     @Test("a FIFO as the current entry of a restored session is skipped; the session comes back on the next track")
     func fifoInRestoredSession() async throws {
-        let session = try Session()
+        let session = try await Session()
         defer { session.stop() }
         let (fifo, tracks) = try await fifoAndTracks(in: session)
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true)

@@ -142,20 +142,20 @@ struct SpecialFileTests {
         }
     }
 
-    @Test func aLinkToATrackPlaysLikeTheTrack() throws {
+    @Test func aLinkToATrackPlaysLikeTheTrack() async throws {
         let traps = try TrapFolder()
         defer { traps.remove() }
-        let track = try Media.tracks(1, seconds: 0.3, in: traps.folder)[0]
+        let track = try await Media.tracks(1, seconds: 0.3, in: traps.folder)[0]
         let link = try traps.link("link.flac", to: track.path)
         let info = try Discoverer.discoverNow(link.absoluteString).get()
         #expect(info.title == "Track 1")
         #expect(MediaSources.expand([link.path], logger: LogCapture().logger) == [link.absoluteString])
     }
 
-    @Test func readersOfOneFileAtOnceShareOneReading() throws {
+    @Test func readersOfOneFileAtOnceShareOneReading() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let track = try Media.tracks(1, seconds: 0.3, in: folder)[0].absoluteString
+        let track = try await Media.tracks(1, seconds: 0.3, in: folder)[0].absoluteString
         let results = Locked<[Result<TrackInfo, MediaError>]>([])
         DispatchQueue.concurrentPerform(iterations: 6) { _ in
             let result = Discoverer.discoverNow(track)
@@ -193,7 +193,7 @@ struct SpecialFileTests {
     @Test func requestsForAFileQueuedBehindItsReadingAreAnsweredByIt() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
-        let tracks = try Media.tracks(2, seconds: 0.3, in: folder).map(\.absoluteString)
+        let tracks = try await Media.tracks(2, seconds: 0.3, in: folder).map(\.absoluteString)
         let discoverer = Discoverer()
         var answered: [String] = []
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in

@@ -283,6 +283,13 @@ extension Player {
             pipeline.prepareNext(nil)
             return
         }
+        // playbin keeps a track's parsed tags for as long as the stream it switched from
+        // gaplessly: a track that holds a picture over the limit ends with a load of what
+        // follows instead, which frees them.
+        if queue[index].info?.oversizedPictureBytes != nil {
+            pipeline.prepareNext(nil)
+            return
+        }
         let entry = queue[next]
         guard entry.info == nil, isLocal(entry.uri) else {
             pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri))
