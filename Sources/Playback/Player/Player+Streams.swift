@@ -11,7 +11,6 @@ extension Player {
             awaitingOwnStreamStart = true
             switchedAt = nil
             facts = Pipeline.Facts()
-            ignoredErrorSource = nil
         }
         let isStream = entry(id: id).map { !isLocal($0.uri) } ?? false
         if isStream && !handedOver { armStallWatch(for: id) } else { disarmStallWatch() }
