@@ -123,7 +123,8 @@ extension Player {
             return
         }
         let failedEntry = transport.loadedEntry.flatMap { self.entry(id: $0) }
-        let position = transport.pendingPosition ?? clock.position()
+        var position = transport.pendingPosition ?? clock.position()
+        if inOutput, let shown = furthestShown, shown.load == loadNumber { position = max(position, shown.position) }
         let actions = transport.failed(reason: message, inOutput: inOutput, position: position)
         if inOutput, let entry = failedEntry, case .outputLost = transport.phase {
             logger.warning(
@@ -169,6 +170,8 @@ extension Player {
     /// change came back from the sound server (then equal but for rounding: not a change).
     func outputVolumeChanged(_ heard: Double) {
         guard heard.isFinite, abs(heard - volume) > 0.001 else { return }
+        let now = ContinuousClock.now
+        guard !volumeRequests.contains(where: { abs($0.volume - heard) <= 0.001 && now - $0.at < .seconds(2) }) else { return }
         volume = min(max(heard, 0), 1)
         logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
         onChange?(.volume)

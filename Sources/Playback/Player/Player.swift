@@ -149,6 +149,14 @@ public final class Player {
     var pendingReads: [UInt64] = []
     var readsInFlight = 0
 
+    /// Volumes set lately: the output reports each back, possibly after a later one was set,
+    /// and such an echo is no change by a mixer.
+    var volumeRequests: [(volume: Double, at: ContinuousClock.Instant)] = []
+
+    /// The furthest position a read of the loaded stream returned: where its output failed is
+    /// never before what clients were shown.
+    var furthestShown: (load: Int, position: Duration)?
+
     /// Flushing seeks sent since the last one completed: an ASYNC_DONE that lands far from
     /// the newest target belongs to an earlier one.
     var seeksInFlight = 0
@@ -221,7 +229,10 @@ public final class Player {
         if case .outputLost(_, let at) = transport.phase { return at }
         guard status != .stopped, transport.loadedEntry != nil else { return .zero }
         refreshPositionIfDue()
-        return clock.position()
+        let position = clock.position()
+        furthestShown = furthestShown.map { $0.load == loadNumber ? ($0.load, max($0.position, position)) : (loadNumber, position) }
+            ?? (loadNumber, position)
+        return position
     }
 
     /// The status the commands received so far lead to (`status` follows once the pipeline
@@ -368,6 +379,8 @@ public final class Player {
         let clamped = min(max(newVolume.isFinite ? newVolume : 1, 0), 1)
         guard clamped != volume else { return }
         volume = clamped
+        let now = ContinuousClock.now
+        volumeRequests = volumeRequests.filter { now - $0.at < .seconds(2) }.suffix(7) + [(clamped, now)]
         pipeline.setVolume(clamped)
         onChange?(.volume)
     }
