@@ -326,6 +326,14 @@ struct Transport: Sendable, Equatable {
         pipelineFailed = true
     }
 
+    /// The load in progress has not prerolled in time: it is loaded again, from NULL, where
+    /// it was asked for.
+    mutating func prerollTimedOut() -> [Action] {
+        guard case .prerolling(let load, let seek, nil) = phase else { return [] }
+        pipelineFailed = true
+        return start(Load(entry: load.entry, uri: load.uri, position: seek ?? load.position))
+    }
+
     /// End of stream.
     mutating func endOfStream() -> [Action] {
         if case .prerolling(_, _, let queued?) = phase { return start(queued) }

@@ -26,6 +26,9 @@ extension Player {
             }
             run(actions)
         case .asyncDone(let facts):
+            prerollWatch?.cancel()
+            prerollWatch = nil
+            prerollRetried = nil
             let seeking = transport.isSeeking
             if seeking, seeksInFlight > 1, let target = transport.pendingPosition, let landed = facts.position,
                 landed - target > .milliseconds(250) || target - landed > .milliseconds(250)

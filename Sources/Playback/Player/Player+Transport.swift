@@ -68,6 +68,7 @@ extension Player {
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
+                watchPreroll(of: load)
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
@@ -94,6 +95,36 @@ extension Player {
                 advance(from: id)
             }
         }
+    }
+
+    /// A local file that has not prerolled within a few seconds is loaded once more from
+    /// NULL (a failed stream's decoder can leave playbin unable to preroll), then skipped:
+    /// never a load that hangs. The timer is cancelled by the next load, so an idle player
+    /// wakes for nothing.
+    private func watchPreroll(of load: Transport.Load) {
+        prerollWatch?.cancel()
+        prerollWatch = nil
+        guard isLocal(load.uri) else { return }  // a stream has its stall watch
+        let number = loadNumber
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        timer.schedule(deadline: .now() + 4)
+        timer.setEventHandler { [weak self] in
+            MainActor.assumeIsolated {
+                guard let self, self.loadNumber == number, case .prerolling = self.transport.phase else { return }
+                self.prerollWatch = nil
+                let name = MediaSources.displayName(load.uri)
+                if self.prerollRetried == load.entry {
+                    self.prerollRetried = nil
+                    self.run(self.transport.failed(reason: "it did not start within 4 s", inOutput: false, position: .zero))
+                } else {
+                    self.prerollRetried = load.entry
+                    self.logger.warning("\(name) did not start within 4 s; loading it again")
+                    self.run(self.transport.prerollTimedOut())
+                }
+            }
+        }
+        timer.resume()
+        prerollWatch = timer
     }
 
     /// A load waits for the preroll in progress, at most a second.

@@ -149,6 +149,11 @@ public final class Player {
     var pendingReads: [UInt64] = []
     var readsInFlight = 0
 
+    /// Cancelled once a load prerolls (or by the next load); see `watchPreroll(of:)`.
+    var prerollWatch: (any DispatchSourceTimer)?
+    /// The entry loaded again because it did not preroll in time.
+    var prerollRetried: UInt64?
+
     /// Volumes set lately: the output reports each back, possibly after a later one was set,
     /// and such an echo is no change by a mixer.
     var volumeRequests: [(volume: Double, at: ContinuousClock.Instant)] = []
