@@ -532,9 +532,11 @@ final class Daemon {
         saveState()
         finishSaving()
         mpris.unregister()
-        player.shutdown()
         connection?.flush()
-        exit(status)
+        // Exits once GStreamer has let go of the pipeline (a process exiting under its
+        // threads can trip GStreamer's assertions), or after a second whatever it does.
+        player.shutdown { exit(status) }
+        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { exit(status) }
     }
 }
 

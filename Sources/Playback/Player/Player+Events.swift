@@ -122,6 +122,7 @@ extension Player {
             recordFailure(message, at: next)
             ignoredErrorSource = Self.decoderPath(of: source)
             let position = clock.position()
+            reloadingAfterHandOver = true
             run(transport.handOverFailed(position: position))
             return
         }

@@ -68,7 +68,10 @@ extension Player {
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
-                watchPreroll(of: load)
+                if reloadingAfterHandOver {
+                    reloadingAfterHandOver = false
+                    watchPreroll(of: load)
+                }
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
@@ -97,10 +100,10 @@ extension Player {
         }
     }
 
-    /// A local file that has not prerolled within a few seconds is loaded once more from
-    /// NULL (a failed stream's decoder can leave playbin unable to preroll), then skipped:
-    /// never a load that hangs. The timer is cancelled by the next load, so an idle player
-    /// wakes for nothing.
+    /// A track loaded again after the stream handed over to follow it failed: should it not
+    /// preroll within a few seconds (the failed stream's decoder can leave playbin unable
+    /// to), it is loaded once more from NULL, then skipped: never a load that hangs. The
+    /// timer is cancelled by the preroll, so an idle player wakes for nothing.
     private func watchPreroll(of load: Transport.Load) {
         prerollWatch?.cancel()
         prerollWatch = nil

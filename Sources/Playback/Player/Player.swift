@@ -153,6 +153,8 @@ public final class Player {
     var prerollWatch: (any DispatchSourceTimer)?
     /// The entry loaded again because it did not preroll in time.
     var prerollRetried: UInt64?
+    /// The next load is the current track's, again, after the stream handed over failed.
+    var reloadingAfterHandOver = false
 
     /// Volumes set lately: the output reports each back, possibly after a later one was set,
     /// and such an echo is no change by a mixer.
@@ -419,11 +421,13 @@ public final class Player {
         return true
     }
 
-    /// Stops the pipeline for good (before exit).
-    public func shutdown() {
+    /// Stops the pipeline for good (before exit); `done` is called on the main actor once
+    /// GStreamer has let go of it, so that the process does not exit under its threads.
+    public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
         pendingRead = nil
+        prerollWatch?.cancel()
         _ = transport.stop()
-        pipeline.release()
+        pipeline.release(freed: done)
     }
 
     // MARK: - Play order
