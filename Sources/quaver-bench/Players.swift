@@ -69,7 +69,10 @@ final class PrivateBus: @unchecked Sendable {
 
     init(dbusDaemon: String, logFile: URL) throws {
         process.executableURL = URL(fileURLWithPath: dbusDaemon)
-        process.arguments = ["--session", "--nofork", "--nopidfile", "--print-address=1"]
+        // The socket goes beside the log, in the run's folder, not in /tmp.
+        process.arguments = [
+            "--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(logFile.deletingLastPathComponent().path)",
+        ]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = try FileHandle(forWritingTo: touch(logFile))

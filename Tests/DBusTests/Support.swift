@@ -167,6 +167,8 @@ struct PrivateBusError: Error, CustomStringConvertible {
 final class PrivateBus {
     let process: ChildProcess
     let address: String
+    /// Holds the bus's socket; removed by `stop()`.
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-dbus-test-\(UUID().uuidString)")
 
     /// `dbus-daemon` from `PATH`, or nil when it is not installed.
     static var daemon: URL? {
@@ -176,7 +178,11 @@ final class PrivateBus {
     }
 
     init(daemon: URL) throws {
-        process = try ChildProcess(daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1"], output: .pipe)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // The socket lives in `directory`: the session default (`unix:tmpdir=/tmp`) leaves a
+        // socket file in /tmp for every bus that is killed.
+        process = try ChildProcess(
+            daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(directory.path)"], output: .pipe)
         // The address line comes first. If the daemon fails it exits and the read ends at
         // EOF, so this cannot hang.
         address = process.readFirstLine()
@@ -186,9 +192,10 @@ final class PrivateBus {
         }
     }
 
-    /// Kills the daemon.
+    /// Kills the daemon and removes its socket.
     func stop() {
         process.killAndWait()
+        try? FileManager.default.removeItem(at: directory)
     }
 
     deinit { stop() }
