@@ -14,7 +14,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
     ],
     targets: [
-        // MARK: - C interop: system libraries found through pkg-config, and the one shim target.
+        // MARK: - C interop: system libraries found through pkg-config, and the shims. The
+        // GStreamer shims are apart from the libc ones so that DBus and NowPlaying, which
+        // other programs adopt, link libdbus-1 alone.
         .systemLibrary(
             name: "CDBus",
             pkgConfig: "dbus-1",
@@ -25,12 +27,13 @@ let package = Package(
             pkgConfig: "gstreamer-pbutils-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
-        .target(name: "CShims", dependencies: ["CDBus", "CGStreamer"]),
+        .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
+        .target(name: "CSystem"),
 
         // MARK: - Swift
         .target(
             name: "DBus",
-            dependencies: ["CDBus", "CShims", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CDBus", .product(name: "Logging", package: "swift-log")]
         ),
         .target(
             name: "NowPlaying",
@@ -38,12 +41,12 @@ let package = Package(
         ),
         .target(
             name: "Playback",
-            dependencies: ["CGStreamer", "CShims", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CGStreamer", "CGStreamerShims", "CSystem", .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "quaver",
             dependencies: [
-                "DBus", "NowPlaying", "Playback", "CShims",
+                "DBus", "NowPlaying", "Playback", "CSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -67,7 +70,7 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system && !["CShims", "CSpawn"].contains(target.name) {
+for target in package.targets where target.type != .system && !["CGStreamerShims", "CSystem", "CSpawn"].contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [
         .enableUpcomingFeature("ExistentialAny"),
         .enableUpcomingFeature("InternalImportsByDefault"),

@@ -2,7 +2,7 @@ public import Foundation
 public import Logging
 import Dispatch
 import Glibc
-internal import CShims
+internal import CSystem
 
 /// One playlist file of a `PlaylistFolder`, as the MPRIS Playlists interface shows it.
 public struct PlaylistItem: Sendable, Equatable, Identifiable {
@@ -463,7 +463,7 @@ public final class PlaylistFolder {
     nonisolated static func birthTime(_ path: String) -> Date? {
         var seconds: Int64 = 0
         var nanoseconds: UInt32 = 0
-        guard cshims_birth_time(path, &seconds, &nanoseconds) == 0 else { return nil }
+        guard csystem_birth_time(path, &seconds, &nanoseconds) == 0 else { return nil }
         return Date(timeIntervalSince1970: TimeInterval(seconds) + TimeInterval(nanoseconds) / 1_000_000_000)
     }
 }

@@ -1,5 +1,5 @@
 internal import CGStreamer
-internal import CShims
+internal import CGStreamerShims
 public import Foundation
 
 /// Renders short tagged FLAC tracks with GStreamer: the built-in demo playlist, and the

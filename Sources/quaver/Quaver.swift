@@ -1,5 +1,5 @@
 public import ArgumentParser
-internal import CShims
+internal import CSystem
 import Foundation
 public import Logging
 import Playback
@@ -33,7 +33,7 @@ enum Main {
 /// Set before any thread starts; `MALLOC_ARENA_MAX` in the environment still wins.
 private func limitMallocArenas() {
     if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil {
-        _ = cshims_limit_malloc_arenas(1)
+        _ = csystem_limit_malloc_arenas(1)
     }
 }
 

@@ -1,5 +1,5 @@
 internal import CGStreamer
-internal import CShims
+internal import CGStreamerShims
 
 /// The next URI for gapless playback, prepared by the main actor and read by GStreamer's
 /// `about-to-finish` handler on a streaming thread. The lock is the only shared state.

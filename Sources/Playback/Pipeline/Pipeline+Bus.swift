@@ -1,5 +1,5 @@
 internal import CGStreamer
-internal import CShims
+internal import CGStreamerShims
 import Dispatch
 
 /// Reading the bus, on the pipeline's queue: GStreamer's messages become ``Pipeline/Event``s,

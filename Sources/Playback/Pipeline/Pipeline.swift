@@ -1,5 +1,5 @@
 internal import CGStreamer
-internal import CShims
+internal import CGStreamerShims
 import Dispatch
 import Glibc
 

@@ -1,12 +1,12 @@
-#ifndef QUAVER_CSHIMS_H
-#define QUAVER_CSHIMS_H
-// C shims for what Swift cannot call directly: variadic functions, function-like and
-// casting macros, and macros whose values overflow Swift's importer.
+#ifndef QUAVER_CGSTREAMERSHIMS_H
+#define QUAVER_CGSTREAMERSHIMS_H
+// GStreamer and GObject shims for what Swift cannot call directly: variadic functions,
+// function-like and casting macros, and macros whose values overflow Swift's importer.
+// Only the Playback module imports them: the D-Bus and NowPlaying libraries link no GLib.
 //
 // The libraries are reached through their system-library umbrella headers, so each C
 // header belongs to exactly one Clang module (including <gst/gst.h> here directly makes
 // GLib's inline functions appear in two modules, which fails to build).
-#include "../../CDBus/cdbus.h"
 #include "../../CGStreamer/cgstreamer.h"
 #include <stdint.h>
 
@@ -59,13 +59,5 @@ void cshims_playbin_set_stream_properties(GstElement *playbin, const char *prope
 gulong cshims_playbin_watch_volume(GstElement *playbin);
 // Whether `message` is an application message named `name`.
 gboolean cshims_message_is_application(GstMessage *message, const char *name);
-
-
-/// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
-int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
-
-// mallopt() and M_ARENA_MAX live in <malloc.h>, which no Swift module brings in. Caps
-// glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
-int cshims_limit_malloc_arenas(int count);
 
 #endif

@@ -1,9 +1,5 @@
-#define _GNU_SOURCE
-#include "CShims.h"
-#include <fcntl.h>
-#include <malloc.h>
+#include "CGStreamerShims.h"
 #include <string.h>
-#include <sys/stat.h>
 
 void cshims_object_set_string(gpointer object, const char *property, const char *value) {
     g_object_set(object, property, value, NULL);
@@ -141,21 +137,4 @@ gboolean cshims_message_is_application(GstMessage *message, const char *name) {
     if (GST_MESSAGE_TYPE(message) != GST_MESSAGE_APPLICATION) return FALSE;
     const GstStructure *structure = gst_message_get_structure(message);
     return structure && gst_structure_has_name(structure, name);
-}
-
-int cshims_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
-    struct statx info;
-    if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;
-    *seconds = info.stx_btime.tv_sec;
-    *nanoseconds = info.stx_btime.tv_nsec;
-    return 0;
-}
-
-int cshims_limit_malloc_arenas(int count) {
-#ifdef M_ARENA_MAX
-    return mallopt(M_ARENA_MAX, count);
-#else
-    (void)count;
-    return 0;
-#endif
 }

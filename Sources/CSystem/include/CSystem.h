@@ -1,0 +1,13 @@
+#ifndef QUAVER_CSYSTEM_H
+#define QUAVER_CSYSTEM_H
+// Linux and glibc calls Swift's Glibc module does not bring in. No library besides libc.
+#include <stdint.h>
+
+/// The birth time `statx(2)` reports for `path`; -1 where the file system does not record it.
+int csystem_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds);
+
+// mallopt() and M_ARENA_MAX live in <malloc.h>, which no Swift module brings in. Caps
+// glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
+int csystem_limit_malloc_arenas(int count);
+
+#endif

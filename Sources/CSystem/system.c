@@ -1,0 +1,22 @@
+#define _GNU_SOURCE
+#include "CSystem.h"
+#include <fcntl.h>
+#include <malloc.h>
+#include <sys/stat.h>
+
+int csystem_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
+    struct statx info;
+    if (statx(AT_FDCWD, path, 0, STATX_BTIME, &info) != 0 || !(info.stx_mask & STATX_BTIME)) return -1;
+    *seconds = info.stx_btime.tv_sec;
+    *nanoseconds = info.stx_btime.tv_nsec;
+    return 0;
+}
+
+int csystem_limit_malloc_arenas(int count) {
+#ifdef M_ARENA_MAX
+    return mallopt(M_ARENA_MAX, count);
+#else
+    (void)count;
+    return 0;
+#endif
+}
