@@ -10,9 +10,11 @@ public enum RemoteCommandHandlerStatus: Sendable, Equatable {
     case commandFailed(reason: String)
 }
 
-/// A token for a target added to a command; pass it to `removeTarget(_:)`.
+/// A token for a target added to a command; pass it to ``RemoteCommand/removeTarget(_:)``.
 public final class RemoteCommandTarget: Hashable, Sendable {
+    /// Tokens are equal only to themselves.
     public static func == (lhs: RemoteCommandTarget, rhs: RemoteCommandTarget) -> Bool { lhs === rhs }
+    /// Hashes the token's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
@@ -21,6 +23,9 @@ public final class RemoteCommandTarget: Hashable, Sendable {
 /// is enabled and has at least one target.
 @MainActor
 public final class RemoteCommand<Event: Sendable> {
+    /// A target: called on the main actor with the command's event while a client's call
+    /// waits for its reply, so it returns at once (start long work, and publish its outcome
+    /// through the info center).
     public typealias Handler = @MainActor (Event) -> RemoteCommandHandlerStatus
 
     /// A short name used in logs (`play`, `nextTrack`, ...).
@@ -33,7 +38,9 @@ public final class RemoteCommand<Event: Sendable> {
         self.didChange = didChange
     }
 
-    /// Whether the command may be used now. A disabled command is a no-op for clients.
+    /// Whether the command may be used now: set it from what the command would really do
+    /// (``RemoteCommandCenter/nextTrackCommand`` disabled on the last item). A disabled
+    /// command's MPRIS `Can*` flag is false, and a client's call of it does nothing.
     public var isEnabled = true {
         didSet { if isEnabled != oldValue { didChange() } }
     }
@@ -48,18 +55,21 @@ public final class RemoteCommand<Event: Sendable> {
         return token
     }
 
+    /// Removes the target `target` stands for; the command stops calling it.
     public func removeTarget(_ target: RemoteCommandTarget) {
         let hadTargets = hasTargets
         targets.removeAll { $0.token == target }
         if hasTargets != hadTargets { didChange() }
     }
 
+    /// Removes every target of this command.
     public func removeAllTargets() {
         let hadTargets = hasTargets
         targets.removeAll()
         if hasTargets != hadTargets { didChange() }
     }
 
+    /// Whether at least one target is added.
     public var hasTargets: Bool { !targets.isEmpty }
 
     /// Enabled and handled: what the MPRIS `Can*` flags are made of.
@@ -67,14 +77,8 @@ public final class RemoteCommand<Event: Sendable> {
 
     /// Runs every target in order and returns the first status that is not `.success`
     /// (or `.success`). Returns nil, doing nothing, when the command is not active.
-    public func perform(_ event: Event) -> RemoteCommandHandlerStatus? {
-        perform(event, enabled: isEnabled)
-    }
-
-    /// `perform`, with `enabled` deciding in place of `isEnabled` (which says what is
-    /// published; a command may arrive before the state it follows is).
-    func perform(_ event: Event, enabled: Bool) -> RemoteCommandHandlerStatus? {
-        guard enabled && hasTargets else { return nil }
+    func perform(_ event: Event) -> RemoteCommandHandlerStatus? {
+        guard isActive else { return nil }
         var result = RemoteCommandHandlerStatus.success
         for (_, handler) in targets {
             let status = handler(event)
@@ -82,29 +86,61 @@ public final class RemoteCommand<Event: Sendable> {
         }
         return result
     }
+
+    /// The command's events as an asynchronous sequence, for a program written with
+    /// async/await: iterating it is a target like one added with ``addTarget(handler:)``
+    /// (the command is active while the sequence is alive), and each event is answered
+    /// `.success` at once, before the loop body runs.
+    ///
+    /// ```swift
+    /// for await _ in center.playCommand.events() {
+    ///     await player.play()
+    /// }
+    /// ```
+    ///
+    /// The target is removed when the iterating task ends or is cancelled. Events that
+    /// come faster than the loop takes them are kept up to `limit`, the oldest dropped first.
+    public func events(keepingNewest limit: Int = 16) -> AsyncStream<Event> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(limit))
+        let target = addTarget { event in
+            continuation.yield(event)
+            return .success
+        }
+        continuation.onTermination = { [weak self] _ in
+            Task { @MainActor in self?.removeTarget(target) }
+        }
+        return stream
+    }
 }
 
 /// The event of a command that carries nothing but its occurrence.
 public struct RemoteCommandEvent: Sendable, Equatable {
+    /// An event.
     public init() {}
 }
 
 /// Jump to an absolute position in the current item (MPRIS `SetPosition`).
 public struct ChangePlaybackPositionCommandEvent: Sendable, Equatable {
+    /// Where to go, from the start of the item: within it, never negative.
     public var positionTime: Duration
 }
 
 /// Move relative to the current position (MPRIS `Seek`). `position` is the resolved target,
 /// clamped at zero and known to lie within the item; a target past the end becomes `nextTrack`.
 public struct SeekCommandEvent: Sendable, Equatable {
+    /// How far the client asked to move (negative: back).
     public var offset: Duration
+    /// Where that leads: the current position plus `offset`, at least zero.
     public var position: Duration
 }
 
+/// Play at another speed (MPRIS `Rate`); within ``RemoteCommandCenter/supportedPlaybackRates``.
 public struct ChangePlaybackRateCommandEvent: Sendable, Equatable {
+    /// The speed asked for: 1 is normal, 2 twice as fast.
     public var playbackRate: Double
 }
 
+/// What happens at the end of an item or of the queue (MPRIS `LoopStatus`).
 public enum RepeatType: String, Sendable, CaseIterable {
     /// Stop at the end of the queue (MPRIS `None`).
     case off
@@ -114,43 +150,58 @@ public enum RepeatType: String, Sendable, CaseIterable {
     case all
 }
 
+/// Change the repeat mode (a client set MPRIS `LoopStatus`).
 public struct ChangeRepeatModeCommandEvent: Sendable, Equatable {
+    /// The mode asked for.
     public var repeatType: RepeatType
 }
 
+/// Whether the queue plays in order (MPRIS `Shuffle`).
 public enum ShuffleType: String, Sendable, CaseIterable {
-    case off, items
+    /// In queue order (`Shuffle` false).
+    case off
+    /// In a random order of the items (`Shuffle` true).
+    case items
 }
 
+/// Change the shuffle mode (a client set MPRIS `Shuffle`).
 public struct ChangeShuffleModeCommandEvent: Sendable, Equatable {
+    /// The mode asked for.
     public var shuffleType: ShuffleType
 }
 
 /// Set the output volume: 0 is silent, 1 is full volume.
 public struct ChangeVolumeCommandEvent: Sendable, Equatable {
+    /// The volume asked for, already clamped to 0...1.
     public var volume: Double
 }
 
 /// Open a URI (MPRIS `OpenUri`); its scheme is already known to be supported.
 public struct OpenURICommandEvent: Sendable, Equatable {
+    /// The URI, at most `MPRISServer.maximumURILength` bytes long.
     public var uri: String
 }
 
 /// Queue a URI after a queued item (nil: at the start), and make it current if asked
 /// (MPRIS `AddTrack`); its scheme is already known to be supported.
 public struct AddTrackCommandEvent: Sendable, Equatable {
+    /// The URI to queue.
     public var uri: String
+    /// The queue item it goes after; nil: first.
     public var afterItemID: UInt64?
+    /// Whether it becomes the current item once added.
     public var setAsCurrent: Bool
 }
 
 /// Act on one queued item (MPRIS `RemoveTrack`, `GoTo`).
 public struct TrackCommandEvent: Sendable, Equatable {
+    /// The ``NowPlayingInfo/queueItemID`` of the item.
     public var itemID: UInt64
 }
 
 /// Start playing a playlist (MPRIS `ActivatePlaylist`).
 public struct ActivatePlaylistCommandEvent: Sendable, Equatable {
+    /// The ``MediaPlaylist/id`` of the playlist.
     public var playlistID: UInt64
 }
 
@@ -165,22 +216,41 @@ public struct ActivatePlaylistCommandEvent: Sendable, Equatable {
 public final class RemoteCommandCenter {
     private var observers: [@MainActor () -> Void] = []
 
+    /// Start or resume playback (MPRIS `Play`, and `PlayPause` while not playing; `CanPlay`).
     public private(set) lazy var playCommand = make("play", RemoteCommandEvent.self)
+    /// Pause (MPRIS `Pause`, and `PlayPause` while playing; `CanPause`).
     public private(set) lazy var pauseCommand = make("pause", RemoteCommandEvent.self)
+    /// Toggle between playing and paused (MPRIS `PlayPause`). Without a target, `PlayPause`
+    /// uses ``playCommand`` or ``pauseCommand``.
     public private(set) lazy var togglePlayPauseCommand = make("togglePlayPause", RemoteCommandEvent.self)
+    /// Stop, forgetting the position (MPRIS `Stop`).
     public private(set) lazy var stopCommand = make("stop", RemoteCommandEvent.self)
+    /// Go to the next item (MPRIS `Next`; `CanGoNext`). Disable it on the last item.
     public private(set) lazy var nextTrackCommand = make("nextTrack", RemoteCommandEvent.self)
+    /// Go to the previous item (MPRIS `Previous`; `CanGoPrevious`).
     public private(set) lazy var previousTrackCommand = make("previousTrack", RemoteCommandEvent.self)
+    /// Go to a position in the current item (MPRIS `SetPosition`, and `Seek` when
+    /// ``seekCommand`` has no target; `CanSeek`).
     public private(set) lazy var changePlaybackPositionCommand = make("changePlaybackPosition", ChangePlaybackPositionCommandEvent.self)
+    /// Move relative to the position (MPRIS `Seek`; `CanSeek`).
     public private(set) lazy var seekCommand = make("seek", SeekCommandEvent.self)
+    /// Play at another speed (MPRIS `Rate`), within ``supportedPlaybackRates``.
     public private(set) lazy var changePlaybackRateCommand = make("changePlaybackRate", ChangePlaybackRateCommandEvent.self)
+    /// Change the repeat mode (MPRIS `LoopStatus`; without a target the property is not offered).
     public private(set) lazy var changeRepeatModeCommand = make("changeRepeatMode", ChangeRepeatModeCommandEvent.self)
+    /// Change the shuffle mode (MPRIS `Shuffle`; without a target the property is not offered).
     public private(set) lazy var changeShuffleModeCommand = make("changeShuffleMode", ChangeShuffleModeCommandEvent.self)
+    /// Change the volume (MPRIS `Volume`; without a target, a client's change does nothing).
     public private(set) lazy var changeVolumeCommand = make("changeVolume", ChangeVolumeCommandEvent.self)
+    /// Open and play a URI (MPRIS `OpenUri`).
     public private(set) lazy var openURICommand = make("openURI", OpenURICommandEvent.self)
+    /// Queue a URI (MPRIS `TrackList.AddTrack`; `CanEditTracks` with ``removeTrackCommand``).
     public private(set) lazy var addTrackCommand = make("addTrack", AddTrackCommandEvent.self)
+    /// Remove a queued item (MPRIS `TrackList.RemoveTrack`).
     public private(set) lazy var removeTrackCommand = make("removeTrack", TrackCommandEvent.self)
+    /// Make a queued item current (MPRIS `TrackList.GoTo`).
     public private(set) lazy var goToTrackCommand = make("goToTrack", TrackCommandEvent.self)
+    /// Play a playlist (MPRIS `Playlists.ActivatePlaylist`).
     public private(set) lazy var activatePlaylistCommand = make("activatePlaylist", ActivatePlaylistCommandEvent.self)
 
     /// The repeat mode shown to clients (Apple keeps it on `MPChangeRepeatModeCommand`).
@@ -190,6 +260,8 @@ public final class RemoteCommandCenter {
     /// The speeds `changePlaybackRateCommand` accepts (MPRIS `MinimumRate`/`MaximumRate`).
     public var supportedPlaybackRates: ClosedRange<Double> = 1.0...1.0 { didSet { if supportedPlaybackRates != oldValue { notify() } } }
 
+    /// A center with every command enabled and none handled: add targets to those your
+    /// program supports.
     public init() {}
 
     /// Registers a closure called after any command changes its targets or enabled flag.

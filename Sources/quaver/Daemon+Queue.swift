@@ -119,7 +119,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     }
 
     func bindTrackListCommands() {
-        commands.addTrackCommand.addTarget { [unowned self] event in
+        handle(commands.addTrackCommand) { [unowned self] event in
             if !MediaSources.isCollection(event.uri) {
                 let uris = MediaSources.expand([event.uri], logger: logger)
                 guard !uris.isEmpty else { return .noSuchContent }
@@ -134,13 +134,13 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             }
             return .success
         }
-        commands.removeTrackCommand.addTarget { [unowned self] event in
+        handle(commands.removeTrackCommand) { [unowned self] event in
             player.remove(id: event.itemID) ? .success : .noSuchContent
         }
-        commands.goToTrackCommand.addTarget { [unowned self] event in
+        handle(commands.goToTrackCommand) { [unowned self] event in
             player.goTo(id: event.itemID) ? .success : .noSuchContent
         }
-        commands.activatePlaylistCommand.addTarget { [unowned self] event in
+        handle(commands.activatePlaylistCommand) { [unowned self] event in
             guard let playlist = playlistFolder?.playlist(id: event.playlistID) else { return .noSuchContent }
             activatePlaylist(playlist)
             return .success

@@ -84,7 +84,6 @@ final class Daemon {
         mpris.quitHandler = { [weak self] in self?.shutdown(status: 0, reason: "asked to quit over D-Bus") }
         bindCommands()
         mpris.trackList = self
-        mpris.commandState = { [unowned self] in commandState() }
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -247,9 +246,19 @@ final class Daemon {
 
     // MARK: - Commands to player
 
+    /// Makes `handler` the target of `command`; what depends on where the commands lead is
+    /// brought up to date after it runs.
+    func handle<Event>(_ command: RemoteCommand<Event>, _ handler: @escaping @MainActor (Event) -> RemoteCommandHandlerStatus) {
+        command.addTarget { [unowned self] event in
+            let status = handler(event)
+            syncCommandTarget()
+            return status
+        }
+    }
+
     private func bindCommands() {
         commands.supportedPlaybackRates = player.supportedRates
-        commands.playCommand.addTarget { [unowned self] _ in
+        handle(commands.playCommand) { [unowned self] _ in
             if player.play() { return .success }
             // Asked to play while the first tracks are still being found (an activation
             // call): they start playing as soon as they are in.
@@ -257,50 +266,50 @@ final class Daemon {
             playWhenLoaded = true
             return .success
         }
-        commands.pauseCommand.addTarget { [unowned self] _ in
+        handle(commands.pauseCommand) { [unowned self] _ in
             player.pause()
             return .success
         }
-        commands.togglePlayPauseCommand.addTarget { [unowned self] _ in
+        handle(commands.togglePlayPauseCommand) { [unowned self] _ in
             if player.count == 0 && loadsInProgress > 0 { playWhenLoaded.toggle() }
             player.togglePlayPause()
             return .success
         }
-        commands.stopCommand.addTarget { [unowned self] _ in
+        handle(commands.stopCommand) { [unowned self] _ in
             player.stop()
             return .success
         }
-        commands.nextTrackCommand.addTarget { [unowned self] _ in
+        handle(commands.nextTrackCommand) { [unowned self] _ in
             player.next()
             return .success
         }
-        commands.previousTrackCommand.addTarget { [unowned self] _ in
+        handle(commands.previousTrackCommand) { [unowned self] _ in
             player.previous()
             return .success
         }
-        commands.changePlaybackPositionCommand.addTarget { [unowned self] event in
+        handle(commands.changePlaybackPositionCommand) { [unowned self] event in
             player.seek(to: event.positionTime) ? .success : .commandFailed(reason: "the track cannot seek now")
         }
-        commands.seekCommand.addTarget { [unowned self] event in
+        handle(commands.seekCommand) { [unowned self] event in
             player.seek(to: event.position) ? .success : .commandFailed(reason: "the track cannot seek now")
         }
-        commands.changePlaybackRateCommand.addTarget { [unowned self] event in
+        handle(commands.changePlaybackRateCommand) { [unowned self] event in
             player.setRate(event.playbackRate)
             return .success
         }
-        commands.changeVolumeCommand.addTarget { [unowned self] event in
+        handle(commands.changeVolumeCommand) { [unowned self] event in
             player.setVolume(event.volume)
             return .success
         }
-        commands.changeRepeatModeCommand.addTarget { [unowned self] event in
+        handle(commands.changeRepeatModeCommand) { [unowned self] event in
             player.setRepeatMode(Player.RepeatMode(event.repeatType))
             return .success
         }
-        commands.changeShuffleModeCommand.addTarget { [unowned self] event in
+        handle(commands.changeShuffleModeCommand) { [unowned self] event in
             player.setShuffle(event.shuffleType != .off)
             return .success
         }
-        commands.openURICommand.addTarget { [unowned self] event in
+        handle(commands.openURICommand) { [unowned self] event in
             guard MediaSources.isCollection(event.uri) else {
                 return player.open(MediaSources.expand([event.uri], logger: logger)) ? .success : .noSuchContent
             }
@@ -318,13 +327,22 @@ final class Daemon {
     /// What Next, Previous, Seek and SetPosition act on: the entry the commands received so
     /// far have selected and where they leave it, which runs ahead of what is published while
     /// a track loads or a seek lands. Commands sent in quick succession so apply in order.
-    private func commandState() -> MPRISServer.CommandState {
+    /// Sets what depends on where the commands received so far lead, ahead of what is
+    /// published: Next, Previous and seeking are enabled from the selected entry, and while
+    /// the player settles, the info center's pending item is where Seek and SetPosition
+    /// apply. Runs after every command, so that a second command in the same turn of the
+    /// main queue follows the first.
+    private func syncCommandTarget() {
+        commands.nextTrackCommand.isEnabled = player.canGoNext
+        commands.previousTrackCommand.isEnabled = player.canGoPrevious
         let entry = player.selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
-        let info = entry?.info
-        let seekable = player.requestedStatus != .stopped && (info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
-        return MPRISServer.CommandState(
-            itemID: entry?.id, duration: info?.duration, position: player.requestedPosition, canSeek: seekable,
-            canGoNext: player.canGoNext, canGoPrevious: player.canGoPrevious)
+        let seekable = player.requestedStatus != .stopped
+            && (entry?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
+        commands.changePlaybackPositionCommand.isEnabled = seekable
+        commands.seekCommand.isEnabled = seekable
+        info.pendingItem = player.isSettling ? entry.map {
+            PendingItem(queueItemID: $0.id, duration: $0.info?.duration, elapsedPlaybackTime: player.requestedPosition)
+        } : nil
     }
 
     // MARK: - Player to now-playing info
@@ -432,12 +450,7 @@ final class Daemon {
         commands.pauseCommand.isEnabled = player.current != nil
         commands.togglePlayPauseCommand.isEnabled = player.current != nil
         commands.stopCommand.isEnabled = player.current != nil
-        commands.nextTrackCommand.isEnabled = player.canGoNext
-        commands.previousTrackCommand.isEnabled = player.canGoPrevious
-        let seekable = player.status != .stopped
-            && (player.current?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
-        commands.changePlaybackPositionCommand.isEnabled = seekable
-        commands.seekCommand.isEnabled = seekable
+        syncCommandTarget()
         commands.currentRepeatType = RepeatType(player.repeatMode)
         commands.currentShuffleType = player.shuffle ? .items : .off
         info.volume = player.volume

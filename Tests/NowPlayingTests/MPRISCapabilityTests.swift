@@ -1,5 +1,5 @@
 import DBus
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 /// `Can*` flags derived from the commands and the info, read through GetAll.

@@ -1,5 +1,5 @@
 import DBus
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 /// The types and contents of `Metadata`.

@@ -1,5 +1,5 @@
 import DBus
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 // MARK: - Rate

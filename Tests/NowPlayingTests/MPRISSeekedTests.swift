@@ -1,5 +1,5 @@
 import DBus
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 /// `Seeked` on discontinuities only, and `Position` answered live.

@@ -1,4 +1,4 @@
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 @MainActor

@@ -1,4 +1,4 @@
-import NowPlaying
+@testable import NowPlaying
 import Testing
 
 @MainActor
@@ -197,6 +197,28 @@ import Testing
         #expect(!center.previousTrackCommand.isActive)
         #expect(center.previousTrackCommand.perform(RemoteCommandEvent()) == nil)
         #expect(calls == 0)
+    }
+
+    @Test func eventsArriveAsAnAsyncSequenceWhileItIsIterated() async {
+        let center = RemoteCommandCenter()
+        let command = center.changePlaybackRateCommand
+        #expect(!command.isActive)
+        let task = Task { @MainActor in
+            var received: [Double] = []
+            for await event in command.events() {
+                received.append(event.playbackRate)
+                if received.count == 2 { break }
+            }
+            return received
+        }
+        for _ in 0..<100 where !command.hasTargets { await Task.yield() }
+        #expect(command.isActive, "the sequence is a target while it is iterated")
+        #expect(command.perform(ChangePlaybackRateCommandEvent(playbackRate: 1.5)) == .success)
+        #expect(command.perform(ChangePlaybackRateCommandEvent(playbackRate: 0.5)) == .success)
+        #expect(await task.value == [1.5, 0.5])
+        // The loop ended and the sequence went: so did its target.
+        for _ in 0..<100 where command.hasTargets { await Task.yield() }
+        #expect(!command.hasTargets)
     }
 
     @Test func commandsHaveTheirNames() {

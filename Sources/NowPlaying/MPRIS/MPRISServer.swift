@@ -1,5 +1,6 @@
 public import DBus
 import Dispatch
+public import Glibc
 public import Logging
 
 /// Publishes a `RemoteCommandCenter` and a `NowPlayingInfoCenter` as MPRIS 2.2
@@ -91,40 +92,18 @@ public final class MPRISServer {
     /// The playlists to offer as `org.mpris.MediaPlayer2.Playlists`; nil leaves it out.
     public weak var playlists: (any PlaylistsDataSource)? { didSet { setNeedsPublish() } }
 
-    /// What transport commands act on: the current item, where it is, and what may be done
-    /// with it, once the commands received before are carried out.
-    public struct CommandState: Sendable {
-        public var itemID: UInt64?
-        public var duration: Duration?
-        public var position: Duration
-        public var canSeek: Bool
-        public var canGoNext: Bool
-        public var canGoPrevious: Bool
-
-        public init(itemID: UInt64?, duration: Duration?, position: Duration, canSeek: Bool, canGoNext: Bool, canGoPrevious: Bool) {
-            self.itemID = itemID
-            self.duration = duration
-            self.position = position
-            self.canSeek = canSeek
-            self.canGoNext = canGoNext
-            self.canGoPrevious = canGoPrevious
+    /// The item and position that `Seek` and `SetPosition` act on: the info center's pending
+    /// item while the player settles a change, else what is published.
+    private var commandTarget: (itemID: UInt64, duration: Duration?, position: Duration)? {
+        if let pending = infoCenter.pendingItem {
+            return (pending.queueItemID, pending.duration, pending.elapsedPlaybackTime)
         }
+        guard let info = infoCenter.nowPlayingInfo else { return nil }
+        return (info.queueItemID, info.duration, infoCenter.currentPosition)
     }
 
-    /// The state `Next`, `Previous`, `Seek` and `SetPosition` act on; nil: the published one.
-    /// A player whose changes take time to settle (a track loading, a seek landing) provides
-    /// it, so that commands sent in quick succession apply in order: Next then Previous comes
-    /// back, a Seek after Next moves in the new track, a SetPosition naming the track left
-    /// is stale. What is published still follows what the player has settled in.
-    public var commandState: (@MainActor () -> CommandState)?
-
-    private var currentCommandState: CommandState {
-        if let commandState { return commandState() }
-        let info = infoCenter.nowPlayingInfo
-        return CommandState(
-            itemID: info?.queueItemID, duration: info?.duration, position: infoCenter.currentPosition, canSeek: canSeek,
-            canGoNext: commandCenter.nextTrackCommand.isActive, canGoPrevious: commandCenter.previousTrackCommand.isActive)
-    }
+    /// The `Can*` flags published with the change that settles a pending item.
+    private static let flagsHeldWhilePending = ["CanGoNext", "CanGoPrevious", "CanSeek", "CanPlay", "CanPause"]
 
     /// The window of the track list as clients last learnt it.
     private var publishedWindow: [UInt64] = []
@@ -175,7 +154,7 @@ public final class MPRISServer {
     /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead, or
     /// returns nil when `instanceFallback` is false. Returns the name obtained.
     @discardableResult
-    public func register(on connection: Connection, processID: Int32, instanceFallback: Bool = true) throws(BusError) -> String? {
+    public func register(on connection: Connection, processID: Int32 = getpid(), instanceFallback: Bool = true) throws(BusError) -> String? {
         self.connection = connection
         // The state of a player that appears playing or paused, and its track list, are
         // announced once, whole, when the object appears: a client that watches for the name
@@ -253,9 +232,15 @@ public final class MPRISServer {
 
     /// Emits what changed since the last publication: one `PropertiesChanged` per interface,
     /// then `Seeked` if the position jumped.
-    public func publishNow() {
+    func publishNow() {
         publishScheduled = false
-        let current = snapshot()
+        var current = snapshot()
+        // While the player settles a change, the flags it already set for the commands that
+        // follow wait for the change itself: a new track's Metadata and its Can* flags reach
+        // clients in one signal, so that no widget shows a title with another's buttons.
+        if infoCenter.pendingItem != nil, let old = published[Self.playerInterface] {
+            for name in Self.flagsHeldWhilePending { current[Self.playerInterface]?[name] = old[name] }
+        }
         for interface in object.interfaces.map(\.name) {
             let old = published[interface] ?? [:]
             let new = current[interface] ?? [:]
@@ -358,7 +343,7 @@ public final class MPRISServer {
 
     // MARK: - Derived values
 
-    public var playbackStatus: String {
+    var playbackStatus: String {
         switch infoCenter.playbackState {
         case .playing: (infoCenter.nowPlayingInfo?.playbackRate ?? 0) > 0 ? "Playing" : "Paused"
         case .paused: "Paused"
@@ -367,28 +352,28 @@ public final class MPRISServer {
     }
 
     private var hasItem: Bool { infoCenter.nowPlayingInfo != nil }
-    public var canPlay: Bool { hasItem && commandCenter.playCommand.isActive }
-    public var canPause: Bool { hasItem && commandCenter.pauseCommand.isActive }
-    public var canSeek: Bool {
+    var canPlay: Bool { hasItem && commandCenter.playCommand.isActive }
+    var canPause: Bool { hasItem && commandCenter.pauseCommand.isActive }
+    var canSeek: Bool {
         guard let info = infoCenter.nowPlayingInfo, !info.isLiveStream, info.duration != nil else { return false }
         return commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
     }
-    public var canGoNext: Bool { commandCenter.nextTrackCommand.isActive }
-    public var canGoPrevious: Bool { commandCenter.previousTrackCommand.isActive }
+    var canGoNext: Bool { commandCenter.nextTrackCommand.isActive }
+    var canGoPrevious: Bool { commandCenter.previousTrackCommand.isActive }
 
     /// The `mpris:trackid` of the current item.
-    public var currentTrackID: ObjectPath {
+    var currentTrackID: ObjectPath {
         guard let id = infoCenter.nowPlayingInfo?.queueItemID else { return Self.noTrack }
         return trackID(for: id)
     }
 
-    public func trackID(for itemID: UInt64) -> ObjectPath {
+    func trackID(for itemID: UInt64) -> ObjectPath {
         configuration.trackIDPrefix.appending(String(itemID))!
     }
 
     /// The whole `Metadata` map, with the types clients require; an empty map when nothing
     /// is current, as the MPRIS spec's conformance tool and Mopidy's test suite require.
-    public var metadata: Value {
+    var metadata: Value {
         guard let info = infoCenter.nowPlayingInfo else {
             return .stringVariantDictionary([:])
         }
@@ -396,7 +381,7 @@ public final class MPRISServer {
     }
 
     /// The metadata map of an item.
-    public func metadataValue(_ info: NowPlayingInfo) -> Value {
+    func metadataValue(_ info: NowPlayingInfo) -> Value {
         var map: [String: Value] = ["mpris:trackid": .objectPath(trackID(for: info.queueItemID))]
         if let duration = info.duration, !info.isLiveStream { map["mpris:length"] = .int64(duration.microseconds) }
         if let title = info.title, !title.isEmpty { map["xesam:title"] = .string(title) }
@@ -528,11 +513,11 @@ public final class MPRISServer {
     private func playerMethods() -> [Method] {
         [
             Method("Next") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent(), enabled: currentCommandState.canGoNext)
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
                 return []
             },
             Method("Previous") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.previousTrackCommand, RemoteCommandEvent(), enabled: currentCommandState.canGoPrevious)
+                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
                 return []
             },
             Method("Pause") { [unowned self] _ throws(BusError) in
@@ -573,46 +558,46 @@ public final class MPRISServer {
     }
 
     private func seek(offset: Duration) throws(BusError) {
-        let state = currentCommandState
-        guard state.canSeek, state.itemID != nil else {
+        guard canSeekTarget, let target = commandTarget else {
             logger.debug("Seek ignored: the current item cannot seek")
             return
         }
-        let target = max(state.position + offset, .zero)
-        if let duration = state.duration, target >= duration {
+        let position = max(target.position + offset, .zero)
+        if let duration = target.duration, position >= duration {
             // Past the end acts as Next; with no next item, playback stops.
-            if state.canGoNext {
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent(), enabled: true)
+            if commandCenter.nextTrackCommand.isActive {
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
             } else {
                 try run(commandCenter.stopCommand, RemoteCommandEvent())
             }
             return
         }
-        // With a command state, it said whether the item can seek; else the commands do.
-        let decided = commandState != nil
-        if commandCenter.seekCommand.hasTargets && (decided || commandCenter.seekCommand.isEnabled) {
-            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: target), enabled: true)
+        if commandCenter.seekCommand.isActive {
+            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: position))
         } else {
-            seekRequested = try run(
-                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target),
-                enabled: decided || commandCenter.changePlaybackPositionCommand.isEnabled)
+            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
         }
     }
 
     private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
-        let state = currentCommandState
-        guard let itemID = state.itemID, trackID == self.trackID(for: itemID) else {
+        guard let target = commandTarget, trackID == self.trackID(for: target.itemID) else {
             logger.debug("SetPosition ignored: \(trackID) is not the current track")
             return
         }
-        let target = Duration.microseconds(position)
-        guard position >= 0, let duration = state.duration, target <= duration, state.canSeek else {
-            logger.debug("SetPosition ignored: \(position) µs is outside the track")
+        let time = Duration.microseconds(position)
+        guard position >= 0, let duration = target.duration, time <= duration, canSeekTarget else {
+            logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
             return
         }
-        seekRequested = try run(
-            commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: target),
-            enabled: commandState != nil || commandCenter.changePlaybackPositionCommand.isEnabled)
+        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+    }
+
+    /// Whether the item commands act on can seek: a seeking command is active, and the
+    /// item has a known length (a live stream has none).
+    private var canSeekTarget: Bool {
+        let active = commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
+        if let pending = infoCenter.pendingItem { return active && pending.duration != nil }
+        return canSeek
     }
 
     private func openURI(_ uri: String) throws(BusError) {
@@ -687,7 +672,7 @@ public final class MPRISServer {
     }
 
     /// The item id of one of this server's track ids, or nil for any other path.
-    public func itemID(of trackID: ObjectPath) -> UInt64? {
+    func itemID(of trackID: ObjectPath) -> UInt64? {
         let prefix = configuration.trackIDPrefix.rawValue + "/"
         guard trackID.rawValue.hasPrefix(prefix) else { return nil }
         return UInt64(trackID.rawValue.dropFirst(prefix.count))
@@ -761,13 +746,12 @@ public final class MPRISServer {
         ])
     }
 
-    /// Runs a command and turns its status into a reply: success or a no-op is a normal
-    /// reply; a failure is an error under `configuration.errorNamespace`. Returns whether a
-    /// handler ran and succeeded. `enabled`, when given, decides in place of the command's
-    /// `isEnabled`.
+    /// Runs a command and turns its status into a reply: success or a no-op (the command is
+    /// not active) is a normal reply; a failure is an error under
+    /// `configuration.errorNamespace`. Returns whether a handler ran and succeeded.
     @discardableResult
-    private func run<E>(_ command: RemoteCommand<E>, _ event: E, enabled: Bool? = nil) throws(BusError) -> Bool {
-        guard let status = command.perform(event, enabled: enabled ?? command.isEnabled) else {
+    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
+        guard let status = command.perform(event) else {
             logger.debug("\(command.name) ignored: the command is disabled or has no handler")
             return false
         }
@@ -803,7 +787,7 @@ public final class MPRISServer {
 
 extension Duration {
     /// Whole microseconds, truncated toward zero, saturating at the Int64 range.
-    public var microseconds: Int64 {
+    package var microseconds: Int64 {
         let (seconds, attoseconds) = components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
         if overflow { return seconds < 0 ? .min : .max }

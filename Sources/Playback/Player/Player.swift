@@ -259,6 +259,15 @@ public final class Player {
         return position ?? .zero
     }
 
+    /// Whether the commands received so far lead somewhere ``current`` and ``position`` do
+    /// not show yet: another entry selected or being loaded, a seek or start position on its
+    /// way, tags read before a load. ``selectedEntry`` and ``requestedPosition`` say where.
+    public var isSettling: Bool {
+        guard requestedStatus != .stopped else { return false }
+        return pendingRead != nil || selectedEntry?.id != current?.id || transport.upcomingEntry != current?.id
+            || transport.pendingPosition != nil
+    }
+
     // MARK: - Commands
 
     /// Starts or resumes playback. Returns false when there is nothing to play.
