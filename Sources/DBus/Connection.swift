@@ -29,7 +29,13 @@ public final class Connection {
     /// Called once when the connection to the bus is lost.
     public var onDisconnect: (@MainActor () -> Void)?
 
-    public enum Bus: Sendable { case session, system }
+    /// One of the two standard message buses.
+    public enum Bus: Sendable {
+        /// The bus of the user's login session, where desktop services such as media players live.
+        case session
+        /// The system-wide bus, where system services live.
+        case system
+    }
 
     /// Connects to the session or system bus (a private connection).
     /// The corresponding libdbus function is `dbus_bus_get_private`.
@@ -91,11 +97,24 @@ public final class Connection {
     /// This connection's unique name, such as `:1.42`.
     public var uniqueName: String { dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? "" }
 
+    /// Whether the connection is open and connected to the bus: false after ``Connection/close()``
+    /// or once the connection is lost.
     public var isConnected: Bool { !isClosed && dbus_connection_get_is_connected(raw) != 0 }
 
     // MARK: Names
 
-    public enum RequestNameReply: Sendable { case primaryOwner, inQueue, exists, alreadyOwner }
+    /// The bus's answer to ``Connection/requestName(_:allowReplacement:)``.
+    public enum RequestNameReply: Sendable {
+        /// The connection now owns the name.
+        case primaryOwner
+        /// Another connection owns the name and this one waits in its queue; `requestName` never
+        /// asks to be queued, so it does not return this.
+        case inQueue
+        /// Another connection owns the name, and this one did not get it.
+        case exists
+        /// The connection already owned the name.
+        case alreadyOwner
+    }
 
     /// Asks the bus for a well-known name without queueing for it.
     /// The corresponding libdbus function is `dbus_bus_request_name`.
@@ -143,6 +162,8 @@ public final class Connection {
         object.connection = self
     }
 
+    /// Withdraws the object exported at `path`, if any: calls to that path are no longer
+    /// dispatched to it, and signals it emits are no longer sent on this connection.
     public func unexport(_ path: ObjectPath) {
         objects[path]?.connection = nil
         objects[path] = nil
@@ -362,6 +383,7 @@ public final class Connection {
         return subscription
     }
 
+    /// Stops delivering signals to `subscription`'s handler and removes its match rules from the bus.
     public func removeSignalHandler(_ subscription: SignalSubscription) {
         signalHandlers.removeAll { $0 === subscription }
         removeMatches(of: subscription)

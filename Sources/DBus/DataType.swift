@@ -1,10 +1,38 @@
 /// One complete D-Bus type, parsed from a type signature.
 public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
-    case byte, boolean, int16, uint16, int32, uint32, int64, uint64, double
-    case string, objectPath, signature, unixFD
+    /// An unsigned 8-bit integer (`y`).
+    case byte
+    /// A boolean (`b`).
+    case boolean
+    /// A signed 16-bit integer (`n`).
+    case int16
+    /// An unsigned 16-bit integer (`q`).
+    case uint16
+    /// A signed 32-bit integer (`i`).
+    case int32
+    /// An unsigned 32-bit integer (`u`).
+    case uint32
+    /// A signed 64-bit integer (`x`).
+    case int64
+    /// An unsigned 64-bit integer (`t`).
+    case uint64
+    /// An IEEE 754 double-precision number (`d`).
+    case double
+    /// A UTF-8 string (`s`).
+    case string
+    /// An object path (`o`).
+    case objectPath
+    /// A type signature (`g`).
+    case signature
+    /// A Unix file descriptor (`h`).
+    case unixFD
+    /// A variant, which holds one value of any type together with its signature (`v`).
     case variant
+    /// An array of elements of one type (`a` and the element type).
     case array(DataType)
+    /// A dictionary from a basic key type to a value type (`a{`, key, value, `}`).
     case dictionary(key: DataType, value: DataType)
+    /// A struct of one or more fields, in order (`(` and `)` around the field types).
     case structure([DataType])
 
     /// The D-Bus signature of this type, e.g. `a{sv}`.
@@ -30,6 +58,7 @@ public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// The D-Bus signature of this type, as ``DataType/signature`` gives it.
     public var description: String { signature }
 
     /// Whether this is one of the basic (non-container) types, which alone may be dictionary keys.
@@ -68,9 +97,12 @@ public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
 
 /// A D-Bus type signature: zero or more complete types, validated on creation.
 public struct Signature: Hashable, Sendable, CustomStringConvertible {
+    /// The signature as text, such as `sa{sv}as`.
     public let rawValue: String
+    /// The complete types the signature consists of, in order.
     public let types: [DataType]
 
+    /// Parses and validates `rawValue`; throws InvalidArgs when it is not a valid signature.
     public init(_ rawValue: String) throws(BusError) {
         self.types = try Signature.parse(rawValue)
         self.rawValue = rawValue
@@ -82,6 +114,7 @@ public struct Signature: Hashable, Sendable, CustomStringConvertible {
         try self.init(types.map(\.signature).joined())
     }
 
+    /// The signature as text.
     public var description: String { rawValue }
 
     static let maximumLength = 255

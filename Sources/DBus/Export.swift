@@ -1,7 +1,10 @@
 /// A named, typed argument of a method or signal.
 public struct Argument: Sendable, Hashable {
+    /// The argument's name, shown in introspection data.
     public var name: String
+    /// The argument's D-Bus type.
     public var type: DataType
+    /// Creates an argument with a name and a type.
     public init(_ name: String, _ type: DataType) {
         self.name = name
         self.type = type
@@ -10,18 +13,29 @@ public struct Argument: Sendable, Hashable {
 
 /// How a property announces changes (`org.freedesktop.DBus.Property.EmitsChangedSignal`).
 public enum EmitsChangedSignal: String, Sendable {
-    case `true`, invalidates, `false`, const
+    /// `PropertiesChanged` carries the new value whenever the property changes (the default).
+    case `true`
+    /// `PropertiesChanged` names the property as invalidated, without its new value.
+    case invalidates
+    /// The property can change without any signal announcing it.
+    case `false`
+    /// The property never changes while the object exists.
+    case const
 }
 
 /// One method of an exported interface: its declaration and its handler.
 public struct Method {
+    /// The method's member name, such as `PlayPause`.
     public var name: String
+    /// The arguments the method takes; a call with any other signature fails with InvalidArgs.
     public var inArguments: [Argument]
+    /// The values the method returns, as introspection declares them.
     public var outArguments: [Argument]
     /// Called with arguments already checked against `inArguments`; returns the out values.
     /// Descriptors (`h`) among the arguments are closed after it returns: `dup` one to keep it.
     public var handler: @MainActor ([Value]) throws(BusError) -> [Value]
 
+    /// Declares a method with its arguments, its return values and the handler that answers calls.
     public init(
         _ name: String, in inArguments: [Argument] = [], out outArguments: [Argument] = [],
         handler: @escaping @MainActor ([Value]) throws(BusError) -> [Value]
@@ -38,13 +52,18 @@ public struct Method {
 /// One property of an exported interface. Getters never fail: clients (GDBusProxy, Plasma)
 /// lose every property when one getter fails `GetAll`.
 public struct Property {
+    /// The property's name, such as `PlaybackStatus`.
     public var name: String
+    /// The property's D-Bus type; `Set` accepts only a value of exactly this type.
     public var type: DataType
+    /// How changes to the property are announced, as introspection declares it.
     public var emitsChangedSignal: EmitsChangedSignal
+    /// Returns the current value, which should be of type `type`; answers `Get` and `GetAll`.
     public var getter: @MainActor () -> Value
     /// nil for a read-only property. Receives a value already checked against `type`.
     public var setter: (@MainActor (Value) throws(BusError) -> Void)?
 
+    /// Declares a property; passing `set` makes it writable, otherwise it is read-only.
     public init(
         _ name: String, _ type: DataType, emitsChangedSignal: EmitsChangedSignal = .true,
         get: @escaping @MainActor () -> Value,
@@ -62,8 +81,11 @@ public struct Property {
 
 /// The declaration of a signal an interface emits.
 public struct SignalDeclaration: Sendable {
+    /// The signal's member name, such as `Seeked`.
     public var name: String
+    /// The signal's arguments, as introspection declares them.
     public var arguments: [Argument]
+    /// Declares a signal with its name and arguments.
     public init(_ name: String, _ arguments: [Argument] = []) {
         self.name = name
         self.arguments = arguments
@@ -72,11 +94,16 @@ public struct SignalDeclaration: Sendable {
 
 /// An interface: the one declaration that drives both dispatch and introspection.
 public struct Interface {
+    /// The interface name, such as `org.mpris.MediaPlayer2.Player`.
     public var name: String
+    /// The methods callers can invoke on the interface.
     public var methods: [Method]
+    /// The properties, read and written through `org.freedesktop.DBus.Properties`.
     public var properties: [Property]
+    /// The signals the interface declares; emit them with ``ExportedObject/emit(interface:member:arguments:)``.
     public var signals: [SignalDeclaration]
 
+    /// Declares an interface; traps when `name` is not a valid interface name.
     public init(_ name: String, methods: [Method] = [], properties: [Property] = [], signals: [SignalDeclaration] = []) {
         precondition(NameValidation.isValidInterfaceName(name), "invalid interface name \(name)")
         self.name = name
@@ -93,7 +120,10 @@ public struct Interface {
 /// `Properties`, `Introspectable` and `Peer` interfaces, which it implements itself.
 @MainActor
 public final class ExportedObject {
+    /// The path the object is exported at.
     public let path: ObjectPath
+    /// The object's own interfaces, without the standard ones; change them with
+    /// ``ExportedObject/replaceInterfaces(_:)``.
     public private(set) var interfaces: [Interface]
     weak var connection: Connection?
 
@@ -101,6 +131,8 @@ public final class ExportedObject {
     /// object is exported on; tests may replace it to record signals without a bus.
     public var signalSink: (@MainActor (_ interface: String, _ member: String, _ arguments: [Value]) -> Void)?
 
+    /// Creates an object for `path` with the given interfaces; it answers calls once
+    /// passed to ``Connection/export(_:)``.
     public init(path: ObjectPath, interfaces: [Interface]) {
         self.path = path
         self.interfaces = interfaces
@@ -111,10 +143,15 @@ public final class ExportedObject {
         self.interfaces = interfaces
     }
 
+    /// The name of the standard `org.freedesktop.DBus.Properties` interface.
     public static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    /// The name of the standard `org.freedesktop.DBus.Introspectable` interface.
     public static let introspectableInterface = "org.freedesktop.DBus.Introspectable"
+    /// The name of the standard `org.freedesktop.DBus.Peer` interface.
     public static let peerInterface = "org.freedesktop.DBus.Peer"
 
+    /// The object's interface named `name`, or nil when it has none (the standard
+    /// interfaces are not among them).
     public func interface(named name: String) -> Interface? { interfaces.first { $0.name == name } }
 
     /// Emits a signal from this object.

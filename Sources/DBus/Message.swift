@@ -22,8 +22,21 @@ public final class Message: @unchecked Sendable {
 
     deinit { dbus_message_unref(raw) }
 
-    public enum Kind: Sendable { case methodCall, methodReturn, error, signal, invalid }
+    /// The type of a message.
+    public enum Kind: Sendable {
+        /// A method call.
+        case methodCall
+        /// A successful reply to a method call.
+        case methodReturn
+        /// An error reply to a method call.
+        case error
+        /// A signal.
+        case signal
+        /// A message type that D-Bus does not define.
+        case invalid
+    }
 
+    /// The message's type.
     public var kind: Kind {
         switch dbus_message_get_type(raw) {
         case DBUS_MESSAGE_TYPE_METHOD_CALL: .methodCall
@@ -34,15 +47,27 @@ public final class Message: @unchecked Sendable {
         }
     }
 
+    /// The object path a method call is addressed to or a signal comes from; nil for replies.
     public var path: String? { dbus_message_get_path(raw).map { String(cString: $0) } }
+    /// The interface of a method call or signal; nil for replies and for a call that names none.
     public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
+    /// The method or signal name; nil for replies.
     public var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }
+    /// The unique name of the sending connection, which the bus fills in; nil when the message
+    /// has none, such as one not yet sent.
     public var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
+    /// The bus name the message is addressed to; nil when it has none, as for a broadcast signal.
     public var destination: String? { dbus_message_get_destination(raw).map { String(cString: $0) } }
+    /// The error name of an error reply, such as `org.freedesktop.DBus.Error.UnknownMethod`;
+    /// nil for any other message.
     public var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
+    /// The signature of the message's arguments, such as `sa{sv}as`; empty when it has none.
     public var signature: String { dbus_message_get_signature(raw).map { String(cString: $0) } ?? "" }
+    /// The serial number that identifies the message among its sender's; 0 until it is sent.
     public var serial: UInt32 { dbus_message_get_serial(raw) }
+    /// The serial of the method call that a reply or error answers; 0 for other messages.
     public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
+    /// Whether the caller asked for no reply to this method call.
     public var noReplyExpected: Bool { dbus_message_get_no_reply(raw) != 0 }
 
     /// A method call. The corresponding libdbus function is `dbus_message_new_method_call`.

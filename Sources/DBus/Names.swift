@@ -3,6 +3,7 @@
 /// libdbus aborts the whole process when handed an invalid path, so every path that
 /// reaches it goes through this type.
 public struct ObjectPath: Hashable, Sendable, CustomStringConvertible, Comparable {
+    /// The path as text, such as `/org/mpris/MediaPlayer2`.
     public let rawValue: String
 
     /// Creates a path, or returns nil when `rawValue` is not a valid object path.
@@ -11,7 +12,7 @@ public struct ObjectPath: Hashable, Sendable, CustomStringConvertible, Comparabl
         self.rawValue = rawValue
     }
 
-    /// Creates a path from a literal known to be valid; traps on an invalid literal.
+    /// Creates a path; throws InvalidArgs when `rawValue` is not a valid object path.
     public init(validating rawValue: String) throws(BusError) {
         guard ObjectPath.isValid(rawValue) else {
             throw BusError(.invalidArgs, "invalid object path '\(rawValue.prefix(200))'")
@@ -19,10 +20,13 @@ public struct ObjectPath: Hashable, Sendable, CustomStringConvertible, Comparabl
         self.rawValue = rawValue
     }
 
+    /// The root path, `/`.
     public static let root = ObjectPath("/")!
 
+    /// The path as text.
     public var description: String { rawValue }
 
+    /// Orders paths by their text.
     public static func < (lhs: ObjectPath, rhs: ObjectPath) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// The path with one more element appended. The element must be non-empty and consist

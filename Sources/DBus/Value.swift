@@ -12,28 +12,48 @@ import Darwin
 /// signature. Strings are Swift strings and therefore always valid UTF-8; an embedded NUL,
 /// which D-Bus forbids, is replaced by U+FFFD when the value is sent.
 public indirect enum Value: Hashable, Sendable {
+    /// A byte (`y`).
     case byte(UInt8)
+    /// A boolean (`b`).
     case boolean(Bool)
+    /// A signed 16-bit integer (`n`).
     case int16(Int16)
+    /// An unsigned 16-bit integer (`q`).
     case uint16(UInt16)
+    /// A signed 32-bit integer (`i`).
     case int32(Int32)
+    /// An unsigned 32-bit integer (`u`).
     case uint32(UInt32)
+    /// A signed 64-bit integer (`x`).
     case int64(Int64)
+    /// An unsigned 64-bit integer (`t`).
     case uint64(UInt64)
+    /// A double-precision number (`d`).
     case double(Double)
+    /// A string (`s`).
     case string(String)
+    /// An object path (`o`).
     case objectPath(ObjectPath)
+    /// A type signature (`g`).
     case signature(Signature)
     /// A file descriptor. When read from a message it is a new descriptor owned by the reader.
     case unixFD(Int32)
+    /// An array: the element type, then the elements, each of that type.
     case array(DataType, [Value])
+    /// A dictionary: the key type (a basic type), the value type, then the entries.
     case dictionary(key: DataType, value: DataType, [DictionaryEntry])
+    /// A struct: its fields, in order (at least one to be sent).
     case structure([Value])
+    /// A variant holding one value of any type.
     case variant(Value)
 
+    /// One key-value entry of a ``Value/dictionary(key:value:_:)``.
     public struct DictionaryEntry: Hashable, Sendable {
+        /// The entry's key, a value of the dictionary's basic key type.
         public var key: Value
+        /// The entry's value.
         public var value: Value
+        /// Creates an entry from a key and a value.
         public init(_ key: Value, _ value: Value) {
             self.key = key
             self.value = value
@@ -153,12 +173,19 @@ extension Value {
         )
     }
 
+    /// The string, when this value is a `.string`; nil otherwise.
     public var string: String? { if case .string(let s) = self { s } else { nil } }
+    /// The boolean, when this value is a `.boolean`; nil otherwise.
     public var boolean: Bool? { if case .boolean(let b) = self { b } else { nil } }
+    /// The number, when this value is a `.double`; nil otherwise.
     public var double: Double? { if case .double(let d) = self { d } else { nil } }
+    /// The integer, when this value is a `.int64`; nil otherwise.
     public var int64: Int64? { if case .int64(let x) = self { x } else { nil } }
+    /// The integer, when this value is a `.int32`; nil otherwise.
     public var int32: Int32? { if case .int32(let x) = self { x } else { nil } }
+    /// The integer, when this value is a `.uint32`; nil otherwise.
     public var uint32: UInt32? { if case .uint32(let x) = self { x } else { nil } }
+    /// The path, when this value is a `.objectPath`; nil otherwise.
     public var objectPath: ObjectPath? { if case .objectPath(let p) = self { p } else { nil } }
     /// The value inside any number of variants (or the value itself when it is not a variant).
     /// To take off exactly one level, match `.variant(let inner)` instead.
@@ -170,6 +197,7 @@ extension Value {
         return items.compactMap(\.objectPath)
     }
 
+    /// The strings of an `as` array; nil for anything else.
     public var stringArray: [String]? {
         guard case .array(.string, let items) = self else { return nil }
         return items.compactMap(\.string)

@@ -19,14 +19,42 @@ public protocol TrackListDataSource: AnyObject {
 public struct MediaPlaylist: Sendable, Equatable {
     /// Stable for the playlist while the player runs, across renames.
     public var id: UInt64
+    /// The name shown to the user.
     public var name: String
     /// A URI of an icon, or empty.
     public var icon: String
 
+    /// A playlist `id` named `name`, with the icon at the URI `icon` (empty: none).
     public init(id: UInt64, name: String, icon: String = "") {
         self.id = id
         self.name = name
         self.icon = icon
+    }
+}
+
+/// An order clients may ask playlists in (MPRIS `Playlist_Ordering`).
+public enum MediaPlaylistOrdering: String, CaseIterable, Sendable {
+    /// By name.
+    case alphabetical = "Alphabetical"
+    /// By when each playlist was made, oldest first.
+    case created = "Created"
+    /// By when each playlist last changed, oldest first.
+    case modified = "Modified"
+    /// By when each playlist last played, least recently first.
+    case played = "Played"
+    /// In the player's own order.
+    case user = "User"
+
+    /// From the string on the wire (`Created`), or the specification's enum name
+    /// (`CreationDate`), which some clients send.
+    init?(wire: String) {
+        switch wire {
+        case "CreationDate": self = .created
+        case "ModifiedDate": self = .modified
+        case "LastPlayDate": self = .played
+        case "UserDefined": self = .user
+        default: self.init(rawValue: wire)
+        }
     }
 }
 
@@ -35,13 +63,14 @@ public struct MediaPlaylist: Sendable, Equatable {
 /// activation comes in as the `activatePlaylist` command.
 @MainActor
 public protocol PlaylistsDataSource: AnyObject {
+    /// How many playlists there are (MPRIS `PlaylistCount`).
     var playlistCount: Int { get }
-    /// The MPRIS orderings `playlists(...)` accepts: `Alphabetical`, `Created`,
-    /// `Modified`, `Played` or `User`.
-    var playlistOrderings: [String] { get }
+    /// The orderings ``playlists(from:maxCount:ordering:reversed:)`` accepts (MPRIS
+    /// `Orderings`); a client asking for another gets `InvalidArgs`.
+    var playlistOrderings: [MediaPlaylistOrdering] { get }
     /// Up to `maxCount` playlists from `index` in `ordering` (ascending, oldest first for
-    /// dates), reversed when asked; nil when `ordering` is not one this source offers.
-    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]?
+    /// dates), reversed when asked.
+    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist]
     /// The playlist playing now, if the queue is one.
     var activePlaylist: MediaPlaylist? { get }
     /// The playlist with this id, nil when there is none.

@@ -35,15 +35,6 @@ public struct PlaylistItem: Sendable, Equatable, Identifiable {
 public enum PlaylistOrdering: String, CaseIterable, Sendable {
     // The raw values are the strings on the wire.
     case alphabetical = "Alphabetical", created = "Created", modified = "Modified"
-
-    /// From the wire string (`Created`) or the specification's enum name (`CreationDate`).
-    public init?(mpris: String) {
-        switch mpris {
-        case "CreationDate": self = .created
-        case "ModifiedDate": self = .modified
-        default: self.init(rawValue: mpris)
-        }
-    }
 }
 
 /// The playlists (`.m3u`, `.m3u8`, `.pls`, any case) directly inside one folder, kept up to

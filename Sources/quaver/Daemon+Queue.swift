@@ -188,10 +188,10 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
 
     var playlistCount: Int { playlistFolder?.playlists.count ?? 0 }
 
-    var playlistOrderings: [String] { PlaylistOrdering.allCases.map(\.rawValue) }
+    var playlistOrderings: [MediaPlaylistOrdering] { PlaylistOrdering.allCases.compactMap { MediaPlaylistOrdering(rawValue: $0.rawValue) } }
 
-    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? {
-        guard let order = PlaylistOrdering(mpris: ordering) else { return nil }
+    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] {
+        guard let order = PlaylistOrdering(rawValue: ordering.rawValue) else { return [] }
         let all = playlistFolder?.sorted(by: order, reversed: reversed) ?? []
         guard index < all.count, maxCount > 0 else { return [] }
         return all[index..<min(all.count, index + maxCount)].map(Self.mediaPlaylist)

@@ -584,8 +584,8 @@ private final class EmptySources: TrackListDataSource, PlaylistsDataSource {
     func trackListWindow() -> [UInt64] { [] }
     func trackListMetadata(_ ids: [UInt64]) -> [NowPlayingInfo] { [] }
     var playlistCount: Int { 0 }
-    var playlistOrderings: [String] { [] }
-    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? { nil }
+    var playlistOrderings: [MediaPlaylistOrdering] { [] }
+    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] { [] }
     var activePlaylist: MediaPlaylist? { nil }
     func playlist(id: UInt64) -> MediaPlaylist? { nil }
 }

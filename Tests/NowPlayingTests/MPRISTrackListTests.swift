@@ -35,9 +35,8 @@ final class FakeQueue: TrackListDataSource, PlaylistsDataSource {
     var playlistItems = [MediaPlaylist(id: 1, name: "10 Rock"), MediaPlaylist(id: 2, name: "2 Jazz"), MediaPlaylist(id: 3, name: "Blues")]
     var active: MediaPlaylist?
     var playlistCount: Int { playlistItems.count }
-    var playlistOrderings: [String] { ["Alphabetical"] }
-    func playlists(from index: Int, maxCount: Int, ordering: String, reversed: Bool) -> [MediaPlaylist]? {
-        guard ordering == "Alphabetical" else { return nil }
+    var playlistOrderings: [MediaPlaylistOrdering] { [.alphabetical] }
+    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] {
         var sorted = playlistItems.sorted { $0.id > $1.id }
         if reversed { sorted.reverse() }
         guard index < sorted.count else { return [] }
@@ -45,6 +44,20 @@ final class FakeQueue: TrackListDataSource, PlaylistsDataSource {
     }
     var activePlaylist: MediaPlaylist? { active }
     func playlist(id: UInt64) -> MediaPlaylist? { playlistItems.first { $0.id == id } }
+}
+
+@Suite struct MediaPlaylistOrderingTests {
+    @Test func orderingsFromTheWireAndFromTheSpecificationsNames() {
+        #expect(MediaPlaylistOrdering(wire: "Alphabetical") == .alphabetical)
+        #expect(MediaPlaylistOrdering(wire: "Created") == .created)
+        #expect(MediaPlaylistOrdering(wire: "CreationDate") == .created)
+        #expect(MediaPlaylistOrdering(wire: "ModifiedDate") == .modified)
+        #expect(MediaPlaylistOrdering(wire: "LastPlayDate") == .played)
+        #expect(MediaPlaylistOrdering(wire: "UserDefined") == .user)
+        for unknown in ["alphabetical", "", "Random"] {
+            #expect(MediaPlaylistOrdering(wire: unknown) == nil, "\(unknown)")
+        }
+    }
 }
 
 extension Result where Success == [Value], Failure == BusError {

@@ -489,16 +489,4 @@ struct PlaylistFolderOrderingTests {
         #expect(probe.folder.playlists.first?.created == birth, "not the time the folder was scanned")
         #expect(probe.folder.playlists.first?.modified == Date(timeIntervalSince1970: 1000))
     }
-
-    @Test func orderingNamesFromMPRIS() {
-        #expect(PlaylistOrdering(mpris: "Alphabetical") == .alphabetical)
-        #expect(PlaylistOrdering(mpris: "Created") == .created)
-        #expect(PlaylistOrdering(mpris: "CreationDate") == .created)
-        #expect(PlaylistOrdering(mpris: "Modified") == .modified)
-        #expect(PlaylistOrdering(mpris: "ModifiedDate") == .modified)
-        for unsupported in ["Played", "LastPlayDate", "User", "UserDefined", "alphabetical", ""] {
-            #expect(PlaylistOrdering(mpris: unsupported) == nil, "\(unsupported)")
-        }
-        #expect(PlaylistOrdering.allCases.map(\.rawValue) == ["Alphabetical", "Created", "Modified"])
-    }
 }
