@@ -29,15 +29,19 @@ public struct BusError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unknownProperty = Name("org.freedesktop.DBus.Error.UnknownProperty")
         /// A `Properties` `Set` call names a property that cannot be written.
         public static let propertyReadOnly = Name("org.freedesktop.DBus.Error.PropertyReadOnly")
-        /// The arguments are invalid: the wrong signature for the method, or a malformed name, value or signature.
+        /// The arguments are invalid: the wrong signature for the method, or a malformed name,
+        /// value or signature.
         public static let invalidArgs = Name("org.freedesktop.DBus.Error.InvalidArgs")
         /// The peer does not support the requested operation.
         public static let notSupported = Name("org.freedesktop.DBus.Error.NotSupported")
-        /// No reply came: the call's timeout passed without an answer, or the callee disconnected before answering.
+        /// No reply came: the call's timeout passed without an answer, or the callee disconnected
+        /// before answering.
         public static let noReply = Name("org.freedesktop.DBus.Error.NoReply")
-        /// A message (or an array in it) is larger than the bus allows, or the sender exceeded another of the bus's limits.
+        /// A message (or an array in it) is larger than the bus allows, or the sender exceeded
+        /// another of the bus's limits.
         public static let limitsExceeded = Name("org.freedesktop.DBus.Error.LimitsExceeded")
-        /// A low-level operation, such as connecting or authenticating, timed out; an unanswered call fails with ``BusError/Name/noReply`` instead.
+        /// A low-level operation, such as connecting or authenticating, timed out; an unanswered
+        /// call fails with ``BusError/Name/noReply`` instead.
         public static let timeout = Name("org.freedesktop.DBus.Error.Timeout")
         /// The connection is closed or has been lost, so the message cannot be sent.
         public static let disconnected = Name("org.freedesktop.DBus.Error.Disconnected")

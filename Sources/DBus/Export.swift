@@ -100,7 +100,8 @@ public struct Interface {
     public var methods: [Method]
     /// The properties, read and written through `org.freedesktop.DBus.Properties`.
     public var properties: [Property]
-    /// The signals the interface declares; emit them with ``ExportedObject/emit(interface:member:arguments:)``.
+    /// The signals the interface declares; emit them with
+    /// ``ExportedObject/emit(interface:member:arguments:)``.
     public var signals: [SignalDeclaration]
 
     /// Declares an interface; traps when `name` is not a valid interface name.

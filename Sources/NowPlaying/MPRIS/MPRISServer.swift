@@ -19,12 +19,19 @@ public import Logging
 /// - With a `playlists` source, `org.mpris.MediaPlayer2.Playlists` is exported too.
 @MainActor
 public final class MPRISServer {
+    /// How the player presents itself on the bus.
     public struct Configuration: Sendable {
         /// The part after `org.mpris.MediaPlayer2.` in the bus name.
         public var playerName: String
+        /// The name desktops show for the player (MPRIS `Identity`), such as "Quaver".
         public var identity: String
+        /// The base name of the player's `.desktop` file, which desktops take its icon
+        /// from (MPRIS `DesktopEntry`); nil: none.
         public var desktopEntry: String?
+        /// The URI schemes `OpenUri` and `AddTrack` accept (MPRIS `SupportedUriSchemes`);
+        /// others get `InvalidArgs` before any handler runs.
         public var supportedURISchemes: [String] = ["file", "http", "https"]
+        /// The MIME types the player can play (MPRIS `SupportedMimeTypes`).
         public var supportedMIMETypes: [String] = []
         /// Prefix of `mpris:trackid` paths; must not lie under `/org/mpris`.
         public var trackIDPrefix: ObjectPath
@@ -36,6 +43,8 @@ public final class MPRISServer {
         /// as a jump and `Seeked` is sent.
         public var seekTolerance: Duration = .milliseconds(100)
 
+        /// A player on `org.mpris.MediaPlayer2.<playerName>`, shown as `identity`; track and
+        /// playlist ids and error names are made from `playerName`.
         public init(playerName: String, identity: String, desktopEntry: String? = nil) {
             self.playerName = playerName
             self.identity = identity
@@ -57,9 +66,13 @@ public final class MPRISServer {
         }
     }
 
+    /// The object path every MPRIS player is at.
     public static let objectPath = ObjectPath("/org/mpris/MediaPlayer2")!
+    /// The root interface: identity, Raise, Quit.
     public static let rootInterface = "org.mpris.MediaPlayer2"
+    /// The player interface: transport, metadata, position.
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    /// The track list interface, exported with a ``trackList`` source.
     public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
     /// `GetTracksMetadata` answers at most this many ids per call (a client after more asks
     /// again): the reply stays far below D-Bus's message size limit.
@@ -68,12 +81,19 @@ public final class MPRISServer {
     /// or stream address, and a bound on what a client can make the player keep (the queue
     /// is saved to disk at every change).
     nonisolated public static let maximumURILength = 8 * 1024
+    /// The playlists interface, exported with a ``playlists`` source.
     public static let playlistsInterface = "org.mpris.MediaPlayer2.Playlists"
+    /// The track id that means "no track" (before the first item in `AddTrack`, or in
+    /// `TrackListReplaced` when nothing is current).
     public static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
 
+    /// The commands clients may send; their targets and enabled flags make the `Can*` flags.
     public let commandCenter: RemoteCommandCenter
+    /// What is playing; its changes are published as they happen.
     public let infoCenter: NowPlayingInfoCenter
+    /// How the player presents itself.
     public let configuration: Configuration
+    /// The exported object at ``objectPath``, for a program that adds interfaces of its own.
     public let object: ExportedObject
     private let logger: Logger
 
@@ -118,6 +138,8 @@ public final class MPRISServer {
     private var seekRequested = false
     private var publishScheduled = false
     private var connection: Connection?
+    /// The bus name owned since ``register(on:processID:instanceFallback:)``; nil before,
+    /// and after ``unregister()``.
     public private(set) var busName: String?
 
     private struct Timing {
@@ -134,6 +156,8 @@ public final class MPRISServer {
         }
     }
 
+    /// A server for `commandCenter` and `infoCenter`, presented as `configuration` says;
+    /// nothing is on the bus until ``register(on:processID:instanceFallback:)``.
     public init(
         commandCenter: RemoteCommandCenter, infoCenter: NowPlayingInfoCenter,
         configuration: Configuration, logger: Logger = Logger(label: "mpris")
