@@ -58,7 +58,7 @@ public indirect enum DataType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The D-Bus signature of this type, as ``DataType/signature`` gives it.
+    /// The D-Bus signature of this type, as ``DataType/signature-property`` gives it.
     public var description: String { signature }
 
     /// Whether this is one of the basic (non-container) types, which alone may be dictionary keys.
