@@ -145,7 +145,13 @@ struct HostileInputTests {
         #expect(watch.ended, "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
         #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)")
         #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))")
-        #expect(playback.playedTitles == titles, "\(playback.trace.joined(separator: "\n"))\n\(log)")
+        // A file whose tags a busy machine reads too slowly plays under its file name at
+        // first, then shows its title once a second, patient read is in.
+        let played = playback.playedTitles.enumerated().filter { index, title in
+            let next = playback.playedTitles.indices.contains(index + 1) ? playback.playedTitles[index + 1] : nil
+            return !corpus.contains { ($0.shownName as NSString).deletingPathExtension == title && $0.title == next }
+        }.map(\.element)
+        #expect(played == titles, "\(playback.trace.joined(separator: "\n"))\n\(log)")
 
         // What each track was published with: at most 32 artists of at most 1,024 characters.
         var published: [String: [String: Value]] = [:]

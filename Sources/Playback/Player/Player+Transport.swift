@@ -43,9 +43,11 @@ extension Player {
                 record(info, at: index)
                 start(queue[index], at: read.position, intent: read.intent)
             case .failure(let error) where error.isTimeout:
-                // Slow to read is not broken: let the pipeline try (it reports real errors).
+                // Slow to read is not broken: let the pipeline try (it reports real errors),
+                // and read it again in the background with time to spare.
                 logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
                 start(queue[index], at: read.position, intent: read.intent)
+                readAgainAfterTimeout(entry.id)
             case .failure(let error):
                 skip(entry.id, reason: error.reason, intent: read.intent)
             }
@@ -263,6 +265,36 @@ extension Player {
         onChange?(.entryInfo(queue[index].id))
     }
 
+    /// How long a second read of a file whose first read timed out may take: it runs in the
+    /// background while the file plays, so it can wait for a busy machine.
+    nonisolated static let patientReadTimeout = Duration.seconds(60)
+
+    /// Reads an entry again after its read before loading timed out; its tags and artwork
+    /// reach clients in one later update.
+    func readAgainAfterTimeout(_ id: UInt64) {
+        guard let index = queue.index(of: id) else { return }
+        let uri = queue[index].uri, artwork = self.artwork
+        readsStarted &+= 1
+        Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
+            let result = Discoverer.discoverNow(uri, timeout: Self.patientReadTimeout, artwork: artwork)
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { self?.finishReadAgain(id, result) }
+            }
+        }
+    }
+
+    private func finishReadAgain(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
+        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
+        switch result {
+        case .success(let info): record(info, at: index)
+        case .failure(let error): logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
+        }
+        guard current?.id == id else { return }
+        current = queue[index]
+        onChange?(.metadata)
+        prepareNext()
+    }
+
     func needsDiscovery(_ entry: Entry) -> Bool {
         entry.info == nil && entry.failure == nil && isLocal(entry.uri)
     }
@@ -319,8 +351,9 @@ extension Player {
         }
         // playbin keeps a track's parsed tags for as long as the stream it switched from
         // gaplessly: a track that holds a picture over the limit ends with a load of what
-        // follows instead, which frees them.
-        if queue[index].info?.oversizedPictureBytes != nil {
+        // follows instead, which frees them. So does a local file whose tags could not be
+        // read in time: what they hold is not known.
+        if queue[index].info?.oversizedPictureBytes != nil || needsDiscovery(queue[index]) {
             pipeline.prepareNext(nil)
             return
         }
