@@ -57,6 +57,8 @@ let package = Package(
         // Checks of rendered audio (WAV files, the gapless reference and its analysis, a
         // tone's pitch) and the odd media they play, shared by the benchmark and the tests.
         .target(name: "AudioCheck"),
+        // The library's adopter's model: a program that is not a music player (kitchen timers).
+        .executableTarget(name: "countdown", dependencies: ["NowPlaying", "DBus"], path: "Examples/Countdown"),
         .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", "AudioCheck", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // MARK: - Tests

@@ -105,8 +105,7 @@ enum Tools {
     /// The `quaver` executable built beside this test bundle (or `$QUAVER_BINARY`).
     static var quaver: URL {
         if let explicit = ProcessInfo.processInfo.environment["QUAVER_BINARY"] { return URL(fileURLWithPath: explicit) }
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        return me.deletingLastPathComponent().appendingPathComponent("quaver")
+        return built("quaver")
     }
 
     /// Runs a program to completion without blocking the main actor.
@@ -267,8 +266,15 @@ final class Session {
 
     /// Starts quaver with a silent real-time sink and waits until it owns its bus name.
     func launch(_ arguments: [String], sink: String = "fakesink sync=true", expectName: String? = nil) async throws {
+        try await launch(command: quaverCommand(arguments, sink: sink), expectName: expectName)
+    }
+
+    /// Starts `command` (quaver, or another program the package builds) and waits until it
+    /// owns `expectName`, by default the session's bus name.
+    func launch(command: [String], expectName: String? = nil) async throws {
+        let program = URL(fileURLWithPath: command[0]).lastPathComponent
         if let daemon, daemonStatus == nil {
-            throw HarnessError("quaver (pid \(daemon.pid)) still runs")
+            throw HarnessError("\(program) (pid \(daemon.pid)) still runs")
         }
         let wanted = expectName ?? busName
         if owners[wanted].map({ !$0.isEmpty }) ?? false {
@@ -282,7 +288,7 @@ final class Session {
             previousLogs += log()
         }
         FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let process = try spawn(arguments, sink: sink, log: logFile)
+        let process = try spawn(command: command, log: logFile)
         process.onExit { [weak self] status in
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
@@ -296,13 +302,17 @@ final class Session {
             (owners[wanted].map { !$0.isEmpty } ?? false) || daemonStatus != nil
         }
         guard owned, daemonStatus == nil else {
-            throw HarnessError("quaver did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running"); owners seen: \(owners)); log: \(self.log().replacingOccurrences(of: "\n", with: " | "))")
+            throw HarnessError("\(program) did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running"); owners seen: \(owners)); log: \(self.log().replacingOccurrences(of: "\n", with: " | "))")
         }
     }
 
     /// Starts another quaver on this bus (stopped with the session); its output goes to `log`.
     func spawn(_ arguments: [String], sink: String = "fakesink sync=true", log: URL) throws -> ChildProcess {
-        let command = launcher + [Tools.quaver.path, "--audio-sink", sink, "--name", name] + arguments
+        try spawn(command: quaverCommand(arguments, sink: sink), log: log)
+    }
+
+    /// Starts `command` on this bus (stopped with the session); its output goes to `log`.
+    func spawn(command: [String], log: URL) throws -> ChildProcess {
         let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HarnessError("cannot open \(log.path)") }
         defer { close(fd) }
@@ -311,6 +321,10 @@ final class Session {
         return process
     }
     private var extras: [ChildProcess] = []
+
+    private func quaverCommand(_ arguments: [String], sink: String) -> [String] {
+        launcher + [Tools.quaver.path, "--audio-sink", sink, "--name", name] + arguments
+    }
 
     /// What earlier runs in this session logged.
     private(set) var previousLogs = ""
@@ -428,3 +442,12 @@ final class Session {
 }
 
 func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+// MARK: - Programs other than quaver
+
+extension Tools {
+    /// The executable `name` that the package builds beside this test bundle.
+    static func built(_ name: String) -> URL {
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
+    }
+}
