@@ -138,6 +138,11 @@ struct HostileInputTests {
             peak = max(peak, Self.statusField("VmHWM", of: pid) ?? 0)
             return Playback(session.signals).playedTitles.contains(titles.last!)
         }
+        // A busy machine reads the huge picture's tags too slowly to wait for before playing:
+        // they are read again while the queue goes on, and only then is the picture refused.
+        _ = await session.waiter.wait(timeout: .seconds(60), pollingEvery: .milliseconds(100)) {
+            session.log().contains("not showing the picture")
+        }
         let resident = Self.statusField("VmRSS", of: pid) ?? 0
         let log = session.log()
         let playback = Playback(session.signals)
@@ -145,13 +150,12 @@ struct HostileInputTests {
         #expect(watch.ended, "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
         #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)")
         #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))")
-        // A file whose tags a busy machine reads too slowly plays under its file name at
-        // first, then shows its title once a second, patient read is in.
-        let played = playback.playedTitles.enumerated().filter { index, title in
-            let next = playback.playedTitles.indices.contains(index + 1) ? playback.playedTitles[index + 1] : nil
-            return !corpus.contains { ($0.shownName as NSString).deletingPathExtension == title && $0.title == next }
-        }.map(\.element)
-        #expect(played == titles, "\(playback.trace.joined(separator: "\n"))\n\(log)")
+        // A file whose tags a busy machine reads too slowly plays under its file name, and
+        // the log says so.
+        let expected = corpus.map { file in
+            log.contains("the tags of \(file.shownName) take long to read") ? (file.shownName as NSString).deletingPathExtension : file.title
+        }
+        #expect(playback.playedTitles == expected, "\(playback.trace.joined(separator: "\n"))\n\(log)")
 
         // What each track was published with: at most 32 artists of at most 1,024 characters.
         var published: [String: [String: Value]] = [:]

@@ -45,7 +45,7 @@ extension Player {
             case .failure(let error) where error.isTimeout:
                 // Slow to read is not broken: let the pipeline try (it reports real errors),
                 // and read it again in the background with time to spare.
-                logger.debug("reading the tags of \(MediaSources.displayName(entry.uri)) timed out; playing it anyway")
+                logger.info("the tags of \(MediaSources.displayName(entry.uri)) take long to read; playing it meanwhile under its file name")
                 start(queue[index], at: read.position, intent: read.intent)
                 readAgainAfterTimeout(entry.id)
             case .failure(let error):
