@@ -170,7 +170,7 @@ do {
     connection = try Connection(bus: .session)
     // Owns org.mpris.MediaPlayer2.<playerName>, or, while another countdown has it, the same
     // name with `.instance<PID>` added.
-    try server.register(on: connection, processID: getpid())
+    try server.register(on: connection)
 } catch {
     fail("cannot publish on the session bus: \(error.message)")
 }

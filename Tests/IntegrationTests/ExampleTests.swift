@@ -50,17 +50,22 @@ struct ExampleTests {
         let seeked = try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
         let landed = seeked.arguments.first?.int64 ?? -1
         #expect(landed >= 2_000_000 && landed < 2_100_000, "Seeked(\(landed))")
+        // It counts on in real time: at most the time since the Seeked (and the 100 ms the
+        // landing may be past 2 s) later; a busy machine makes that more than a second.
+        let seekedAt = ContinuousClock.now
         let position = Double(try await session.playerctl("position")) ?? -1
-        #expect(position >= 2 && position < 3, "position \(position) after position 2")
+        let limit = 2.1 + (ContinuousClock.now - seekedAt).inSeconds
+        #expect(position >= 2 && position <= limit, "position \(position) after position 2 (at most \(limit))")
 
         // play-pause pauses: the position stands still.
         mark = session.signals.count
         try await session.playerctl("play-pause")
         try await session.waitForPlayerChange(after: mark, "Paused") { $0["PlaybackStatus"]?.string == "Paused" }
+        let pausedLimit = 2.1 + (ContinuousClock.now - seekedAt).inSeconds
         let frozen = try await session.position()
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await session.position() == frozen, "Position must not move while paused")
-        #expect(frozen >= 2_000_000 && frozen < 3_000_000)
+        #expect(frozen >= 2_000_000 && Double(frozen) / 1e6 <= pausedLimit, "paused at \(frozen) µs (at most \(pausedLimit) s)")
 
         // next: the second timer, from zero, still paused; one signal with the new metadata
         // and the flag it flipped.
@@ -102,8 +107,10 @@ struct ExampleTests {
         let pasta = try await session.waitForPlayerChange(after: mark, timeout: .seconds(10), "Metadata of Pasta") {
             $0["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string == "Pasta"
         }
+        // Times are when this process handled each signal, which a busy machine delays, each
+        // by its own amount: bounds that tell "ran out about 2 s later" from "at once" or "never".
         let eggsRest = pasta.received - eggsSeeked.received
-        #expect(eggsRest > .milliseconds(1500) && eggsRest < .milliseconds(3500), "Eggs ran out \(eggsRest) after the seek to 2 s of 4")
+        #expect(eggsRest > .milliseconds(1000) && eggsRest < .milliseconds(6000), "Eggs ran out \(eggsRest) after the seek to 2 s of 4")
         #expect(pasta.changed["CanGoNext"] == .boolean(false), "\(pasta)")
         #expect(pasta.changed["PlaybackStatus"] == nil, "the next timer plays on: \(pasta)")
         #expect(try await session.playerctl("status") == "Playing")
@@ -111,7 +118,7 @@ struct ExampleTests {
         // The last timer runs out: the countdown stops there, rewound.
         let stopped = try await session.waitForPlayerChange(after: mark, timeout: .seconds(10), "Stopped") { $0["PlaybackStatus"]?.string == "Stopped" }
         let pastaTime = stopped.received - pasta.received
-        #expect(pastaTime > .milliseconds(1500) && pastaTime < .milliseconds(3500), "Pasta (2 s) ran out after \(pastaTime)")
+        #expect(pastaTime > .milliseconds(1000) && pastaTime < .milliseconds(6000), "Pasta (2 s) ran out after \(pastaTime)")
         #expect(try await session.playerctl("status") == "Stopped")
         #expect(try await session.playerctl("metadata", "title") == "Pasta")
         #expect(try await session.position() == 0)
