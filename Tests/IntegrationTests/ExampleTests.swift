@@ -46,13 +46,14 @@ struct ExampleTests {
 
         // position 2: the timer jumps there, Seeked says where, and it counts on from there.
         mark = session.signals.count
+        // The seek happens after this instant: the timer has run at most the time since.
+        let seekedAt = ContinuousClock.now
         try await session.playerctl("position", "2")
         let seeked = try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
         let landed = seeked.arguments.first?.int64 ?? -1
         #expect(landed >= 2_000_000 && landed < 2_100_000, "Seeked(\(landed))")
-        // It counts on in real time: at most the time since the Seeked (and the 100 ms the
-        // landing may be past 2 s) later; a busy machine makes that more than a second.
-        let seekedAt = ContinuousClock.now
+        // It counts on in real time: at most the time since the seek was asked for (and the
+        // 100 ms the landing may be past 2 s); a busy machine makes that more than a second.
         let position = Double(try await session.playerctl("position")) ?? -1
         let limit = 2.1 + (ContinuousClock.now - seekedAt).inSeconds
         #expect(position >= 2 && position <= limit, "position \(position) after position 2 (at most \(limit))")
