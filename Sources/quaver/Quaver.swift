@@ -47,7 +47,7 @@ struct Quaver: ParsableCommand {
             where the last session left off (paused), or plays your music folder, or a short \
             built-in demo playlist when that folder has no audio.
 
-            Defaults can be set in $XDG_CONFIG_HOME/quaver/quaver.conf (see the README); the \
+            Defaults can be set in $XDG_CONFIG_HOME/quaver/quaver.conf (see docs/usage.md); the \
             session is saved in $XDG_STATE_HOME/quaver/.
 
             Control it from media keys, GNOME or KDE media widgets, or a shell:

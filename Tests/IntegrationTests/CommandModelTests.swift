@@ -5,7 +5,7 @@ import Testing
 
 /// 200 random transport commands fired as fast as the bus takes them, in order on one
 /// connection without waiting for replies, must leave quaver in the state a simple model of
-/// the README's semantics reaches for the same sequence: PlaybackStatus, the current track,
+/// the semantics of docs/mpris.md reaches for the same sequence: PlaybackStatus, the current track,
 /// Rate, Volume, LoopStatus and Shuffle untouched, and Can* consistent with the track's place
 /// in the queue and the status.
 ///
@@ -160,7 +160,7 @@ struct CommandModelTests {
 
     // MARK: - The model
 
-    /// The README's semantics, with LoopStatus None and Shuffle off: Next and Previous keep
+    /// The semantics of docs/mpris.md, with LoopStatus None and Shuffle off: Next and Previous keep
     /// Paused paused and Stopped stopped, and do nothing at the ends of the queue (CanGoNext
     /// or CanGoPrevious is false there); Previous restarts a track more than 3 s in; Seek
     /// clamps at 0 and past the end acts as Next (Stop on the last track); SetPosition with a

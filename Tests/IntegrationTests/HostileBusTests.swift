@@ -482,7 +482,7 @@ final class HostileFixture {
         // GStreamer 1.22's playbin2, taken down while a stream's decoder is being plugged
         // (OpenUri, Next and Stop thousands of times at full speed), sometimes fails to stop
         // that element's streaming thread and says so; the pipeline recovers at the next state
-        // change. A known limit of playbin2 (README, "Known limits"), not of this daemon's
+        // change. A known limit of playbin2 (docs/known-limits.md), not of this daemon's
         // input handling, which is what this test is about: counted, not failed on.
         let known = lines.filter { $0.contains("GStreamer-CRITICAL") && $0.contains("Failed to deactivate pad") }
         let bad = lines.filter { line in
