@@ -20,3 +20,5 @@ int csystem_limit_malloc_arenas(int count) {
     return 0;
 #endif
 }
+
+void csystem_trim_heap(void) { malloc_trim(0); }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Defaults from `$XDG_CONFIG_HOME/quaver/quaver.conf`; command-line options override them.
 ///
@@ -100,7 +100,14 @@ struct Config: Equatable {
                 guard let rate = Double(value), rateLimits.contains(rate) else {
                     throw fail("must be a number from \(rateLimits.lowerBound) to \(rateLimits.upperBound), not \"\(value)\"")
                 }
-                if key == "minimum-rate" { config.minimumRate = rate } else { config.maximumRate = rate }
+                // The range must hold normal speed: each bound is checked on its own line.
+                if key == "minimum-rate" {
+                    guard rate <= 1 else { throw fail("must be at most 1 (the range holds normal speed), not \"\(value)\"") }
+                    config.minimumRate = rate
+                } else {
+                    guard rate >= 1 else { throw fail("must be at least 1 (the range holds normal speed), not \"\(value)\"") }
+                    config.maximumRate = rate
+                }
             case "instance":
                 guard let policy = InstancePolicy(rawValue: value) else {
                     throw fail("must be \(InstancePolicy.allCases.map(\.rawValue).joined(separator: " or ")), not \"\(value)\"")
@@ -114,9 +121,6 @@ struct Config: Equatable {
             default:
                 break
             }
-        }
-        guard config.minimumRate <= 1, config.maximumRate >= 1 else {
-            throw ParseError(file: file, line: 0, key: "minimum-rate", reason: "the rate range \(config.minimumRate)...\(config.maximumRate) must include 1")
         }
         return config
     }

@@ -143,6 +143,8 @@ struct HostileInputTests {
         _ = await session.waiter.wait(timeout: .seconds(60), pollingEvery: .milliseconds(100)) {
             session.log().contains("not showing the picture")
         }
+        // The heap is trimmed two seconds after the picture was parsed.
+        try await Task.sleep(for: .seconds(3))
         let resident = Self.statusField("VmRSS", of: pid) ?? 0
         let log = session.log()
         let playback = Playback(session.signals)
@@ -151,11 +153,13 @@ struct HostileInputTests {
         #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)")
         #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))")
         // A file whose tags a busy machine reads too slowly plays under its file name, and
-        // the log says so.
-        let expected = corpus.map { file in
-            log.contains("the tags of \(file.shownName) take long to read") ? (file.shownName as NSString).deletingPathExtension : file.title
-        }
-        #expect(playback.playedTitles == expected, "\(playback.trace.joined(separator: "\n"))\n\(log)")
+        // the log says so; its title follows once they are read, if it still plays then.
+        let slow = corpus.filter { log.contains("/\($0.shownName) take long to read") }
+        let expected = corpus.map { file in slow.contains { $0.shownName == file.shownName } ? (file.shownName as NSString).deletingPathExtension : file.title }
+        let played = playback.playedTitles.enumerated().filter { index, title in
+            !(index > 0 && slow.contains { $0.title == title && (playback.playedTitles[index - 1] + "." + ($0.shownName as NSString).pathExtension) == $0.shownName })
+        }.map(\.element)
+        #expect(played == expected, "\(playback.trace.joined(separator: "\n"))\n\(log)")
 
         // What each track was published with: at most 32 artists of at most 1,024 characters.
         var published: [String: [String: Value]] = [:]
@@ -180,7 +184,7 @@ struct HostileInputTests {
         let pictureLines = log.split(separator: "\n").filter { $0.contains("not showing the picture") }
         #expect(pictureLines.count == 1 && pictureLines.first?.contains("huge-picture.ogg") == true, "\(pictureLines)\n\(log)")
         #expect(Self.repeatedWarnings(log).isEmpty, "\(Self.repeatedWarnings(log))")
-        print("absurd tags: peak RSS \(peak / 1024) MiB, \(resident / 1024) MiB once \(titles.last!) plays; slowest answer \(watch.slowest)")
+        print("absurd tags: peak RSS \(peak / 1024) MiB, \(resident / 1024) MiB 3 s after \(titles.last!) plays and the picture is refused; slowest answer \(watch.slowest)")
     }
 
     /// A field of /proc/PID/status in kB (`VmRSS`, `VmHWM`).

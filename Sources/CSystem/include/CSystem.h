@@ -10,4 +10,8 @@ int csystem_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds
 // glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
 int csystem_limit_malloc_arenas(int count);
 
+// malloc_trim() (also in <malloc.h>): hands the free pages of the heap back to the system,
+// including those between chunks still in use.
+void csystem_trim_heap(void);
+
 #endif

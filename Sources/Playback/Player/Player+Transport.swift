@@ -1,4 +1,5 @@
 import Foundation
+internal import CSystem
 
 /// Loading entries, and carrying out what the transport decides.
 extension Player {
@@ -269,6 +270,14 @@ extension Player {
     /// background while the file plays, so it can wait for a busy machine.
     nonisolated static let patientReadTimeout = Duration.seconds(60)
 
+    /// Parsing a picture over the limit (by the pipeline, or a read of its tags) leaves
+    /// hundreds of MiB free but not given back: the heap's one arena keeps them between the
+    /// chunks still in use. Two seconds after such a track is left or read, once the
+    /// pipeline that played it is freed, they are handed back.
+    func trimHeapSoon() {
+        Self.readQueues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
+    }
+
     /// Reads an entry again after its read before loading timed out; its tags and artwork
     /// reach clients in one later update.
     func readAgainAfterTimeout(_ id: UInt64) {
@@ -286,7 +295,9 @@ extension Player {
     private func finishReadAgain(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
         guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
         switch result {
-        case .success(let info): record(info, at: index)
+        case .success(let info):
+            record(info, at: index)
+            if info.oversizedPictureBytes != nil { trimHeapSoon() }
         case .failure(let error): logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
         }
         guard current?.id == id else { return }

@@ -73,7 +73,11 @@ public final class Player {
     /// What clients are told: changes only once the pipeline confirms it.
     public var status: Status { transport.status }
     /// The entry the pipeline plays (or, when stopped, the one Play would start).
-    public internal(set) var current: Entry?
+    public internal(set) var current: Entry? {
+        didSet {
+            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil { trimHeapSoon() }
+        }
+    }
     /// The playback rate (1: normal speed).
     public var rate: Double { transport.rate }
     /// The volume, on the cubic scale of desktop mixers (0...1).
