@@ -69,8 +69,9 @@ struct NumericEdgeTests {
             return
         }
         // Taken: the player runs, within the ranges Quaver allows.
-        process.killAndWait()
-        try await session.launch(tracks.map(\.path))
+        let owned = await session.waiter.wait(timeout: .seconds(30)) { (session.owners[session.busName] ?? "").isEmpty == false }
+        #expect(owned, "\(key) = \(value): the player runs but never took its name\n\(text)")
+        guard owned else { return }
         try await Self.expectHealthyAndPlaying(session, tracks.count, "\(key) = \(value)")
         let volume = try await session.get("Volume").double ?? -1
         let minimum = try await session.get("MinimumRate").double ?? -1
