@@ -8,7 +8,9 @@ import Testing
 /// them, huge and tiny doubles, NaN and the infinities as text, fractions where integers
 /// belong. For each value, one start with all fields at once: Quaver neither crashes nor
 /// stalls, says what it dropped, and plays the saved queue.
-@Suite("numbers at the edges of their types, saved and configured")
+// One start at a time: a call's answer is timed, and fifty daemons starting at once beside
+// the other suites would time the test process's own delays.
+@Suite("numbers at the edges of their types, saved and configured", .serialized)
 @MainActor
 struct NumericEdgeTests {
     /// Numbers as JSON text, each a case of its own. (JSON has no NaN or infinity: those
