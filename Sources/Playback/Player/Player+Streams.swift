@@ -132,7 +132,10 @@ extension Player {
     private func watchStall(_ id: UInt64, buffering percent: Int) {
         defer { bufferingPercent = percent }
         if percent >= 100 {
-            if isSettled(id) { disarmStallWatch() }  // before it first plays, settling ends the watch
+            // Full: the server did send. Once the stream has played that ends the watch;
+            // before, the pipeline gets the whole limit again to start it (a busy machine
+            // takes seconds), and settling ends the watch.
+            if isSettled(id) { disarmStallWatch() } else { armStallWatch(for: id) }
         } else if stallWatch == nil || percent > bufferingPercent {
             armStallWatch(for: id)
         }
