@@ -1,6 +1,6 @@
 public import DBus
 import Dispatch
-public import Glibc
+import Glibc
 public import Logging
 
 /// Publishes a `RemoteCommandCenter` and a `NowPlayingInfoCenter` as MPRIS 2.2
@@ -178,7 +178,7 @@ public final class MPRISServer {
     /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead, or
     /// returns nil when `instanceFallback` is false. Returns the name obtained.
     @discardableResult
-    public func register(on connection: Connection, processID: Int32 = getpid(), instanceFallback: Bool = true) throws(BusError) -> String? {
+    public func register(on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true) throws(BusError) -> String? {
         self.connection = connection
         // The state of a player that appears playing or paused, and its track list, are
         // announced once, whole, when the object appears: a client that watches for the name
@@ -206,6 +206,10 @@ public final class MPRISServer {
         }
         return busName
     }
+
+    /// This process's id: what ``register(on:processID:instanceFallback:)`` names an
+    /// instance by unless told otherwise.
+    nonisolated public static var currentProcessID: Int32 { getpid() }
 
     /// How long `unregister` waits for the bus to confirm the name is released.
     nonisolated public static let releaseTimeout: Duration = .milliseconds(500)
