@@ -324,9 +324,6 @@ final class Daemon {
         bindTrackListCommands()
     }
 
-    /// What Next, Previous, Seek and SetPosition act on: the entry the commands received so
-    /// far have selected and where they leave it, which runs ahead of what is published while
-    /// a track loads or a seek lands. Commands sent in quick succession so apply in order.
     /// Sets what depends on where the commands received so far lead, ahead of what is
     /// published: Next, Previous and seeking are enabled from the selected entry, and while
     /// the player settles, the info center's pending item is where Seek and SetPosition
