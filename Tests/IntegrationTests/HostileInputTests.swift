@@ -32,6 +32,18 @@ struct HostileInputTests {
         var failures: [String]
     }
 
+    /// What every hostile case asks of the daemon while it watched: it did not exit, what
+    /// was awaited came (`unfinished` says what did not), and every call was answered in time.
+    static func expectAnswered(
+        _ watch: Watch, _ session: Session, log: String, else unfinished: @autoclosure () -> String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(session.daemonStatus == nil, "quaver exited (\(session.daemonStatus.map(String.init) ?? "?")):\n\(log)", sourceLocation: sourceLocation)
+        #expect(watch.ended, "\(unfinished())", sourceLocation: sourceLocation)
+        #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)", sourceLocation: sourceLocation)
+        #expect(watch.slowest < answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))", sourceLocation: sourceLocation)
+    }
+
     /// Asks for PlaybackStatus every 200 ms until `done` holds, quaver exits or `timeout`
     /// passes, timing each answer.
     static func watch(_ session: Session, timeout: Duration, until done: () -> Bool) async -> Watch {
@@ -93,10 +105,7 @@ struct HostileInputTests {
         }
         let log = session.log()
         let playback = Playback(session.signals)
-        #expect(session.daemonStatus == nil, "quaver exited (\(session.daemonStatus.map(String.init) ?? "?")):\n\(log)")
-        #expect(watch.ended, "\(after.title) did not play within 30 s after \(trap); played: \(playback.playedTitles)\n\(String(log.suffix(4000)))")
-        #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)")
-        #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))")
+        Self.expectAnswered(watch, session, log: log, else: "\(after.title) did not play within 30 s after \(trap); played: \(playback.playedTitles)\n\(String(log.suffix(4000)))")
         #expect(playback.playedTitles == expected, "played \(playback.playedTitles), expected \(expected)\n\(log)")
         // Everything queued that plays, and nothing more (a playlist read more than once
         // queues its tracks again).
@@ -148,10 +157,7 @@ struct HostileInputTests {
         let resident = Self.statusField("VmRSS", of: pid) ?? 0
         let log = session.log()
         let playback = Playback(session.signals)
-        #expect(session.daemonStatus == nil, "quaver exited (\(session.daemonStatus.map(String.init) ?? "?")):\n\(log)")
-        #expect(watch.ended, "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
-        #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)")
-        #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))")
+        Self.expectAnswered(watch, session, log: log, else: "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
         // A file whose tags a busy machine reads too slowly plays under its file name, and
         // the log says so; its title follows once they are read, if it still plays then.
         let slow = corpus.filter { log.contains("/\($0.shownName) take long to read") }

@@ -95,7 +95,7 @@ public final class MPRISServer {
     public let configuration: Configuration
     /// The exported object at ``objectPath``, for a program that adds interfaces of its own.
     public let object: ExportedObject
-    private let logger: Logger
+    let logger: Logger
 
     /// Called by `Quit`; nil makes `CanQuit` false.
     public var quitHandler: (@MainActor () -> Void)? { didSet { setNeedsPublish() } }
@@ -114,7 +114,7 @@ public final class MPRISServer {
 
     /// The item and position that `Seek` and `SetPosition` act on: the info center's pending
     /// item while the player settles a change, else what is published.
-    private var commandTarget: (itemID: UInt64, duration: Duration?, position: Duration)? {
+    var commandTarget: (itemID: UInt64, duration: Duration?, position: Duration)? {
         if let pending = infoCenter.pendingItem {
             return (pending.queueItemID, pending.duration, pending.elapsedPlaybackTime)
         }
@@ -135,7 +135,7 @@ public final class MPRISServer {
     private var publishedTiming: Timing?
     /// A client's seek was accepted: its landing is announced with `Seeked` even when it is
     /// closer to the predicted position than `seekTolerance` (a seek to 0 from 0.05 s).
-    private var seekRequested = false
+    var seekRequested = false
     private var publishScheduled = false
     private var connection: Connection?
     /// The bus name owned since ``register(on:processID:instanceFallback:)``; nil before,
@@ -427,7 +427,7 @@ public final class MPRISServer {
         return .stringVariantDictionary(map)
     }
 
-    private var rate: Double {
+    var rate: Double {
         let nominal = infoCenter.nowPlayingInfo?.defaultPlaybackRate ?? 1
         return nominal > 0 && nominal.isFinite ? nominal : 1
     }
@@ -480,306 +480,11 @@ public final class MPRISServer {
             ])
     }
 
-    private func playerProperties() -> [Property] {
-        var properties: [Property] = [
-            Property("PlaybackStatus", .string) { [unowned self] in .string(playbackStatus) },
-        ]
-        if commandCenter.changeRepeatModeCommand.hasTargets {
-            properties.append(Property("LoopStatus", .string, get: { [unowned self] in
-                .string(Self.loopStatus(commandCenter.currentRepeatType))
-            }, set: { [unowned self] value throws(BusError) in
-                guard let text = value.string, let type = Self.repeatType(text) else {
-                    throw BusError(.invalidArgs, "LoopStatus must be None, Track or Playlist")
-                }
-                try run(commandCenter.changeRepeatModeCommand, ChangeRepeatModeCommandEvent(repeatType: type))
-            }))
-        }
-        properties.append(Property("Rate", .double, get: { [unowned self] in .double(rate) }, set: { [unowned self] value throws(BusError) in
-            let requested = value.double ?? .nan
-            guard requested.isFinite else { throw BusError(.invalidArgs, "Rate must be a finite number") }
-            if requested == 0 {  // the spec: Rate 0 means Pause
-                try run(commandCenter.pauseCommand, RemoteCommandEvent())
-                return
-            }
-            let range = commandCenter.supportedPlaybackRates
-            guard range.contains(requested) else {
-                throw BusError(.invalidArgs, "Rate \(requested) is outside \(range.lowerBound)...\(range.upperBound)")
-            }
-            try run(commandCenter.changePlaybackRateCommand, ChangePlaybackRateCommandEvent(playbackRate: requested))
-        }))
-        if commandCenter.changeShuffleModeCommand.hasTargets {
-            properties.append(Property("Shuffle", .boolean, get: { [unowned self] in
-                .boolean(commandCenter.currentShuffleType != .off)
-            }, set: { [unowned self] value throws(BusError) in
-                let type: ShuffleType = value.boolean == true ? .items : .off
-                try run(commandCenter.changeShuffleModeCommand, ChangeShuffleModeCommandEvent(shuffleType: type))
-            }))
-        }
-        properties += [
-            Property("Metadata", .dictionary(key: .string, value: .variant)) { [unowned self] in metadata },
-            Property("Volume", .double, get: { [unowned self] in .double(infoCenter.volume) }, set: { [unowned self] value throws(BusError) in
-                guard let requested = value.double, requested.isFinite else {
-                    throw BusError(.invalidArgs, "Volume must be a finite number")
-                }
-                try run(commandCenter.changeVolumeCommand, ChangeVolumeCommandEvent(volume: min(max(requested, 0), 1)))
-            }),
-            Property("Position", .int64, emitsChangedSignal: .false) { [unowned self] in
-                .int64(infoCenter.currentPosition.microseconds)
-            },
-            Property("MinimumRate", .double) { [unowned self] in .double(min(commandCenter.supportedPlaybackRates.lowerBound, 1)) },
-            Property("MaximumRate", .double) { [unowned self] in .double(max(commandCenter.supportedPlaybackRates.upperBound, 1)) },
-            Property("CanGoNext", .boolean) { [unowned self] in .boolean(canGoNext) },
-            Property("CanGoPrevious", .boolean) { [unowned self] in .boolean(canGoPrevious) },
-            Property("CanPlay", .boolean) { [unowned self] in .boolean(canPlay) },
-            Property("CanPause", .boolean) { [unowned self] in .boolean(canPause) },
-            Property("CanSeek", .boolean) { [unowned self] in .boolean(canSeek) },
-            Property("CanControl", .boolean, emitsChangedSignal: .false) { .boolean(true) },
-        ]
-        return properties
-    }
-
-    private func playerMethods() -> [Method] {
-        [
-            Method("Next") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
-                return []
-            },
-            Method("Previous") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
-                return []
-            },
-            Method("Pause") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.pauseCommand, RemoteCommandEvent())
-                return []
-            },
-            Method("PlayPause") { [unowned self] _ throws(BusError) in
-                if commandCenter.togglePlayPauseCommand.isActive {
-                    try run(commandCenter.togglePlayPauseCommand, RemoteCommandEvent())
-                } else if playbackStatus == "Playing" {
-                    try run(commandCenter.pauseCommand, RemoteCommandEvent())
-                } else {
-                    try run(commandCenter.playCommand, RemoteCommandEvent())
-                }
-                return []
-            },
-            Method("Stop") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.stopCommand, RemoteCommandEvent())
-                return []
-            },
-            Method("Play") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.playCommand, RemoteCommandEvent())
-                return []
-            },
-            Method("Seek", in: [Argument("Offset", .int64)]) { [unowned self] arguments throws(BusError) in
-                try seek(offset: .microseconds(arguments[0].int64!))
-                return []
-            },
-            Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) { [unowned self] arguments throws(BusError) in
-                try setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!)
-                return []
-            },
-            Method("OpenUri", in: [Argument("Uri", .string)]) { [unowned self] arguments throws(BusError) in
-                try openURI(arguments[0].string!)
-                return []
-            },
-        ]
-    }
-
-    private func seek(offset: Duration) throws(BusError) {
-        guard canSeekTarget, let target = commandTarget else {
-            logger.debug("Seek ignored: the current item cannot seek")
-            return
-        }
-        let position = max(target.position + offset, .zero)
-        if let duration = target.duration, position >= duration {
-            // Past the end acts as Next; with no next item, playback stops.
-            if commandCenter.nextTrackCommand.isActive {
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
-            } else {
-                try run(commandCenter.stopCommand, RemoteCommandEvent())
-            }
-            return
-        }
-        if commandCenter.seekCommand.isActive {
-            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: position))
-        } else {
-            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
-        }
-    }
-
-    private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
-        guard let target = commandTarget, trackID == self.trackID(for: target.itemID) else {
-            logger.debug("SetPosition ignored: \(trackID) is not the current track")
-            return
-        }
-        let time = Duration.microseconds(position)
-        guard position >= 0, let duration = target.duration, time <= duration, canSeekTarget else {
-            logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
-            return
-        }
-        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
-    }
-
-    /// Whether the item commands act on can seek: a seeking command is active, and the
-    /// item has a known length (a live stream has none).
-    private var canSeekTarget: Bool {
-        let active = commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
-        if let pending = infoCenter.pendingItem { return active && pending.duration != nil }
-        return canSeek
-    }
-
-    private func openURI(_ uri: String) throws(BusError) {
-        try checkURI(uri)
-        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
-    }
-
-    /// A URI a client sent must be short enough (`maximumURILength`) and of a supported scheme.
-    private func checkURI(_ uri: String) throws(BusError) {
-        guard uri.utf8.count <= Self.maximumURILength else {
-            throw BusError(.invalidArgs, "URI of \(uri.utf8.count) bytes: at most \(Self.maximumURILength) are accepted")
-        }
-        guard let colon = uri.firstIndex(of: ":"),
-            configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
-        else {
-            throw BusError(.invalidArgs, "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))")
-        }
-    }
-
-    // MARK: - TrackList
-
-    private func trackListInterfaceDeclaration() -> Interface {
-        let metadataType = DataType.dictionary(key: .string, value: .variant)
-        return Interface(
-            Self.trackListInterface,
-            methods: [
-                Method("GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))], out: [Argument("Metadata", .array(metadataType))]) { [unowned self] arguments throws(BusError) in
-                    let paths = arguments[0].objectPaths
-                    guard paths.count <= Self.maximumTracksPerCall else {
-                        throw BusError(.invalidArgs, "at most \(Self.maximumTracksPerCall) track ids per call, not \(paths.count)")
-                    }
-                    let ids = paths.compactMap { itemID(of: $0) }
-                    let found = trackList?.trackListMetadata(ids) ?? []
-                    return [.array(metadataType, found.map { metadataValue($0) })]
-                },
-                Method("AddTrack", in: [Argument("Uri", .string), Argument("AfterTrack", .objectPath), Argument("SetAsCurrent", .boolean)]) { [unowned self] arguments throws(BusError) in
-                    let uri = arguments[0].string!, after = arguments[1].objectPath!
-                    try checkURI(uri)
-                    var afterID: UInt64?
-                    if after != Self.noTrack {
-                        guard let id = itemID(of: after), trackList?.trackListMetadata([id]).isEmpty == false else {
-                            throw BusError(.invalidArgs, "AfterTrack \(after) is not in the track list")
-                        }
-                        afterID = id
-                    }
-                    try run(commandCenter.addTrackCommand, AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!))
-                    return []
-                },
-                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
-                    try runOnTrack(commandCenter.removeTrackCommand, arguments[0].objectPath!)
-                    return []
-                },
-                Method("GoTo", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
-                    try runOnTrack(commandCenter.goToTrackCommand, arguments[0].objectPath!)
-                    return []
-                },
-            ],
-            properties: [
-                Property("Tracks", .array(.objectPath), emitsChangedSignal: .invalidates) { [unowned self] in
-                    trackIDs(trackList?.trackListWindow() ?? [])
-                },
-                Property("CanEditTracks", .boolean) { [unowned self] in
-                    .boolean(commandCenter.addTrackCommand.isActive && commandCenter.removeTrackCommand.isActive)
-                },
-            ],
-            signals: [
-                SignalDeclaration("TrackListReplaced", [Argument("Tracks", .array(.objectPath)), Argument("CurrentTrack", .objectPath)]),
-                SignalDeclaration("TrackAdded", [Argument("Metadata", metadataType), Argument("AfterTrack", .objectPath)]),
-                SignalDeclaration("TrackRemoved", [Argument("TrackId", .objectPath)]),
-                SignalDeclaration("TrackMetadataChanged", [Argument("TrackId", .objectPath), Argument("Metadata", metadataType)]),
-            ])
-    }
-
-    /// The item id of one of this server's track ids, or nil for any other path.
-    func itemID(of trackID: ObjectPath) -> UInt64? {
-        let prefix = configuration.trackIDPrefix.rawValue + "/"
-        guard trackID.rawValue.hasPrefix(prefix) else { return nil }
-        return UInt64(trackID.rawValue.dropFirst(prefix.count))
-    }
-
-    private func trackIDs(_ ids: [UInt64]) -> Value {
-        .array(.objectPath, ids.map { .objectPath(trackID(for: $0)) })
-    }
-
-    /// `RemoveTrack` and `GoTo`: a path that is not a track id is an error; the id of an
-    /// item no longer queued does nothing, as the spec says.
-    private func runOnTrack(_ command: RemoteCommand<TrackCommandEvent>, _ path: ObjectPath) throws(BusError) {
-        guard let id = itemID(of: path) else {
-            throw BusError(.invalidArgs, "\(path) is not a track id of this player")
-        }
-        guard trackList?.trackListMetadata([id]).isEmpty == false else {
-            logger.debug("\(command.name) ignored: \(path) is not in the track list")
-            return
-        }
-        try run(command, TrackCommandEvent(itemID: id))
-    }
-
-    // MARK: - Playlists
-
-    private static let playlistType = DataType.structure([.objectPath, .string, .string])
-
-    private func playlistsInterfaceDeclaration() -> Interface {
-        Interface(
-            Self.playlistsInterface,
-            methods: [
-                Method("ActivatePlaylist", in: [Argument("PlaylistId", .objectPath)]) { [unowned self] arguments throws(BusError) in
-                    let path = arguments[0].objectPath!
-                    let prefix = configuration.playlistIDPrefix.rawValue + "/"
-                    guard path.rawValue.hasPrefix(prefix), let id = UInt64(path.rawValue.dropFirst(prefix.count)),
-                        playlists?.playlist(id: id) != nil
-                    else {
-                        throw BusError(.invalidArgs, "\(path) is not one of this player's playlists")
-                    }
-                    try run(commandCenter.activatePlaylistCommand, ActivatePlaylistCommandEvent(playlistID: id))
-                    return []
-                },
-                Method(
-                    "GetPlaylists",
-                    in: [Argument("Index", .uint32), Argument("MaxCount", .uint32), Argument("Order", .string), Argument("ReverseOrder", .boolean)],
-                    out: [Argument("Playlists", .array(Self.playlistType))]
-                ) { [unowned self] arguments throws(BusError) in
-                    let wire = arguments[2].string!
-                    guard let source = playlists, let ordering = MediaPlaylistOrdering(wire: wire), source.playlistOrderings.contains(ordering) else {
-                        let offered = (playlists?.playlistOrderings ?? []).map(\.rawValue).joined(separator: ", ")
-                        throw BusError(.invalidArgs, "unknown ordering '\(wire.prefix(100))': use one of \(offered)")
-                    }
-                    let found = source.playlists(
-                        from: Int(arguments[0].uint32!), maxCount: Int(arguments[1].uint32!), ordering: ordering, reversed: arguments[3].boolean!)
-                    return [.array(Self.playlistType, found.map { playlistValue($0) })]
-                },
-            ],
-            properties: [
-                Property("PlaylistCount", .uint32) { [unowned self] in .uint32(UInt32(clamping: playlists?.playlistCount ?? 0)) },
-                Property("Orderings", .array(.string)) { [unowned self] in .strings((playlists?.playlistOrderings ?? []).map(\.rawValue)) },
-                Property("ActivePlaylist", .structure([.boolean, Self.playlistType])) { [unowned self] in
-                    if let active = playlists?.activePlaylist { return .structure([.boolean(true), playlistValue(active)]) }
-                    return .structure([.boolean(false), .structure([.objectPath(ObjectPath("/")!), .string(""), .string("")])])
-                },
-            ],
-            signals: [SignalDeclaration("PlaylistChanged", [Argument("Playlist", Self.playlistType)])])
-    }
-
-    private func playlistValue(_ playlist: MediaPlaylist) -> Value {
-        .structure([
-            .objectPath(configuration.playlistIDPrefix.appending(String(playlist.id))!),
-            .string(playlist.name), .string(playlist.icon),
-        ])
-    }
-
     /// Runs a command and turns its status into a reply: success or a no-op (the command is
     /// not active) is a normal reply; a failure is an error under
     /// `configuration.errorNamespace`. Returns whether a handler ran and succeeded.
     @discardableResult
-    private func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
+    func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
         guard let status = command.perform(event) else {
             logger.debug("\(command.name) ignored: the command is disabled or has no handler")
             return false
@@ -822,45 +527,5 @@ extension Duration {
         if overflow { return seconds < 0 ? .min : .max }
         let (sum, overflow2) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000)
         return overflow2 ? (seconds < 0 ? .min : .max) : sum
-    }
-}
-
-/// How a window of ids became another: the ids that left, and those that came in with the
-/// id each follows in the new window (nil: first). Applied in order — removals, then
-/// additions — they turn the old window into the new one.
-struct WindowEdits: Equatable {
-    var removed: [UInt64]
-    var added: [(id: UInt64, after: UInt64?)]
-    var count: Int { removed.count + added.count }
-
-    static func == (a: WindowEdits, b: WindowEdits) -> Bool {
-        a.removed == b.removed && a.added.map(\.id) == b.added.map(\.id) && a.added.map(\.after) == b.added.map(\.after)
-    }
-
-    /// Keeps the longest common subsequence (windows are short: about 20 ids).
-    init(from old: [UInt64], to new: [UInt64]) {
-        var length = Array(repeating: Array(repeating: 0, count: new.count + 1), count: old.count + 1)
-        for i in stride(from: old.count - 1, through: 0, by: -1) {
-            for j in stride(from: new.count - 1, through: 0, by: -1) {
-                length[i][j] = old[i] == new[j] ? length[i + 1][j + 1] + 1 : max(length[i + 1][j], length[i][j + 1])
-            }
-        }
-        var kept = Set<UInt64>()
-        var i = 0, j = 0
-        while i < old.count && j < new.count {
-            if old[i] == new[j] {
-                kept.insert(old[i])
-                i += 1
-                j += 1
-            } else if length[i + 1][j] >= length[i][j + 1] {
-                i += 1
-            } else {
-                j += 1
-            }
-        }
-        removed = old.filter { !kept.contains($0) }
-        added = new.indices.compactMap { index in
-            kept.contains(new[index]) ? nil : (new[index], index > 0 ? new[index - 1] : nil)
-        }
     }
 }

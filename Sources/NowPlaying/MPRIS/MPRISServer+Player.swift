@@ -1,0 +1,169 @@
+import DBus
+
+/// `org.mpris.MediaPlayer2.Player`: its properties, and its methods turned into commands.
+extension MPRISServer {
+    func playerProperties() -> [Property] {
+        var properties: [Property] = [
+            Property("PlaybackStatus", .string) { [unowned self] in .string(playbackStatus) },
+        ]
+        if commandCenter.changeRepeatModeCommand.hasTargets {
+            properties.append(Property("LoopStatus", .string, get: { [unowned self] in
+                .string(Self.loopStatus(commandCenter.currentRepeatType))
+            }, set: { [unowned self] value throws(BusError) in
+                guard let text = value.string, let type = Self.repeatType(text) else {
+                    throw BusError(.invalidArgs, "LoopStatus must be None, Track or Playlist")
+                }
+                try run(commandCenter.changeRepeatModeCommand, ChangeRepeatModeCommandEvent(repeatType: type))
+            }))
+        }
+        properties.append(Property("Rate", .double, get: { [unowned self] in .double(rate) }, set: { [unowned self] value throws(BusError) in
+            let requested = value.double ?? .nan
+            guard requested.isFinite else { throw BusError(.invalidArgs, "Rate must be a finite number") }
+            if requested == 0 {  // the spec: Rate 0 means Pause
+                try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                return
+            }
+            let range = commandCenter.supportedPlaybackRates
+            guard range.contains(requested) else {
+                throw BusError(.invalidArgs, "Rate \(requested) is outside \(range.lowerBound)...\(range.upperBound)")
+            }
+            try run(commandCenter.changePlaybackRateCommand, ChangePlaybackRateCommandEvent(playbackRate: requested))
+        }))
+        if commandCenter.changeShuffleModeCommand.hasTargets {
+            properties.append(Property("Shuffle", .boolean, get: { [unowned self] in
+                .boolean(commandCenter.currentShuffleType != .off)
+            }, set: { [unowned self] value throws(BusError) in
+                let type: ShuffleType = value.boolean == true ? .items : .off
+                try run(commandCenter.changeShuffleModeCommand, ChangeShuffleModeCommandEvent(shuffleType: type))
+            }))
+        }
+        properties += [
+            Property("Metadata", .dictionary(key: .string, value: .variant)) { [unowned self] in metadata },
+            Property("Volume", .double, get: { [unowned self] in .double(infoCenter.volume) }, set: { [unowned self] value throws(BusError) in
+                guard let requested = value.double, requested.isFinite else {
+                    throw BusError(.invalidArgs, "Volume must be a finite number")
+                }
+                try run(commandCenter.changeVolumeCommand, ChangeVolumeCommandEvent(volume: min(max(requested, 0), 1)))
+            }),
+            Property("Position", .int64, emitsChangedSignal: .false) { [unowned self] in
+                .int64(infoCenter.currentPosition.microseconds)
+            },
+            Property("MinimumRate", .double) { [unowned self] in .double(min(commandCenter.supportedPlaybackRates.lowerBound, 1)) },
+            Property("MaximumRate", .double) { [unowned self] in .double(max(commandCenter.supportedPlaybackRates.upperBound, 1)) },
+            Property("CanGoNext", .boolean) { [unowned self] in .boolean(canGoNext) },
+            Property("CanGoPrevious", .boolean) { [unowned self] in .boolean(canGoPrevious) },
+            Property("CanPlay", .boolean) { [unowned self] in .boolean(canPlay) },
+            Property("CanPause", .boolean) { [unowned self] in .boolean(canPause) },
+            Property("CanSeek", .boolean) { [unowned self] in .boolean(canSeek) },
+            Property("CanControl", .boolean, emitsChangedSignal: .false) { .boolean(true) },
+        ]
+        return properties
+    }
+
+    func playerMethods() -> [Method] {
+        [
+            Method("Next") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Previous") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Pause") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("PlayPause") { [unowned self] _ throws(BusError) in
+                if commandCenter.togglePlayPauseCommand.isActive {
+                    try run(commandCenter.togglePlayPauseCommand, RemoteCommandEvent())
+                } else if playbackStatus == "Playing" {
+                    try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                } else {
+                    try run(commandCenter.playCommand, RemoteCommandEvent())
+                }
+                return []
+            },
+            Method("Stop") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.stopCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Play") { [unowned self] _ throws(BusError) in
+                try run(commandCenter.playCommand, RemoteCommandEvent())
+                return []
+            },
+            Method("Seek", in: [Argument("Offset", .int64)]) { [unowned self] arguments throws(BusError) in
+                try seek(offset: .microseconds(arguments[0].int64!))
+                return []
+            },
+            Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) { [unowned self] arguments throws(BusError) in
+                try setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!)
+                return []
+            },
+            Method("OpenUri", in: [Argument("Uri", .string)]) { [unowned self] arguments throws(BusError) in
+                try openURI(arguments[0].string!)
+                return []
+            },
+        ]
+    }
+
+    func seek(offset: Duration) throws(BusError) {
+        guard canSeekTarget, let target = commandTarget else {
+            logger.debug("Seek ignored: the current item cannot seek")
+            return
+        }
+        let position = max(target.position + offset, .zero)
+        if let duration = target.duration, position >= duration {
+            // Past the end acts as Next; with no next item, playback stops.
+            if commandCenter.nextTrackCommand.isActive {
+                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+            } else {
+                try run(commandCenter.stopCommand, RemoteCommandEvent())
+            }
+            return
+        }
+        if commandCenter.seekCommand.isActive {
+            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: position))
+        } else {
+            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
+        }
+    }
+
+    private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
+        guard let target = commandTarget, trackID == self.trackID(for: target.itemID) else {
+            logger.debug("SetPosition ignored: \(trackID) is not the current track")
+            return
+        }
+        let time = Duration.microseconds(position)
+        guard position >= 0, let duration = target.duration, time <= duration, canSeekTarget else {
+            logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
+            return
+        }
+        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+    }
+
+    /// Whether the item commands act on can seek: a seeking command is active, and the
+    /// item has a known length (a live stream has none).
+    private var canSeekTarget: Bool {
+        let active = commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
+        if let pending = infoCenter.pendingItem { return active && pending.duration != nil }
+        return canSeek
+    }
+
+    private func openURI(_ uri: String) throws(BusError) {
+        try checkURI(uri)
+        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
+    }
+
+    /// A URI a client sent must be short enough (`maximumURILength`) and of a supported scheme.
+    func checkURI(_ uri: String) throws(BusError) {
+        guard uri.utf8.count <= Self.maximumURILength else {
+            throw BusError(.invalidArgs, "URI of \(uri.utf8.count) bytes: at most \(Self.maximumURILength) are accepted")
+        }
+        guard let colon = uri.firstIndex(of: ":"),
+            configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
+        else {
+            throw BusError(.invalidArgs, "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))")
+        }
+    }
+}
