@@ -138,3 +138,62 @@ gboolean cshims_message_is_application(GstMessage *message, const char *name) {
     const GstStructure *structure = gst_message_get_structure(message);
     return structure && gst_structure_has_name(structure, name);
 }
+
+struct cshims_byte_counter {
+    gint references;
+    uint64_t bytes;
+};
+
+cshims_byte_counter *cshims_byte_counter_new(void) {
+    cshims_byte_counter *counter = g_new0(cshims_byte_counter, 1);
+    counter->references = 1;
+    return counter;
+}
+
+static cshims_byte_counter *byte_counter_ref(cshims_byte_counter *counter) {
+    g_atomic_int_inc(&counter->references);
+    return counter;
+}
+
+void cshims_byte_counter_unref(cshims_byte_counter *counter) {
+    if (counter && g_atomic_int_dec_and_test(&counter->references)) g_free(counter);
+}
+
+uint64_t cshims_byte_counter_read(const cshims_byte_counter *counter) {
+    return __atomic_load_n(&counter->bytes, __ATOMIC_RELAXED);
+}
+
+static void byte_counter_release(gpointer data) { cshims_byte_counter_unref(data); }
+
+static void byte_counter_release_closure(gpointer data, GClosure *closure) {
+    (void)closure;
+    cshims_byte_counter_unref(data);
+}
+
+static GstPadProbeReturn count_bytes(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    gsize size = 0;
+    if (info->type & GST_PAD_PROBE_TYPE_BUFFER) {
+        size = gst_buffer_get_size(GST_PAD_PROBE_INFO_BUFFER(info));
+    } else if (info->type & GST_PAD_PROBE_TYPE_BUFFER_LIST) {
+        size = gst_buffer_list_calculate_size(GST_PAD_PROBE_INFO_BUFFER_LIST(info));
+    }
+    __atomic_fetch_add(&((cshims_byte_counter *)data)->bytes, (uint64_t)size, __ATOMIC_RELAXED);
+    return GST_PAD_PROBE_OK;
+}
+
+static void on_source_setup(GstElement *playbin, GstElement *source, gpointer data) {
+    (void)playbin;
+    // A source bin with sometimes pads (rtspsrc) has no static "src": it is not counted,
+    // and the player falls back on the buffering level alone.
+    GstPad *pad = gst_element_get_static_pad(source, "src");
+    if (!pad) return;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_bytes,
+                      byte_counter_ref(data), byte_counter_release);
+    gst_object_unref(pad);
+}
+
+gulong cshims_playbin_count_source_bytes(GstElement *playbin, cshims_byte_counter *counter) {
+    return g_signal_connect_data(playbin, "source-setup", G_CALLBACK(on_source_setup), byte_counter_ref(counter),
+                                 byte_counter_release_closure, 0);
+}

@@ -68,6 +68,92 @@ struct PlayerStreamTests {
         deinit { close(fd) }
     }
 
+    /// An HTTP server on 127.0.0.1 that serves one file to one client as an endless stream
+    /// (no length): its first bytes a few at a time (`slowRate` bytes a second) for
+    /// `slowFor` (for ever when nil), then the rest at once. It stands for a server that
+    /// sends, but too slowly for the decoders to make audio within the stall limit.
+    final class TrickleServer: @unchecked Sendable {
+        let port: UInt16
+        private let listener: MuteServer
+        private let stopped = Locked(false)
+
+        init(serving data: Data, contentType: String, slowRate: Int, slowFor: Duration?) throws {
+            listener = try MuteServer()
+            port = listener.port
+            let fd = listener.fd
+            let stopped = self.stopped
+            Thread.detachNewThread {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                defer { close(client) }
+                var request = [UInt8](repeating: 0, count: 4096)
+                _ = recv(client, &request, request.count, 0)
+                func send(_ bytes: some Collection<UInt8>) -> Bool {
+                    let array = Array(bytes)
+                    return array.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == array.count
+                }
+                guard send(Array("HTTP/1.0 200 OK\r\nContent-Type: \(contentType)\r\n\r\n".utf8)) else { return }
+                let started = ContinuousClock.now
+                var sent = 0
+                let piece = max(slowRate / 10, 1)
+                while !stopped.withLock({ $0 }) && sent < data.count {
+                    if let slowFor, ContinuousClock.now - started >= slowFor { break }
+                    guard send(data[data.startIndex + sent..<data.startIndex + min(sent + piece, data.count)]) else { return }
+                    sent += piece
+                    usleep(100_000)
+                }
+                if sent < data.count, !stopped.withLock({ $0 }) { _ = send(data[(data.startIndex + sent)...]) }
+                // The client reads to the end; a closed connection ends the stream.
+            }
+        }
+
+        deinit { stopped.withLock { $0 = true } }
+    }
+
+    /// A server that sends a few bytes a second for three times the stall limit, then the
+    /// rest: it is not silent, so the stream is waited for, and plays once its data comes.
+    @Test func aStreamThatSendsSlowlyAtFirstPlaysOnceItsDataComes() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(2, seconds: 2, in: folder)
+        // 2 KiB at 200 bytes a second: typefinding alone needs more than the stall limit.
+        let server = try TrickleServer(serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 200, slowFor: .seconds(2.5))
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(1)
+        let stream = "http://127.0.0.1:\(server.port)/slow.flac"
+        let entries = player.enqueue([stream, files[1].absoluteString])
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0, upTo: .seconds(30)), "\(probe.log.messages)")
+        #expect(probe.playedIDs.first == entries[0].id, "the stream played first: \(probe.playedIDs)")
+        #expect(player.entries[0].failure == nil)
+        #expect(probe.log.lines(containing: "skipping").isEmpty, "\(probe.log.messages)")
+        player.stop()
+    }
+
+    /// A server that sends, but never enough to start: skipped once the start limit (three
+    /// stall limits) has passed, with a reason that says the server does send.
+    @Test func aStreamThatNeverSendsEnoughIsSkippedAfterTheStartLimit() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(2, seconds: 2, in: folder)
+        let server = try TrickleServer(serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 50, slowFor: nil)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(1)
+        let stream = "http://127.0.0.1:\(server.port)/trickle.flac"
+        let entries = player.enqueue([stream, files[1].absoluteString])
+        let started = ContinuousClock.now
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 1, upTo: .seconds(30)), "\(probe.log.messages)")
+        let elapsed = ContinuousClock.now - started
+        #expect(elapsed >= .seconds(3), "skipped before the start limit: \(elapsed)")
+        #expect(probe.playedIDs == [entries[1].id], "the stream was never shown playing")
+        #expect(player.entries[0].failure == "the stream did not start within 3 s, though the server sends")
+        #expect(probe.log.lines(containing: "skipping", stream).count == 1, "\(probe.log.messages)")
+        player.stop()
+    }
+
     @Test func aStreamThatNeverAnswersIsSkippedAfterTheStallTimeout() async throws {
         let server = try MuteServer()
         let folder = try TemporaryFolder()

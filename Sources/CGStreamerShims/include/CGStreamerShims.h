@@ -60,4 +60,15 @@ gulong cshims_playbin_watch_volume(GstElement *playbin);
 // Whether `message` is an application message named `name`.
 gboolean cshims_message_is_application(GstMessage *message, const char *name);
 
+// A count of bytes, added to on streaming threads and read from any thread without a lock.
+// Reference-counted: the pads that add to it may outlive the pipeline that made it.
+typedef struct cshims_byte_counter cshims_byte_counter;
+cshims_byte_counter *cshims_byte_counter_new(void);
+void cshims_byte_counter_unref(cshims_byte_counter *counter);
+uint64_t cshims_byte_counter_read(const cshims_byte_counter *counter);
+// Adds to `counter` the size of every buffer each source of `playbin` sends on (the source of
+// every URI it opens, from `source-setup` on): how much a server has sent, whatever the
+// decoders make of it. Returns the handler id (for cshims_disconnect).
+gulong cshims_playbin_count_source_bytes(GstElement *playbin, cshims_byte_counter *counter);
+
 #endif

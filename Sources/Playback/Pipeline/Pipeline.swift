@@ -93,6 +93,9 @@ final class Pipeline: @unchecked Sendable {
     /// `about-to-finish` on a streaming thread.
     let handoff = GaplessHandoff()
 
+    /// Bytes the sources of the playbin have sent on, counted on its streaming threads.
+    private let sourceBytes = cshims_byte_counter_new()
+
     private let queue = DispatchQueue(label: "quaver.pipeline")
     private let watchdogQueue = DispatchQueue(label: "quaver.pipeline.watchdog")
     private let deliver: @Sendable (Delivery) -> Void
@@ -219,6 +222,7 @@ final class Pipeline: @unchecked Sendable {
         handlers = [
             cshims_connect_element_signal(element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk),
             cshims_playbin_watch_volume(element),
+            cshims_playbin_count_source_bytes(element, sourceBytes),
         ]
     }
 
@@ -295,7 +299,13 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
+    /// How many bytes the sources have sent on so far, over every URI loaded: a stream whose
+    /// count grows is receiving data, however long its decoders take to make audio of it.
+    /// Reads a counter, never the playbin: it never waits.
+    var bytesFromSources: UInt64 { cshims_byte_counter_read(sourceBytes) }
+
     deinit {
+        cshims_byte_counter_unref(sourceBytes)
         // Released already, or never built: nothing to free. Otherwise the playbin goes on a
         // queue of its own, never on the thread that dropped the pipeline (the main actor).
         guard let playbin else { return }

@@ -148,8 +148,11 @@ extension Player {
         armStallWatch(for: id)
     }
 
-    /// (Re)starts the countdown after which the stream `id` counts as stalled.
-    func armStallWatch(for id: UInt64) {
+    /// (Re)starts the countdown after which the stream `id` counts as stalled. The wait began
+    /// now when no watch ran, else at `began` (or when the running watch began).
+    func armStallWatch(for id: UInt64, since began: ContinuousClock.Instant? = nil) {
+        if stallWatch == nil || began != nil { stallWatchBegan = began ?? .now }
+        stallWatchBytes = pipeline.bytesFromSources
         let timer =
             stallWatch
             ?? {
@@ -169,9 +172,14 @@ extension Player {
         stallWatch = nil
     }
 
-    /// Nothing came from the server in time: the stream is skipped (one log line naming it
-    /// and why) rather than shown Playing, or stuck loading, for ever.
+    /// The stall limit passed. A stream whose server sent nothing in that time is skipped
+    /// (one log line naming it and why) rather than shown Playing, or stuck loading, for ever.
+    /// One whose server did send is waited for again: a playing stream as long as data comes,
+    /// one yet to start up to `streamStartLimit` from the start of the wait, which tells a slow
+    /// start from a silent server.
     private func streamStalled(_ id: UInt64) {
+        let began = stallWatchBegan
+        let received = pipeline.bytesFromSources > stallWatchBytes
         disarmStallWatch()
         guard entry(id: id) != nil else { return }
         let isLoaded = transport.loadedEntry == id
@@ -186,12 +194,19 @@ extension Player {
                 return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
             }
         }
-        let seconds = Double(streamStallTimeout.nanoseconds) / 1e9
-        let time = seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        // Data came, or a full buffer waits for the pipeline to start: the server is not silent.
+        let sending = received || (isLoaded && bufferingPercent >= 100 && !isSettled(id))
+        if sending && (isSettled(id) || ContinuousClock.now - began < streamStartLimit) {
+            return armStallWatch(for: id, since: began)
+        }
         let reason =
-            isSettled(id)
-            ? "the stream stalled: nothing from the server for \(time)"
-            : "no audio from the server within \(time)"
+            if sending {
+                "the stream did not start within \(Self.seconds(streamStartLimit)), though the server sends"
+            } else if isSettled(id) {
+                "the stream stalled: nothing from the server for \(Self.seconds(streamStallTimeout))"
+            } else {
+                "no audio from the server within \(Self.seconds(streamStallTimeout))"
+            }
         if isLoaded {
             // Its source may still wait on the socket: the transport takes it all down.
             run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
@@ -204,5 +219,11 @@ extension Player {
             travelsForward = true
             skip(id, reason: reason, intent: requestedStatus)
         }
+    }
+
+    /// `10 s`, `1.5 s`: a limit as the log names it.
+    private static func seconds(_ duration: Duration) -> String {
+        let seconds = Double(duration.nanoseconds) / 1e9
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }

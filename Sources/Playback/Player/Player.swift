@@ -145,6 +145,13 @@ public final class Player {
     var stallWatch: (any DispatchSourceTimer)?
     /// How long a network stream may send nothing before it is reported and skipped.
     public var streamStallTimeout: Duration = .seconds(10)
+    /// How long a stream that does send, but too slowly (or to a machine too busy to start
+    /// it), may take to start playing before it is skipped all the same.
+    var streamStartLimit: Duration { streamStallTimeout * 3 }
+    /// When the stall watch began waiting, and how much the sources had sent when it was last
+    /// armed: data since then means the server is not silent.
+    var stallWatchBegan = ContinuousClock.now
+    var stallWatchBytes: UInt64 = 0
     var readingAhead: UInt64?
 
     // Background tag reads.
