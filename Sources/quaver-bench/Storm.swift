@@ -44,7 +44,7 @@ struct StormOptions: ParsableArguments {
 
     /// Variants to run; empty means all.
     @Option(help: ArgumentHelp(
-        "Run only this variant (repeatable): normal (fakesink sync=true) or slow (--storm-sink). Default: both.", valueName: "variant"))
+        "Run only this variant (repeatable): normal (fakesink sync=true), slow (--storm-sink) or stuck (a sink that never takes a buffer). Default: all three.", valueName: "variant"))
     var stormVariant: [StormVariant] = []
 
     /// Rejects settings that cannot make a storm.
@@ -95,9 +95,18 @@ enum StormVariant: String, CaseIterable, ExpressibleByArgument, Sendable {
     case normal
     /// An output that blocks on every buffer, so that the pipeline's state changes wait on it.
     case slow
+    /// An output that never takes its first buffer (a sound server that stopped taking
+    /// audio): no track ever starts, and every pipeline sticks.
+    case stuck
 
     /// The `--audio-sink` value.
-    func sink(_ settings: StormSettings) -> String { self == .normal ? "fakesink sync=true" : settings.slowSink }
+    func sink(_ settings: StormSettings) -> String {
+        switch self {
+        case .normal: "fakesink sync=true"
+        case .slow: settings.slowSink
+        case .stuck: "identity sleep-time=3600000000 ! fakesink sync=false"
+        }
+    }
 }
 
 /// One kind of call a storm client sends.
@@ -286,7 +295,12 @@ final class StormBenchmark {
             try await session.waitForTrack()
             // Looping keeps it playing whatever the commands do to the queue.
             try await session.set("LoopStatus", .string("Playlist"))
-            try await session.settle("Playing", timeout: .seconds(30))
+            if variant == .stuck {
+                // Nothing ever plays: the storm begins once Play is answered.
+                _ = try await session.call("Play")
+            } else {
+                try await session.settle("Playing", timeout: .seconds(30))
+            }
             readers = try (0..<settings.readers).map { _ in try Connection(address: session.bus.address) }
         } catch {
             run.problems.append("starting Quaver playing into `\(run.sink)`: \(error); see \(session.logFile.path)")
@@ -442,7 +456,7 @@ final class StormBenchmark {
             }
         }
         let how = [
-            "Each storm lasts \(settings.duration.seconds) s. Quaver starts playing its queue of \(settings.tracks) tracks of 0.5 s, LoopStatus Playlist (so it keeps playing whatever the commands do); the storm begins once it reports PlaybackStatus Playing.",
+            "Each storm lasts \(settings.duration.seconds) s. Quaver starts playing its queue of \(settings.tracks) tracks of 0.5 s, LoopStatus Playlist (so it keeps playing whatever the commands do); the storm begins once it reports PlaybackStatus Playing (with the stuck output, once Play is answered).",
             "Driver: one client sends Next, Previous or OpenUri (one of the generated tracks' file URIs, which Quaver queues after the current track and plays), chosen at random with equal odds, at moments spaced by random gaps uniform in 0–\(report.format(2000 / settings.rate, 0)) ms (\(report.format(settings.rate, 0)) commands/s on average; SplitMix seed \(settings.seed)). It does not wait for one reply before the next command.",
             "Readers: \(settings.readers) clients, each on its own bus connection, each with one call in flight: Get(PlaybackStatus), Get(Position), Get(Metadata) and GetAll(org.mpris.MediaPlayer2.Player) in turn, the next sent as soon as the previous one is answered (10 ms later after an error reply), until the storm's end.",
             "Latency: from just before a call is handed to libdbus to its reply being read on the client's main queue, for calls answered without an error; every client shares the benchmark's one main thread, so a reply waits there while the client handles others. Unanswered: no reply within \(settings.timeout.seconds) s (libdbus's NoReply). Errors: error replies. answered/s: calls answered without an error over the storm, its draining included.",

@@ -133,7 +133,7 @@ def gst_launch(*pipeline):
 
 
 class Player:
-    """A playbin or playbin3 set up as Sources/Playback/Pipeline.swift sets up playbin:
+    """A playbin or playbin3 set up as Sources/Playback/Pipeline/Pipeline.swift sets up playbin:
     flags audio+soft-volume, scaletempo as audio-filter, video/image/subtitle decoders skipped
     (decodebin's autoplug-select; decodebin3 has no such signal, so for playbin3 the
     equivalent is uridecodebin3's select-stream, audio streams only), playsink's audio queue
