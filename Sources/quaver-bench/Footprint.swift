@@ -1,0 +1,362 @@
+import ArgumentParser
+import Foundation
+
+/// The options of the footprint benchmark (`quaver-bench --footprint`).
+struct FootprintOptions: ParsableArguments {
+    /// Runs the footprint table instead of the comparison with mpv.
+    @Flag(help: """
+        Instead of the comparison with mpv: Quaver's memory, start-up and CPU beside GStreamer's own floor \
+        (gst-launch-1.0 playbin on the same file and sink), in one run. --quaver, --work-dir and --output apply.
+        """)
+    var footprint = false
+
+    /// More Quaver builds to measure beside --quaver.
+    @Option(help: ArgumentHelp(
+        "Another Quaver build to measure (repeatable), as LABEL=PATH, e.g. static=.build-static/release/quaver.",
+        valueName: "label=path"))
+    var footprintBuild: [String] = []
+
+    /// Warm starts timed per program.
+    @Option(help: "Starts timed per program, after one warm-up start (the median is reported).")
+    var footprintStarts = 20
+
+    /// Length of the playing window.
+    @Option(help: "Seconds of playing over which CPU ticks are counted.")
+    var footprintWindow = 15.0
+
+    /// Tracks in the big queue.
+    @Option(help: "Tracks in the big queue (hard links of the one FLAC in a folder; 0: leave it out).")
+    var footprintQueue = 100_000
+
+    /// Rejects settings that cannot be measured.
+    func check() throws {
+        guard footprintStarts >= 1, footprintWindow >= 1, footprintQueue >= 0 else {
+            throw ValidationError("--footprint-starts and --footprint-window must be at least 1, --footprint-queue not negative")
+        }
+        for build in footprintBuild where !build.contains("=") {
+            throw ValidationError("--footprint-build takes LABEL=PATH, not '\(build)'")
+        }
+    }
+
+    /// The settings as the main actor takes them.
+    func settings(quaver: String?, workDir: String?) -> FootprintSettings {
+        let extra = footprintBuild.map { build -> (String, String) in
+            let parts = build.split(separator: "=", maxSplits: 1).map(String.init)
+            return (parts[0], parts[1])
+        }
+        return FootprintSettings(
+            quaver: quaver, builds: extra, workDir: workDir, starts: footprintStarts,
+            window: .milliseconds(Int(footprintWindow * 1000)), queue: footprintQueue)
+    }
+}
+
+/// The footprint benchmark's options, checked.
+struct FootprintSettings: Sendable {
+    /// The quaver binary; nil: the one beside quaver-bench.
+    var quaver: String?
+    /// More builds, as (label, path).
+    var builds: [(String, String)]
+    /// The scratch folder; nil: quaver-bench-footprint in the temporary folder.
+    var workDir: String?
+    /// Timed starts per program.
+    var starts: Int
+    /// The playing window.
+    var window: Duration
+    /// Tracks in the big queue.
+    var queue: Int
+}
+
+/// What one program measured.
+struct FootprintRow {
+    /// The name in the table.
+    var label: String
+    /// Start to bus name owned (Quaver), or to PLAYING (gst-launch), in ms, per start.
+    var starts: [Double] = []
+    /// At the end of the playing window, from /proc/PID/smaps_rollup, in KiB.
+    var rss: UInt64?
+    var pss: UInt64?
+    var anonymous: UInt64?
+    /// utime + stime over the playing window, in clock ticks.
+    var cpuTicks: UInt64?
+    /// VmRSS with the big queue loaded, paused, in KiB; and start to Playing with it, in ms.
+    var queueRSS: UInt64?
+    var queuePlaying: Double?
+    /// Rss and Pss by mapped file (or [heap], [anon]), in KiB, at the end of the window.
+    var mappings: [(name: String, rss: UInt64, pss: UInt64)] = []
+    /// What went wrong.
+    var problems: [String] = []
+}
+
+/// Quaver's footprint beside GStreamer's floor: the same FLAC into `fakesink sync=true`,
+/// measured in the same run. Prints a markdown table of its own.
+@MainActor
+final class FootprintBenchmark {
+    let settings: FootprintSettings
+    private var programs: Programs!
+    private var rows: [FootprintRow] = []
+    private var notes: [String] = []
+    private var queueFolder: URL?
+
+    /// Prepares a run; `run()` does the work.
+    init(_ settings: FootprintSettings) { self.settings = settings }
+
+    /// Sets up, measures the floor and every build, and returns the markdown.
+    func run() async throws -> String {
+        let began = ContinuousClock.now
+        try await setUp()
+        rows.append(await floor())
+        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let main = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+        for (label, path) in [("Quaver", main)] + settings.builds.map({ ("Quaver (\($0.0))", $0.1) }) {
+            rows.append(await quaver(label: label, binary: path))
+        }
+        notes.append("The run took \(Int((ContinuousClock.now - began).seconds.rounded())) s; work files and logs in \(programs.workDir.path).")
+        return markdown()
+    }
+
+    // MARK: Set-up
+
+    private func setUp() async throws {
+        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
+        guard let gstLaunch = findProgram("gst-launch-1.0") else { throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-footprint")
+        programs = Programs(quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [], workDir: workDir)
+        log("generating a tagged FLAC track of 60 s")
+        let made = try await runProgram(
+            [quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1", "--track-seconds", "60"],
+            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
+        programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
+        guard made.status == 0, programs.tracks.count == 1 else { throw BenchError("quaver --make-test-tracks failed: \(made.output)") }
+        if settings.queue > 0 {
+            log("linking \(settings.queue) tracks into a folder")
+            let folder = workDir.appendingPathComponent("queue")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for number in 0..<settings.queue {
+                let name = folder.appendingPathComponent(String(format: "%06d.flac", number)).path
+                guard link(programs.tracks[0], name) == 0 else { throw BenchError("link \(name): errno \(errno)") }
+            }
+            queueFolder = folder
+        }
+        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        notes.append("The machine's load average (1, 5, 15 min) before the first measurement: \(load).")
+    }
+
+    // MARK: The floor
+
+    /// gst-launch-1.0 playing the same file into the same sink: GStreamer alone.
+    private func floor() async -> FootprintRow {
+        var row = FootprintRow(label: "gst-launch-1.0 playbin (the floor)")
+        let command = [programs.gstLaunch, "playbin", "uri=" + URL(fileURLWithPath: programs.tracks[0]).absoluteString, "audio-sink=fakesink sync=true"]
+        let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 }
+        log("gst-launch-1.0: \(settings.starts) starts and a playing window")
+        for round in -1..<settings.starts {
+            do {
+                let launched = try LineWatcher(command, environment: environment)
+                let playing = try await launched.wait(forLineContaining: "New clock", timeout: .seconds(20))
+                if round >= 0 { row.starts.append(playing.milliseconds) }
+                if round == settings.starts - 1 { try await measureWindow(pid: launched.pid, into: &row) }
+                launched.kill()
+            } catch {
+                row.problems.append("gst-launch-1.0: \(error)")
+                break
+            }
+        }
+        return row
+    }
+
+    // MARK: Quaver
+
+    private func quaver(label: String, binary: String) async -> FootprintRow {
+        var row = FootprintRow(label: label)
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            row.problems.append("no quaver binary at \(binary)")
+            return row
+        }
+        var programs = self.programs!
+        programs.quaver = binary
+        log("\(label): \(settings.starts) starts, a playing window and the big queue")
+        do {
+            let session = try PlayerSession(.quaver, programs: programs, label: "footprint-\(rows.count)")
+            defer { session.close() }
+            for round in -1..<settings.starts {
+                let times = try await session.start(programs.daemonCommand(.quaver, paused: true))
+                await session.stop()
+                if round >= 0 { row.starts.append(times.owned.milliseconds) }
+            }
+            try await session.start(programs.daemonCommand(.quaver, paused: false))
+            try await session.settle("Playing")
+            try await measureWindow(pid: try session.pid, into: &row)
+            await session.stop()
+            if let queueFolder {
+                let start = ContinuousClock.now
+                try await session.start([binary, "--audio-sink", "fakesink sync=true", "--no-resume", queueFolder.path])
+                try await session.settle("Playing", timeout: .seconds(30))
+                row.queuePlaying = (ContinuousClock.now - start).milliseconds
+                try await waitForSteadyRSS(pid: try session.pid)
+                _ = try await session.call("Pause")
+                try await session.settle("Paused")
+                try await Task.sleep(for: .seconds(1))
+                row.queueRSS = try ProcSample(pid: try session.pid).rssKiB
+                await session.stop()
+            }
+        } catch {
+            row.problems.append("\(label): \(error)")
+        }
+        return row
+    }
+
+    /// Waits until VmRSS stays within 64 KiB for a second (the queue is in), at most 60 s.
+    private func waitForSteadyRSS(pid: Int32) async throws {
+        var last = try ProcSample(pid: pid).rssKiB
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            try await Task.sleep(for: .seconds(1))
+            let now = try ProcSample(pid: pid).rssKiB
+            if now >= last ? now - last < 64 : last - now < 64 { return }
+            last = now
+        }
+    }
+
+    // MARK: Measuring
+
+    /// 2 s to settle, then CPU ticks over the window and memory at its end.
+    private func measureWindow(pid: Int32, into row: inout FootprintRow) async throws {
+        try await Task.sleep(for: .seconds(2))
+        let before = try ProcSample(pid: pid)
+        try await Task.sleep(for: settings.window)
+        let after = try ProcSample(pid: pid)
+        row.cpuTicks = after.cpuTicks &- before.cpuTicks
+        let rollup = try String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)
+        row.rss = ProcSample.field("Rss", in: rollup)
+        row.pss = ProcSample.field("Pss", in: rollup)
+        row.anonymous = ProcSample.field("Anonymous", in: rollup)
+        row.mappings = try Self.mappings(pid: pid)
+    }
+
+    /// Rss and Pss summed by what is mapped: a file's name, `[heap]`, `[stack]`, or `[anon]`
+    /// for anonymous mappings without a name. Largest first.
+    static func mappings(pid: Int32) throws -> [(name: String, rss: UInt64, pss: UInt64)] {
+        // Read to the end by hand: /proc files claim a size of 0.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps") else { throw BenchError("cannot read /proc/\(pid)/smaps") }
+        defer { try? handle.close() }
+        let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        var sums: [String: (rss: UInt64, pss: UInt64)] = [:]
+        var current = "[anon]"
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.contains("-") && !first.hasSuffix(":") {
+                // A mapping's header: address perms offset device inode [path].
+                current = fields.count >= 6 ? (fields[5...].joined(separator: " ").split(separator: "/").last.map(String.init) ?? "[anon]") : "[anon]"
+            } else if first == "Rss:", fields.count >= 2, let value = UInt64(fields[1]) {
+                sums[current, default: (0, 0)].rss += value
+            } else if first == "Pss:", fields.count >= 2, let value = UInt64(fields[1]) {
+                sums[current, default: (0, 0)].pss += value
+            }
+        }
+        return sums.map { (name: $0.key, rss: $0.value.rss, pss: $0.value.pss) }.sorted { $0.rss > $1.rss }
+    }
+
+    // MARK: Report
+
+    private func markdown() -> String {
+        func mib(_ kib: UInt64?) -> String { kib.map { String(format: "%.1f", Double($0) / 1024) } ?? "–" }
+        func median(_ values: [Double]) -> String {
+            guard !values.isEmpty else { return "–" }
+            let sorted = values.sorted()
+            let middle = sorted.count / 2
+            let value = sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
+            return String(format: "%.1f [%.1f–%.1f]", value, sorted.first!, sorted.last!)
+        }
+        let floorRSS = rows.first?.rss
+        var text = "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.seconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
+        text += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+        for row in rows {
+            let ratio = row.rss.flatMap { rss in floorRSS.map { String(format: "%.2f", Double(rss) / Double($0)) } } ?? "–"
+            text += "| \(row.label) | \(mib(row.rss)) | \(ratio) | \(mib(row.pss)) | \(mib(row.anonymous)) | \(median(row.starts)) | "
+            text += "\(row.cpuTicks.map(String.init) ?? "–") | \(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
+        }
+        text += "\nResident by mapping at the end of the playing window (Rss / Pss in MiB; the 14 largest, then the rest together):\n\n"
+        text += "| mapping | " + rows.map(\.label).joined(separator: " | ") + " |\n"
+        text += "| --- |" + String(repeating: " ---: |", count: rows.count) + "\n"
+        var names: [String] = []
+        for row in rows { for mapping in row.mappings.prefix(14) where !names.contains(mapping.name) { names.append(mapping.name) } }
+        for name in names {
+            text += "| \(name) | " + rows.map { row in
+                row.mappings.first { $0.name == name }.map { "\(mib($0.rss)) / \(mib($0.pss))" } ?? "–"
+            }.joined(separator: " | ") + " |\n"
+        }
+        text += "| the rest | " + rows.map { row in
+            let rest = row.mappings.filter { !names.contains($0.name) }
+            return "\(mib(rest.map(\.rss).reduce(0, +))) / \(mib(rest.map(\.pss).reduce(0, +)))"
+        }.joined(separator: " | ") + " |\n"
+        text += "\nHow:\n\n"
+        text += "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=\"fakesink sync=true\"` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink \"fakesink sync=true\" FILE` on a private dbus-daemon with its own HOME.\n"
+        text += "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
+        text += "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.seconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcSample.ticksPerSecond)) ticks a second).\n"
+        if settings.queue > 0 {
+            text += "- Queue: a folder of \(settings.queue) hard links of the FLAC, named on the command line; RSS once it has stopped growing, paused 1 s.\n"
+        }
+        text += "\nNotes:\n\n" + notes.map { "- \($0)\n" }.joined()
+        let problems = rows.flatMap(\.problems)
+        if !problems.isEmpty { text += "\nProblems:\n\n" + problems.map { "- \($0)\n" }.joined() }
+        return text
+    }
+}
+
+/// A program whose output is read line by line, each line stamped when read.
+final class LineWatcher: @unchecked Sendable {
+    private let process = Process()
+    private var started = ContinuousClock.now
+    private let lines = NSLock()
+    private var received: [(String, ContinuousClock.Instant)] = []
+    /// What is left of the output after its last full line (read on the pipe's thread only).
+    private var tail = Data()
+
+    init(_ command: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            let time = ContinuousClock.now
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                return
+            }
+            self.tail.append(data)
+            while let newline = self.tail.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = String(decoding: self.tail[self.tail.startIndex..<newline], as: UTF8.self)
+                self.tail.removeSubrange(self.tail.startIndex...newline)
+                lines.withLock { received.append((line, time)) }
+            }
+        }
+        started = .now
+        try process.run()
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// The time from the start to the first line containing `needle`.
+    func wait(forLineContaining needle: String, timeout: Duration) async throws -> Duration {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let found = lines.withLock({ received.first { $0.0.contains(needle) } }) { return found.1 - started }
+            guard process.isRunning else { throw BenchError("\(process.executableURL?.lastPathComponent ?? "?") exited before '\(needle)'") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        throw BenchError("no '\(needle)' within \(timeout)")
+    }
+
+    func kill() {
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
