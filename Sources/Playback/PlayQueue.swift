@@ -7,23 +7,29 @@
 /// whole queue is renumbered (so an edit costs O(n / maximumLoggedEdits) on average).
 struct PlayQueue {
     private(set) var entries: [Player.Entry] = []
-    /// Where each id was, as of an epoch (a count of logged edits).
+    /// Where each id was, as of an epoch (the number of edits logged before it was numbered).
     private var slots: [UInt64: Slot] = [:]
-    /// Edits since `firstEpoch`, in order: `count` entries inserted (positive) or removed
-    /// (negative) at `position`.
+    /// Edits since the queue was last numbered, in order: `count` entries inserted (positive)
+    /// or removed (negative) at `position`.
     private var edits: [(position: Int, count: Int)] = []
-    private var firstEpoch = 0
     /// Changes at each insertion, removal or replacement (not at tag updates).
     private(set) var revision = 0
 
     static let maximumLoggedEdits = 32
 
+    /// 8 bytes, so that the table of a long queue stays small: a queue holds fewer than 2³²
+    /// entries, and the log never holds more than `maximumLoggedEdits`.
     private struct Slot {
-        var index: Int
-        var epoch: Int
+        var index: UInt32
+        var epoch: UInt8
+
+        init(index: Int, epoch: Int) {
+            self.index = UInt32(index)
+            self.epoch = UInt8(epoch)
+        }
     }
 
-    private var epoch: Int { firstEpoch + edits.count }
+    private var epoch: Int { edits.count }
 
     var count: Int { entries.count }
     var isEmpty: Bool { entries.isEmpty }
@@ -41,8 +47,8 @@ struct PlayQueue {
 
     func index(of id: UInt64) -> Int? {
         guard let slot = slots[id] else { return nil }
-        var index = slot.index
-        for edit in edits[(slot.epoch - firstEpoch)...] {
+        var index = Int(slot.index)
+        for edit in edits[Int(slot.epoch)...] {
             if edit.count > 0 {
                 if index >= edit.position { index += edit.count }
             } else if index > edit.position {
@@ -84,8 +90,7 @@ struct PlayQueue {
     private mutating func log(position: Int, count: Int) {
         edits.append((position, count))
         guard edits.count > Self.maximumLoggedEdits else { return }
-        firstEpoch += edits.count
         edits = []
-        for (index, entry) in entries.enumerated() { slots[entry.id] = Slot(index: index, epoch: firstEpoch) }
+        for (index, entry) in entries.enumerated() { slots[entry.id] = Slot(index: index, epoch: 0) }
     }
 }

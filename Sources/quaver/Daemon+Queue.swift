@@ -1,3 +1,4 @@
+import CSystem
 import Dispatch
 import Foundation
 import Logging
@@ -56,6 +57,8 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             }
             if !pending.isEmpty { deliver(pending) }
             let count = delivered + pending.count
+            // Expanding a big folder or playlist allocates far more than the URIs it keeps.
+            if count >= 10_000 { csystem_trim_heap() }
             DispatchQueue.main.async {
                 MainActor.assumeIsolated { [weak self] in
                     guard let self else { return }

@@ -1,3 +1,4 @@
+import CSystem
 import DBus
 import Dispatch
 import Foundation
@@ -427,6 +428,9 @@ final class Daemon {
         } catch {
             logger.warning("could not save the session (playback goes on): \(error)")
         }
+        // Writing a long queue builds its text in memory: the pages it freed go back to the
+        // system, or a daemon that runs all day keeps them.
+        if let queue, queue.count >= 10_000 { csystem_trim_heap() }
     }
 
     /// Writes what is still due, waiting for a write under way first (before exit).

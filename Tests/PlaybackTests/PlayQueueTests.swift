@@ -10,6 +10,27 @@ struct PlayQueueTests {
         ids.map { Player.Entry(id: $0, uri: "http://radio.invalid/\($0)") }
     }
 
+    @Test("an entry gives back its URI whole, however it splits, and keeps its tags and failure apart")
+    func entriesKeepTheirURIs() {
+        let uris = [
+            "file:///music/A%20B/01%20One.flac", "file:///music/A%20B/02%20Two.flac", "http://radio.invalid/", "noslash",
+            "file:///music/%E2%99%AA/a-very-long-file-name-that-does-not-fit-in-a-small-string.ogg", "",
+        ]
+        var prefixes: [Substring: Player.SharedPrefix] = [:]
+        var made = uris.enumerated().map { Player.Entry(id: UInt64($0.offset), uri: $0.element, prefixes: &prefixes) }
+        #expect(made.map(\.uri) == uris)
+        #expect(prefixes.count == 3, "one shared prefix per folder: \(prefixes.keys)")
+        made[0].failure = "unreadable"
+        #expect(made[0].info == nil && made[0].failure == "unreadable")
+        made[0].info = TrackInfo()
+        #expect(made[0].info == TrackInfo() && made[0].failure == "unreadable", "setting one keeps the other")
+        made[0].failure = nil
+        #expect(made[0].info == TrackInfo() && made[0].failure == nil)
+        #expect(made[1] == Player.Entry(id: 1, uri: uris[1]), "equal to an entry made on its own")
+        // A queue of 100,000 entries holds each inline: it must stay small.
+        #expect(MemoryLayout<Player.Entry>.stride <= 40, "\(MemoryLayout<Player.Entry>.stride) bytes")
+    }
+
     @Test("index(of:) is right after any mix of appends, insertions and removals", arguments: [7, 8, 9] as [UInt64])
     func indexFollowsEdits(seed: UInt64) {
         var queue = PlayQueue()

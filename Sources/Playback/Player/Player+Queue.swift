@@ -19,9 +19,10 @@ extension Player {
 
     func insert(_ uris: [String], at position: Int, announce: Bool = true) -> [Entry] {
         guard !uris.isEmpty else { return [] }
+        var prefixes: [Substring: SharedPrefix] = [:]
         let new = uris.map { uri -> Entry in
             defer { nextEntryID += 1 }
-            return Entry(id: nextEntryID, uri: uri)
+            return Entry(id: nextEntryID, uri: uri, prefixes: &prefixes)
         }
         queue.insert(new, at: position)
         if let selected = selectedIndex, selected >= position { selectedIndex = selected + new.count }

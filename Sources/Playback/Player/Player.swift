@@ -11,36 +11,6 @@ public import Logging
 /// seek's flush, a gapless switch, buffering).
 @MainActor
 public final class Player {
-    /// One entry of the queue.
-    public struct Entry: Sendable, Equatable, Identifiable {
-        /// Unique in this process, never reused: the same file queued twice has two ids.
-        public let id: UInt64
-        /// What plays: a `file:` URI or a network stream's URL.
-        public let uri: String
-        /// The tags, once read (boxed, so that an entry of a long queue stays small).
-        public internal(set) var info: TrackInfo? {
-            get { infoBox?.info }
-            set { infoBox = newValue.map(InfoBox.init) }
-        }
-        /// Why the entry cannot be played, once that is known.
-        public internal(set) var failure: String?
-        private var infoBox: InfoBox?
-
-        init(id: UInt64, uri: String) {
-            self.id = id
-            self.uri = uri
-        }
-
-        public static func == (a: Entry, b: Entry) -> Bool {
-            a.id == b.id && a.uri == b.uri && a.failure == b.failure && a.info == b.info
-        }
-    }
-
-    private final class InfoBox: Sendable {
-        let info: TrackInfo
-        init(_ info: TrackInfo) { self.info = info }
-    }
-
     /// What clients are told of the transport.
     public enum Status: String, Sendable { case stopped, paused, playing }
 
