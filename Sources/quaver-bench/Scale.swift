@@ -2,182 +2,6 @@ import ArgumentParser
 import DBus
 import Foundation
 
-/// The options of the scale benchmark (`quaver-bench --scale`).
-struct ScaleOptions: ParsableArguments {
-    @Flag(help: """
-        Instead of the comparison with mpv: measure Quaver alone with a queue of --scale-tracks generated tracks, \
-        named as one folder and as one .m3u8 playlist (first sound, load time, D-Bus latency during the load, \
-        memory per queued track, TrackList calls). --rounds, --quaver, --work-dir and --output apply; the \
-        comparison's other options do not.
-        """)
-    var scale = false
-
-    @Option(help: "Tracks in the queue (hard links of one 0.5 s FLAC).")
-    var scaleTracks = 100_000
-
-    @Option(help: "Seconds from process start within which the queue must be loaded and playing, or those figures fail.")
-    var scaleTimeout = 60.0
-
-    @Option(help: "GetTracksMetadata calls per round.")
-    var metadataCalls = 20
-
-    @Option(help: "Track ids asked for in each GetTracksMetadata call.")
-    var metadataBatch = 1000
-
-    @Option(help: "AddTrack calls per round.")
-    var addtrackCalls = 2000
-
-    @Option(help: "AddTrack calls kept in flight.")
-    var addtrackInFlight = 4
-
-    func check() throws {
-        guard scaleTracks >= 2, metadataCalls >= 1, metadataBatch >= 1, addtrackCalls >= 2, addtrackInFlight >= 1 else {
-            throw ValidationError("scale counts must be positive (--scale-tracks and --addtrack-calls at least 2)")
-        }
-        guard metadataBatch <= scaleTracks else { throw ValidationError("--metadata-batch must not exceed --scale-tracks") }
-        guard scaleTimeout >= 1 else { throw ValidationError("--scale-timeout must be at least 1 s") }
-    }
-
-    func settings(quaver: String?, workDir: String?, rounds: Int) -> ScaleSettings {
-        ScaleSettings(
-            quaver: quaver, workDir: workDir, rounds: rounds, tracks: scaleTracks,
-            timeout: .milliseconds(Int(scaleTimeout * 1000)), metadataCalls: metadataCalls, metadataBatch: metadataBatch,
-            addTrackCalls: addtrackCalls, addTrackInFlight: addtrackInFlight)
-    }
-}
-
-struct ScaleSettings: Sendable {
-    var quaver: String?
-    var workDir: String?
-    var rounds: Int
-    var tracks: Int
-    var timeout: Duration
-    var metadataCalls: Int
-    var metadataBatch: Int
-    var addTrackCalls: Int
-    var addTrackInFlight: Int
-}
-
-/// How the queue is named on Quaver's command line.
-enum ScaleSource: String, CaseIterable, Sendable {
-    case folder, playlist
-
-    var title: String {
-        switch self {
-        case .folder: "folder"
-        case .playlist: "playlist (.m3u8)"
-        }
-    }
-
-    /// Alternates which source goes first, round after round.
-    static func order(round: Int) -> [ScaleSource] { round.isMultiple(of: 2) ? [.folder, .playlist] : [.playlist, .folder] }
-}
-
-/// The rows of the scale table, in order.
-enum ScaleFigure: CaseIterable {
-    case firstSound, nameOwned, loadTime, loadCPU
-    case getP50, getP99, getMax, getCount, getAfterLoadMax
-    case rssLoaded, rssOneTrack, bytesPerTrack
-    case tracksProperty, metadata
-    case addTrackRate, addTrackP99
-    case quit
-
-    var title: String {
-        switch self {
-        case .firstSound: "time to first sound: process start → PlaybackStatus Playing"
-        case .nameOwned: "process start → bus name owned"
-        case .loadTime: "total load time: process start → `queue loaded:` line"
-        case .loadCPU: "Quaver CPU time, process start → queue loaded"
-        case .getP50: "Get(PlaybackStatus) during the load, one in flight: p50"
-        case .getP99: "Get(PlaybackStatus) during the load: p99"
-        case .getMax: "Get(PlaybackStatus) during the load: max"
-        case .getCount: "Get(PlaybackStatus) calls answered during the load"
-        case .getAfterLoadMax: "Get(PlaybackStatus) in the 1 s after the `queue loaded:` line: max"
-        case .rssLoaded: "VmRSS, queue loaded, paused"
-        case .rssOneTrack: "VmRSS, the same command with 1 track, paused"
-        case .bytesPerTrack: "memory per queued track: (VmRSS − VmRSS with 1 track) / tracks"
-        case .tracksProperty: "Get(TrackList.Tracks)"
-        case .metadata: "GetTracksMetadata, 1 call"
-        case .addTrackRate: "AddTrack answered per second"
-        case .addTrackP99: "AddTrack latency, p99"
-        case .quit: "Quit → process exit (queue of all tracks and the added ones)"
-        }
-    }
-
-    var unit: String {
-        switch self {
-        case .firstSound, .nameOwned, .getP50, .getP99, .getMax, .getAfterLoadMax, .tracksProperty, .metadata, .addTrackP99, .quit: "ms"
-        case .loadTime, .loadCPU: "s"
-        case .getCount: "calls"
-        case .rssLoaded, .rssOneTrack: "MiB"
-        case .bytesPerTrack: "bytes"
-        case .addTrackRate: "calls/s"
-        }
-    }
-
-    var decimals: Int {
-        switch self {
-        case .firstSound, .nameOwned, .getCount, .bytesPerTrack, .addTrackRate, .quit: 0
-        case .loadTime, .loadCPU, .getP50, .getP99, .addTrackP99: 2
-        case .getMax, .getAfterLoadMax, .rssLoaded, .rssOneTrack, .tracksProperty, .metadata: 1
-        }
-    }
-
-    var higherIsBetter: Bool { self == .addTrackRate }
-
-    /// The value each median must stay under, in the row's unit.
-    var target: Double? {
-        switch self {
-        case .firstSound: 500
-        case .loadTime: 3
-        case .getP99: 5
-        case .bytesPerTrack: 1024
-        default: nil
-        }
-    }
-
-    /// Rows whose value is a statistic of all samples of every round pooled (the spread is
-    /// the same statistic per round).
-    var isPooled: Bool { [.getP50, .getP99, .getMax, .getAfterLoadMax, .addTrackP99].contains(self) }
-
-    /// The statistic of a pooled row.
-    func pooledStatistic(_ samples: [Double]) -> Double {
-        switch self {
-        case .getP50: samples.percentile(50)
-        case .getMax, .getAfterLoadMax: samples.max() ?? .nan
-        default: samples.percentile(99)
-        }
-    }
-}
-
-/// What was measured for one figure and one source, over the rounds.
-struct ScaleSamples {
-    var rounds: [Double] = []
-    var pooled: [Double] = []
-    var failures = 0
-}
-
-/// The generated media of the run.
-struct ScaleMedia {
-    /// The folder of all the tracks, and a playlist naming them.
-    var folder: URL
-    var playlist: URL
-    /// A folder and a playlist with one track (the memory baseline).
-    var oneFolder: URL
-    var onePlaylist: URL
-    /// One of the generated files.
-    var sampleTrack: URL
-
-    func path(_ source: ScaleSource, oneTrack: Bool) -> String {
-        switch (source, oneTrack) {
-        case (.folder, false): folder.path
-        case (.playlist, false): playlist.path
-        case (.folder, true): oneFolder.path
-        case (.playlist, true): onePlaylist.path
-        }
-    }
-}
-
 /// Quaver alone with a queue of many tracks: start-up, background loading, memory and the
 /// TrackList interface at that size. Prints a markdown table of its own.
 @MainActor
@@ -189,14 +13,14 @@ final class ScaleBenchmark {
     static let expectedPrefix = "/\(playerName)/track"
 
     let settings: ScaleSettings
-    private let report = Report()
-    private var programs: Programs!
-    private var media: ScaleMedia!
-    private var results: [ScaleFigure: [ScaleSource: ScaleSamples]] = [:]
+    let report = Report()
+    var programs: Programs!
+    var media: ScaleMedia!
+    var results: [ScaleFigure: [ScaleSource: ScaleSamples]] = [:]
     /// Problems by text, with the rounds they happened in, in order of first appearance.
-    private var problems: [(text: String, rounds: [Int])] = []
+    var problems: [(text: String, rounds: [Int])] = []
     /// Observations made once (the shape of replies), by key.
-    private var observed: Set<String> = []
+    var observed: Set<String> = []
 
     init(_ settings: ScaleSettings) { self.settings = settings }
 
@@ -219,7 +43,7 @@ final class ScaleBenchmark {
 
     // MARK: Set-up
 
-    private func setUp() async throws {
+    func setUp() async throws {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
@@ -236,7 +60,7 @@ final class ScaleBenchmark {
 
     /// One short FLAC, hard-linked `tracks` times into one flat folder, and a playlist of them
     /// all by absolute path; a folder and a playlist of one track for the memory baseline.
-    private func generate() async throws -> ScaleMedia {
+    func generate() async throws -> ScaleMedia {
         let workDir = programs.workDir
         let count = settings.tracks
         log("generating \(count) tracks")
@@ -311,7 +135,7 @@ final class ScaleBenchmark {
 
     /// Starts and stops Quaver once with one track, so that the first measured start does not
     /// pay for cold caches.
-    private func warmUp() async {
+    func warmUp() async {
         log("warm-up start")
         guard let run = try? launch(media.path(.folder, oneTrack: true), label: "warm-up") else { return }
         defer { run.session.close() }
@@ -322,7 +146,7 @@ final class ScaleBenchmark {
     // MARK: One Quaver
 
     /// A started Quaver and what the benchmark watches for from its start.
-    private struct Launched {
+    struct Launched {
         let session: PlayerSession
         let start: ContinuousClock.Instant
         /// The bus name taken, or the process ended.
@@ -331,11 +155,11 @@ final class ScaleBenchmark {
         let loaded: Expectation
     }
 
-    private func command(_ source: String) -> [String] {
+    func command(_ source: String) -> [String] {
         [programs.quaver, "--no-resume", "--audio-sink", "fakesink sync=true", "--name", Self.playerName, source]
     }
 
-    private func launch(_ source: String, label: String) throws -> Launched {
+    func launch(_ source: String, label: String) throws -> Launched {
         let session = try PlayerSession(.quaver, programs: programs, label: label, busName: Self.busName)
         let busName = Self.busName
         let owned = session.events.expect("\(busName) owned") { event in
@@ -360,7 +184,7 @@ final class ScaleBenchmark {
     }
 
     /// Waits until the bus name is owned; throws when Quaver exits first or the deadline passes.
-    private func waitOwned(_ run: Launched, deadline: ContinuousClock.Instant) async throws -> BusEvent {
+    func waitOwned(_ run: Launched, deadline: ContinuousClock.Instant) async throws -> BusEvent {
         let event = try await run.session.events.wait(run.owned, timeout: max(deadline - .now, .milliseconds(1)))
         if case .exited(let status) = event.kind {
             throw BenchError("Quaver exited with status \(status) before taking \(Self.busName); see \(run.session.logFile.path)")
@@ -369,7 +193,7 @@ final class ScaleBenchmark {
     }
 
     /// Quaver with one track: paused once playing, VmRSS after 1 s. Returns it in KiB.
-    private func oneTrackRun(_ source: ScaleSource, round: Int) async -> UInt64? {
+    func oneTrackRun(_ source: ScaleSource, round: Int) async -> UInt64? {
         let run: Launched
         do {
             run = try launch(media.path(source, oneTrack: true), label: "\(source.rawValue)-round\(round + 1)-one-track")
@@ -401,7 +225,7 @@ final class ScaleBenchmark {
 
     /// Pauses, waits 1 s and returns VmRSS in KiB, and the status Quaver was in before (a
     /// player that has stopped on its own is left stopped).
-    private func settledRSS(_ session: PlayerSession) async throws -> (kiB: UInt64, statusBefore: String) {
+    func settledRSS(_ session: PlayerSession) async throws -> (kiB: UInt64, statusBefore: String) {
         let settled: Set<String> = ["Paused", "Stopped"]
         let before = try await session.playbackStatus()
         if !settled.contains(before) {
@@ -416,7 +240,7 @@ final class ScaleBenchmark {
     }
 
     /// Quaver with every track: every figure of one round.
-    private func fullRun(_ source: ScaleSource, round: Int, baselineKiB: UInt64?) async {
+    func fullRun(_ source: ScaleSource, round: Int, baselineKiB: UInt64?) async {
         let startFigures: [ScaleFigure] = [
             .firstSound, .nameOwned, .loadTime, .loadCPU, .getP50, .getP99, .getMax, .getCount, .getAfterLoadMax, .rssLoaded, .bytesPerTrack,
             .tracksProperty, .metadata, .addTrackRate, .addTrackP99, .quit,
@@ -559,233 +383,5 @@ final class ScaleBenchmark {
         } else {
             fail([.quit], source, round: round, "Quaver did not exit cleanly after Quit within 30 s (status \(session.exitStatus ?? -1); -1: killed); see \(logPath)")
         }
-    }
-
-    // MARK: TrackList
-
-    private func trackListFigures(_ session: PlayerSession, source: ScaleSource, round: Int) async {
-        // The Tracks property: the id prefix, and the length of the list it shows.
-        var prefix = Self.expectedPrefix
-        do {
-            let sent = ContinuousClock.now
-            let reply = try await session.call(
-                "Get", interface: MPRIS.properties, [.string(Self.trackList), .string("Tracks")], timeout: .seconds(30))
-            let took = ContinuousClock.now - sent
-            guard case .array(.objectPath, let items) = reply.first?.unwrapped else {
-                throw BenchError("Tracks is not an array of object paths: \(reply.first.map { "\($0.unwrapped.type)" } ?? "no value")")
-            }
-            let ids = items.compactMap(\.objectPath)
-            guard let first = ids.first, let slash = first.rawValue.lastIndex(of: "/") else { throw BenchError("Tracks is empty") }
-            record(.tracksProperty, source, took.milliseconds)
-            prefix = String(first.rawValue[..<slash])
-            observe("tracks", "Tracks (\(source.title), round \(round + 1), paused on the current track) lists \(ids.count) ids, from \(first) to \(ids.last!).")
-            if prefix != Self.expectedPrefix {
-                problem(source, round: round, "track ids have the prefix \(prefix), not \(Self.expectedPrefix) (using \(prefix))")
-            }
-        } catch {
-            fail([.tracksProperty], source, round: round, "Get(TrackList.Tracks): \(error)")
-        }
-
-        // GetTracksMetadata for ids from the middle of the queue.
-        do {
-            let batch = settings.metadataBatch
-            let firstNumber = max(1, settings.tracks / 2 - batch / 2 + 1)
-            let ids = try (firstNumber..<firstNumber + batch).map { number in
-                guard let id = ObjectPath(prefix + "/\(number)") else { throw BenchError("\(prefix)/\(number) is not an object path") }
-                return id
-            }
-            let argument = Value.array(.objectPath, ids.map(Value.objectPath))
-            var times: [Double] = []
-            for _ in 0..<settings.metadataCalls {
-                let sent = ContinuousClock.now
-                let reply = try await session.call("GetTracksMetadata", interface: Self.trackList, [argument], timeout: .seconds(30))
-                times.append((ContinuousClock.now - sent).milliseconds)
-                try checkMetadata(reply, asked: ids, source: source, round: round)
-            }
-            record(.metadata, source, times.median)
-        } catch {
-            fail([.metadata], source, round: round, "GetTracksMetadata: \(error)")
-        }
-
-        // AddTrack, alternately at the start and after the current track.
-        do {
-            guard let current = try await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath,
-                current != Self.noTrack
-            else { throw BenchError("Metadata has no current mpris:trackid") }
-            let uri = media.sampleTrack.absoluteString
-            let run = try await addTracks(session, uri: uri, current: current)
-            record(.addTrackRate, source, Double(settings.addTrackCalls) / run.elapsed.seconds)
-            record(.addTrackP99, source, run.latencies.percentile(99), pooled: run.latencies)
-            let after = try await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath
-            if after != current {
-                problem(source, round: round, "the current track changed from \(current) to \(after.map { "\($0)" } ?? "none") during AddTrack with SetAsCurrent false")
-            }
-            // Where the added tracks went: ids that go on counting would be the next ones.
-            let next = (settings.tracks + 1...settings.tracks + settings.addTrackCalls).compactMap { ObjectPath(prefix + "/\($0)") }
-            let reply = try await session.call(
-                "GetTracksMetadata", interface: Self.trackList, [.array(.objectPath, next.map(Value.objectPath))], timeout: .seconds(30))
-            if case .array(_, let maps) = reply.first {
-                observe("added ids", "After \(report.format(Double(settings.addTrackCalls), 0)) AddTrack calls (\(source.title), round \(round + 1)), GetTracksMetadata finds \(maps.count) of the ids \(next.first!)…\(settings.tracks + settings.addTrackCalls).")
-            }
-        } catch {
-            fail([.addTrackRate, .addTrackP99], source, round: round, "AddTrack: \(error)")
-        }
-    }
-
-    /// Each reply must be one map per id asked for, each with `mpris:trackid`.
-    private func checkMetadata(_ reply: [Value], asked ids: [ObjectPath], source: ScaleSource, round: Int) throws {
-        guard case .array(_, let maps) = reply.first else {
-            throw BenchError("the reply is not an array of maps: \(reply.map { "\($0.type)" }.joined(separator: ", "))")
-        }
-        guard maps.count == ids.count else { throw BenchError("\(maps.count) maps for \(ids.count) ids") }
-        var returned: [ObjectPath] = []
-        returned.reserveCapacity(maps.count)
-        for (index, map) in maps.enumerated() {
-            guard let dictionary = map.stringVariantDictionary else { throw BenchError("item \(index) of the reply is not an a{sv} map (\(map.type))") }
-            guard let id = dictionary["mpris:trackid"]?.unwrapped.objectPath else { throw BenchError("map \(index) has no mpris:trackid object path") }
-            returned.append(id)
-            if index == 0 {
-                observe("metadata keys", "A GetTracksMetadata map carries: \(dictionary.keys.sorted().joined(separator: ", ")).")
-            }
-        }
-        if returned != ids {
-            let missing = Set(ids).subtracting(returned).count
-            problem(source, round: round, missing == 0
-                ? "GetTracksMetadata returns the ids asked for in another order"
-                : "GetTracksMetadata returns \(missing) of the \(ids.count) ids asked for under other ids (first asked \(ids[0]), first returned \(returned[0]))")
-        }
-    }
-
-    /// Shared by the AddTrack workers.
-    private final class AddTrackState {
-        var next = 0
-        var latencies: [Double] = []
-        var failure: (any Error)?
-    }
-
-    private func addTracks(_ session: PlayerSession, uri: String, current: ObjectPath) async throws
-        -> (latencies: [Double], elapsed: Duration)
-    {
-        let calls = settings.addTrackCalls
-        let state = AddTrackState()
-        state.latencies.reserveCapacity(calls)
-        let start = ContinuousClock.now
-        let workers = (0..<settings.addTrackInFlight).map { _ in
-            Task { @MainActor in
-                while state.next < calls, state.failure == nil {
-                    let index = state.next
-                    state.next += 1
-                    let after = index.isMultiple(of: 2) ? Self.noTrack : current
-                    let sent = ContinuousClock.now
-                    do {
-                        _ = try await session.call(
-                            "AddTrack", interface: Self.trackList, [.string(uri), .objectPath(after), .boolean(false)],
-                            timeout: .seconds(30))
-                    } catch {
-                        if state.failure == nil {
-                            state.failure = BenchError("AfterTrack \(after == Self.noTrack ? "NoTrack" : "the current track"): \(error)")
-                        }
-                        return
-                    }
-                    state.latencies.append((ContinuousClock.now - sent).milliseconds)
-                }
-            }
-        }
-        for worker in workers { await worker.value }
-        if let failure = state.failure { throw failure }
-        return (state.latencies, ContinuousClock.now - start)
-    }
-
-    // MARK: Results
-
-    private func record(_ figure: ScaleFigure, _ source: ScaleSource, _ value: Double, pooled: [Double] = []) {
-        results[figure, default: [:]][source, default: ScaleSamples()].rounds.append(value)
-        results[figure, default: [:]][source, default: ScaleSamples()].pooled += pooled
-    }
-
-    private func fail(_ figures: [ScaleFigure], _ source: ScaleSource, round: Int, _ message: String) {
-        for figure in figures { results[figure, default: [:]][source, default: ScaleSamples()].failures += 1 }
-        let names = figures.count > 4 ? "every figure of the run" : figures.map { "“\($0.title)”" }.joined(separator: ", ")
-        problem(source, round: round, "\(names): \(message)")
-    }
-
-    private func problem(_ source: ScaleSource, round: Int, _ message: String) {
-        let text = "\(source.title): \(message)"
-        if let index = problems.firstIndex(where: { $0.text == text }) {
-            problems[index].rounds.append(round + 1)
-        } else {
-            problems.append((text, [round + 1]))
-            log("problem: \(text)")
-        }
-    }
-
-    private func observe(_ key: String, _ note: String) {
-        guard observed.insert(key).inserted else { return }
-        report.note(note)
-    }
-
-    private func markdown() -> String {
-        var lines = [
-            "| figure | unit | \(ScaleSource.folder.title) | \(ScaleSource.playlist.title) | target |",
-            "| --- | --- | ---: | ---: | --- |",
-        ]
-        for figure in ScaleFigure.allCases {
-            let hint = figure == .getCount ? "" : figure.higherIsBetter ? " (higher is better)" : " (lower is better)"
-            var cells: [String] = []
-            var medians: [ScaleSource: Double] = [:]
-            for source in ScaleSource.allCases {
-                let samples = results[figure]?[source] ?? ScaleSamples()
-                guard !samples.rounds.isEmpty else {
-                    cells.append(samples.failures > 0 ? "failed (see below)" : "not measured")
-                    continue
-                }
-                let measure = figure.isPooled
-                    ? Measure(value: figure.pooledStatistic(samples.pooled), rounds: samples.rounds)
-                    : Measure(rounds: samples.rounds)
-                medians[source] = measure.value
-                var text = report.format(measure.value, figure.decimals)
-                if let low = measure.low, let high = measure.high, samples.rounds.count > 1 {
-                    text += " [\(report.format(low, figure.decimals))–\(report.format(high, figure.decimals))]"
-                }
-                if samples.failures > 0 { text += " (\(samples.failures) of \(samples.rounds.count + samples.failures) rounds failed)" }
-                cells.append(text)
-            }
-            var target = ""
-            if let limit = figure.target {
-                target = "< \(report.format(limit, 0))"
-                let missed = ScaleSource.allCases.filter { medians[$0].map { !($0 < limit) } ?? false }
-                if !missed.isEmpty {
-                    target += ": missed (\(missed.map(\.rawValue).joined(separator: ", ")))"
-                } else if medians.count == ScaleSource.allCases.count {
-                    target += ": met"
-                } else {
-                    target += ": not measured"
-                }
-            }
-            lines.append("| \(figure.title)\(hint) | \(figure.unit) | \(cells.joined(separator: " | ")) | \(target) |")
-        }
-        var text = lines.joined(separator: "\n") + "\n"
-        text += "\n\(report.format(Double(settings.tracks), 0)) tracks, \(settings.rounds) round\(settings.rounds == 1 ? "" : "s") per source, the sources alternating which goes first. "
-            + "Values are medians over the rounds, or for p50/p99/max a percentile of all samples of every round pooled; "
-            + "brackets give the lowest and highest value of the same statistic across rounds. A target is met when the median of both sources is under it.\n"
-        let method = [
-            "First sound: from just before the process was started to the first PropertiesChanged of org.mpris.MediaPlayer2.Player carrying PlaybackStatus Playing, or the first Get(PlaybackStatus) answered with Playing, whichever came first (the sink is fakesink sync=true: it plays in real time).",
-            "Load time: from the same moment to the benchmark reading a line containing `queue loaded:` on Quaver's output (stderr, read through a pipe as it comes).",
-            "Responsiveness: from the moment the bus name was owned (NameOwnerChanged) until that line, one client sent org.freedesktop.DBus.Properties.Get(org.mpris.MediaPlayer2.Player, PlaybackStatus) back to back, one in flight, and timed each call; the count is the calls answered in that window. The same went on for 1 s after the line (its own row).",
-            "Memory: VmRSS of the Quaver process after the load, Pause answered with PlaybackStatus Paused and 1 s of rest; the baseline is the same command with a folder or playlist of 1 track, run just before in the same round; the difference divided by \(report.format(Double(settings.tracks), 0)).",
-            "TrackList: the ids are read from the Tracks property (its prefix is then used); GetTracksMetadata asks \(settings.metadataCalls) times for the \(settings.metadataBatch) consecutive ids from the middle of the queue, one call at a time, and each reply is checked to hold \(settings.metadataBatch) maps each with mpris:trackid; the row is the median call. AddTrack: \(settings.addTrackCalls) calls, \(settings.addTrackInFlight) in flight, adding \(media.sampleTrack.absoluteString) with AfterTrack alternately /org/mpris/MediaPlayer2/TrackList/NoTrack (the start) and the current track, SetAsCurrent false, all after the memory figure (paused).",
-        ]
-        text += "\nHow:\n\n" + method.map { "- " + $0 }.joined(separator: "\n") + "\n"
-        if !report.notes.isEmpty {
-            text += "\nNotes:\n\n" + report.notes.map { "- " + $0 }.joined(separator: "\n") + "\n"
-        }
-        if !problems.isEmpty {
-            text += "\nWhat did not work:\n\n" + problems.map { problem in
-                let rounds = problem.rounds.count == settings.rounds && settings.rounds > 1
-                    ? "every round" : "round" + (problem.rounds.count > 1 ? "s " : " ") + problem.rounds.map(String.init).joined(separator: ", ")
-                return "- \(problem.text) (\(rounds))"
-            }.joined(separator: "\n") + "\n"
-        }
-        return text
     }
 }
