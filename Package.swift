@@ -66,10 +66,13 @@ let package = Package(
         // test's child never holds another's pipes, and waiting never blocks a thread.
         .target(name: "CSpawn", path: "Tests/CSpawn"),
         .target(name: "ChildProcess", dependencies: ["CSpawn"], path: "Tests/ChildProcess"),
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "ChildProcess"]),
+        // What every test target shares: a private bus, waiting for a condition without
+        // sleeping, temporary folders, finding and running programs.
+        .target(name: "TestKit", dependencies: ["ChildProcess"], path: "Tests/TestKit"),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "ChildProcess"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "ChildProcess"]),
+        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "TestKit"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

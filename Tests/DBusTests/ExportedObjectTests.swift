@@ -1,4 +1,5 @@
 import DBus
+import TestKit
 import Testing
 
 /// In-process dispatch: no bus, only `ExportedObject.dispatch` and its signal sink.

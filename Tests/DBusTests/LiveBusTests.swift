@@ -1,5 +1,6 @@
 @testable import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Two connections on a private `dbus-daemon`: one exports an object and owns a name,
@@ -67,14 +68,9 @@ struct LiveBusTests {
         }
     }
 
-    /// Runs `body` with a fresh fixture whose service owns `name`; records an issue and
-    /// returns when `dbus-daemon` is unavailable.
+    /// Runs `body` with a fresh fixture whose service owns `name`.
     func withFixture(_ body: (Fixture) async throws -> Void) async throws {
-        guard let daemon = PrivateBus.daemon else {
-            Issue.record("dbus-daemon is not installed (not found in PATH); the live bus tests need it")
-            return
-        }
-        let fixture = try Fixture(bus: PrivateBus(daemon: daemon))
+        let fixture = try Fixture(bus: await PrivateBus())
         defer { fixture.stop() }
         #expect(try fixture.service.requestName(Self.name) == .primaryOwner)
         try await body(fixture)
@@ -337,11 +333,7 @@ struct LiveBusTests {
 
     @Test("a connection opened right after another was closed still receives messages")
     func connectionOpenedRightAfterClose() async throws {
-        guard let daemon = PrivateBus.daemon else {
-            Issue.record("dbus-daemon is not installed (not found in PATH)")
-            return
-        }
-        let bus = try PrivateBus(daemon: daemon)
+        let bus = try await PrivateBus()
         defer { bus.stop() }
         // What a reconnect in `onDisconnect` does: close, then connect again at once, so
         // the new socket gets the closed one's descriptor number before the main queue
@@ -366,11 +358,7 @@ struct LiveBusTests {
 
     @Test("a very long call timeout is clamped, not a crash")
     func hugeTimeout() async throws {
-        guard let daemon = PrivateBus.daemon else {
-            Issue.record("dbus-daemon is not installed (not found in PATH)")
-            return
-        }
-        let bus = try PrivateBus(daemon: daemon)
+        let bus = try await PrivateBus()
         defer { bus.stop() }
         let address = bus.address
         // `seconds * 1000` overflows for durations above ~292 million years; such a

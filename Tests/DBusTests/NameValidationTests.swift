@@ -1,6 +1,7 @@
 import CDBus
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Object paths and dotted names, checked against the D-Bus specification and

@@ -1,5 +1,6 @@
 import CDBus
 @testable import DBus
+import TestKit
 import Testing
 
 /// Every D-Bus type written into a real libdbus message and read back.

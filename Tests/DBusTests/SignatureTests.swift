@@ -1,5 +1,6 @@
 import CDBus
 import DBus
+import TestKit
 import Testing
 
 /// The Swift signature parser, checked on its own and against `dbus_signature_validate`.

@@ -3,6 +3,7 @@ import CDBus
 @testable import DBus
 import Dispatch
 import Foundation
+import TestKit
 import Testing
 
 // MARK: - Building messages
@@ -116,87 +117,4 @@ func success(_ result: Result<[Value], BusError>, sourceLocation: SourceLocation
         Issue.record("unexpected error \(error)", sourceLocation: sourceLocation)
         return nil
     }
-}
-
-// MARK: - Waiting without sleeping
-
-/// Collects events and lets a test wait for one with a deadline. Waiters are resumed by
-/// `record(_:)` as soon as their condition holds, or with `false` when the deadline passes.
-@MainActor
-final class EventRecorder<Event> {
-    private(set) var events: [Event] = []
-    private var waiters: [UUID: (check: ([Event]) -> Bool, continuation: CheckedContinuation<Bool, Never>)] = [:]
-
-    func record(_ event: Event) {
-        events.append(event)
-        for (id, waiter) in waiters where waiter.check(events) {
-            waiters[id] = nil
-            waiter.continuation.resume(returning: true)
-        }
-    }
-
-    /// Returns true once `check` holds for the recorded events, false after `timeout`.
-    func wait(timeout: Duration = .seconds(20), until check: @escaping ([Event]) -> Bool) async -> Bool {
-        if check(events) { return true }
-        return await withCheckedContinuation { continuation in
-            let id = UUID()
-            waiters[id] = (check, continuation)
-            let milliseconds = Int(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-            DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(milliseconds)) { [weak self] in
-                MainActor.assumeIsolated {
-                    guard let waiter = self?.waiters.removeValue(forKey: id) else { return }
-                    waiter.continuation.resume(returning: false)
-                }
-            }
-        }
-    }
-
-    /// Waits until at least `count` events were recorded.
-    func wait(forCount count: Int, timeout: Duration = .seconds(20)) async -> Bool {
-        await wait(timeout: timeout) { $0.count >= count }
-    }
-}
-
-// MARK: - A private bus
-
-struct PrivateBusError: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// A throwaway `dbus-daemon --session` for one test, killed by `stop()`.
-final class PrivateBus {
-    let process: ChildProcess
-    let address: String
-    /// Holds the bus's socket; removed by `stop()`.
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-dbus-test-\(UUID().uuidString)")
-
-    /// `dbus-daemon` from `PATH`, or nil when it is not installed.
-    static var daemon: URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("dbus-daemon") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
-
-    init(daemon: URL) throws {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        // The socket lives in `directory`: the session default (`unix:tmpdir=/tmp`) leaves a
-        // socket file in /tmp for every bus that is killed.
-        process = try ChildProcess(
-            daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(directory.path)"], output: .pipe)
-        // The address line comes first. If the daemon fails it exits and the read ends at
-        // EOF, so this cannot hang.
-        address = process.readFirstLine()
-        guard address.hasPrefix("unix:") else {
-            stop()
-            throw PrivateBusError(description: "dbus-daemon printed no address (got '\(address)')")
-        }
-    }
-
-    /// Kills the daemon and removes its socket.
-    func stop() {
-        process.killAndWait()
-        try? FileManager.default.removeItem(at: directory)
-    }
-
-    deinit { stop() }
 }

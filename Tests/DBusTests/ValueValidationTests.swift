@@ -1,6 +1,7 @@
 import CDBus
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// `Value.validate()` is what keeps libdbus from aborting the process on a value that

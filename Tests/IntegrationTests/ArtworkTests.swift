@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// `mpris:artUrl` from a running quaver: the embedded cover of each tag format, a sidecar

@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import SeededRandom
+import TestKit
 import Testing
 
 /// 200 random transport commands fired as fast as the bus takes them, in order on one

@@ -1,6 +1,7 @@
 import AudioCheck
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Media that is not plain audio, through the real binary: a file whose cover is stored as a

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The daemon's D-Bus surface and lifecycle, with the real binary on a private bus.

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Install, D-Bus activation, the user unit and `quaver doctor`.

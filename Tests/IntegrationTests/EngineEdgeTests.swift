@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The transport's edges as real clients meet them: what is published while nothing is

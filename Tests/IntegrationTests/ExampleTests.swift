@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// `Examples/Countdown`, the NowPlaying library's model adopter: a program that is not a

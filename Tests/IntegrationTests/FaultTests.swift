@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Faults from the world around a running quaver: files that go away or change under it,

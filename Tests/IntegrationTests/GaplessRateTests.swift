@@ -1,6 +1,7 @@
 import AudioCheck
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The reference of the gapless check (`AudioCheck.Gapless`: one continuous sine split into

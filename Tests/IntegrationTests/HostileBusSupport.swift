@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 #if canImport(FoundationXML)
 import FoundationXML
 import SeededRandom

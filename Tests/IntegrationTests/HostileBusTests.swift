@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Hostile D-Bus input against the real binary: calls generated from the live

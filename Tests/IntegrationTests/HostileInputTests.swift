@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// quaver given what no reader should open or walk whole: FIFOs, sockets, devices, `/proc`,

@@ -1,6 +1,7 @@
 import ChildProcess
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// quaver plays through hostile media made by `scripts/make-hostile-media` (truncated, empty,

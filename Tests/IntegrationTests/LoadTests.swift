@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import SeededRandom
+import TestKit
 import Testing
 
 /// Load against the real binary: 32 clients, each on a D-Bus connection of its own to the

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Player `LoopStatus` and `Shuffle` as the queue follows them, with the real binary.

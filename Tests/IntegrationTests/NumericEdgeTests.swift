@@ -1,6 +1,7 @@
 import ChildProcess
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The saved session and the configuration with every numeric field at each edge of the

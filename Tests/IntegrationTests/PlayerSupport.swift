@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 // Helpers for tests that drive the Player interface: calls sent without waiting for their

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The real `quaver` binary on a private bus, driven by `playerctl` and watched by a client

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// `org.mpris.MediaPlayer2.Playlists` over a folder of playlist files, with the real binary.

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// What Quaver reads back and writes at the edges: saved sessions out of range, too large or

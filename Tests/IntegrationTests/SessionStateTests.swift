@@ -1,6 +1,7 @@
 import ChildProcess
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The saved session and the configuration file, with the real binary.

@@ -1,6 +1,7 @@
 import ChildProcess
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// logind on a private "system" bus: python-dbusmock's logind template, which hands out real

@@ -1,5 +1,6 @@
 import ChildProcess
 import Foundation
+import TestKit
 import Testing
 
 /// A PulseAudio server of the test's own: a null sink, its socket in a private folder, no

@@ -1,6 +1,7 @@
 import ChildProcess
 import DBus
 import Foundation
+import TestKit
 
 /// `scripts/http-test-server` on 127.0.0.1, for one test: a file, an endless ICY stream with
 /// changing titles, a stream that stalls, one that dies, one that never answers. `stop()` kills

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// http streams through the real quaver, from `scripts/http-test-server` on 127.0.0.1: a

@@ -1,6 +1,7 @@
 import DBus
 import Dispatch
 import Foundation
+import TestKit
 import Testing
 
 /// MPRIS names the TrackList and Playlists tests use.

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// `org.mpris.MediaPlayer2.TrackList` of the real binary: the window of `Tracks`, its

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// Player methods and writable properties with the spec's semantics, against the real binary.

@@ -1,5 +1,6 @@
 import AudioCheck
 import Foundation
+import TestKit
 import Testing
 
 @testable import Playback

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Logging
+import TestKit
 import Testing
 
 @testable import Playback

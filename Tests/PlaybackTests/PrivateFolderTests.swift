@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import TestKit
 import Testing
 
 @testable import Playback

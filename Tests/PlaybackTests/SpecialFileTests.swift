@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import TestKit
 import Testing
 
 @testable import Playback

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestKit
 import Testing
 
 @testable import Playback

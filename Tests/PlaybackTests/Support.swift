@@ -2,52 +2,10 @@ import ChildProcess
 import Dispatch
 import Foundation
 import Logging
+import TestKit
 import Testing
 
 @testable import Playback
-
-// MARK: - Temporary folders
-
-/// A folder of its own under the system temporary directory, removed by `remove()`.
-struct TemporaryFolder: Sendable {
-    let url: URL
-
-    init(_ label: String = #function) throws {
-        let safe = label.filter { $0.isLetter || $0.isNumber }
-        url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("quaver-playback-tests-\(safe)-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func remove() { try? FileManager.default.removeItem(at: url) }
-
-    /// A path inside the folder (nothing is created).
-    func path(_ relative: String) -> URL { url.appendingPathComponent(relative) }
-
-    /// Writes `contents` at `relative`, creating intermediate folders.
-    @discardableResult
-    func write(_ relative: String, _ contents: String = "") throws -> URL {
-        try write(relative, data: Data(contents.utf8))
-    }
-
-    @discardableResult
-    func write(_ relative: String, data: Data) throws -> URL {
-        let file = path(relative)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: file)
-        return file
-    }
-
-    @discardableResult
-    func makeFolder(_ relative: String) throws -> URL {
-        let folder = path(relative)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
-    }
-
-    /// The URI `MediaSources` produces for a file in this folder.
-    func uri(_ relative: String) -> String { path(relative).standardizedFileURL.absoluteString }
-}
 
 /// Bytes no GStreamer plugin can make sense of, under an audio file name.
 let garbageBytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
@@ -165,66 +123,19 @@ extension Optional where Wrapped == Duration {
 
 // MARK: - Waiting
 
-/// Waits for conditions on the main actor: each waiter is re-checked whenever `recheck()`
-/// is called (from an observer callback), optionally every `poll` interval (for values no
-/// callback announces, such as the position), and gives up at its deadline.
+/// Waits for conditions on the main actor (TestKit's `Waiter`), in the words the playback
+/// tests use: `recheck()` from an observer callback, `poll` for values no callback announces.
 @MainActor
-class MainActorWaiter {
-    private struct Waiter {
-        var condition: @MainActor () -> Bool
-        var continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private var waiters: [Int: Waiter] = [:]
-    private var nextID = 0
-
-    /// Re-checks every pending condition.
-    func recheck() {
-        for (id, waiter) in waiters where waiter.condition() {
-            waiters[id] = nil
-            waiter.continuation.resume(returning: true)
-        }
-    }
+class MainActorWaiter: Waiter {
+    /// Checks every pending condition again.
+    func recheck() { poke() }
 
     /// True once `condition` holds; false if the deadline passes first.
     func wait(
         upTo timeout: Duration = .seconds(15), poll: Duration? = nil,
         until condition: @escaping @MainActor () -> Bool
     ) async -> Bool {
-        if condition() { return true }
-        return await withCheckedContinuation { continuation in
-            let id = nextID
-            nextID += 1
-            waiters[id] = Waiter(condition: condition, continuation: continuation)
-            DispatchQueue.main.asyncAfter(deadline: .now() + timeout.inSeconds) { [weak self] in
-                MainActor.assumeIsolated { self?.finish(id, result: false) }
-            }
-            if let poll { schedulePoll(id, every: poll) }
-        }
-    }
-
-    private func finish(_ id: Int, result: Bool) {
-        guard let waiter = waiters.removeValue(forKey: id) else { return }
-        waiter.continuation.resume(returning: result)
-    }
-
-    private func schedulePoll(_ id: Int, every interval: Duration) {
-        DispatchQueue.main.asyncAfter(deadline: .now() + interval.inSeconds) { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self, let waiter = self.waiters[id] else { return }
-                if waiter.condition() {
-                    self.finish(id, result: true)
-                } else {
-                    self.schedulePoll(id, every: interval)
-                }
-            }
-        }
-    }
-
-    /// Lets `duration` of real time pass without blocking the main actor (for measuring
-    /// that something does NOT change; never used to wait for an event).
-    func elapse(_ duration: Duration) async {
-        _ = await wait(upTo: duration) { false }
+        await wait(timeout: timeout, pollingEvery: poll, until: condition)
     }
 }
 

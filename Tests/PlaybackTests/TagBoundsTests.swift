@@ -1,5 +1,6 @@
 import CGStreamer
 import Foundation
+import TestKit
 import Testing
 
 @testable import Playback
