@@ -1,6 +1,7 @@
 import DBus
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NowPlaying
 import Playback
