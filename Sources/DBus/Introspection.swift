@@ -1,4 +1,10 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Generates introspection XML from interface declarations.
 enum Introspection {
@@ -103,14 +109,53 @@ enum Introspection {
     }
 
     /// The machine id for `Peer.GetMachineId` (libdbus answers Peer itself on a real bus;
-    /// this serves in-process dispatch).
+    /// this serves in-process dispatch). Read with the C library: the module links no
+    /// Foundation, so that adopters' programs map none of it.
     static var machineID: String {
         for path in ["/etc/machine-id", "/var/lib/dbus/machine-id"] {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8) {
-                let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if let text = smallTextFile(path) {
+                let trimmed = text.trimmingWhitespace()
                 if !trimmed.isEmpty { return trimmed }
             }
         }
         return String(repeating: "0", count: 32)
+    }
+
+    /// The first 4 KiB of a file as UTF-8, or nil when it cannot be read or is not UTF-8.
+    /// A machine id is 33 bytes.
+    static func smallTextFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        var count = 0
+        while count < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if got < 0 && errno == EINTR { continue }
+            guard got >= 0 else { return nil }
+            if got == 0 { break }
+            count += got
+        }
+        // transcode reports invalid UTF-8 on every platform; String(validating:) would need macOS 15.
+        let text = bytes[..<count]
+        guard !transcode(text.makeIterator(), from: UTF8.self, to: UTF8.self, stoppingOnError: true, into: { _ in }) else { return nil }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
+
+extension String {
+    /// The string without leading and trailing white space and line breaks, as Foundation's
+    /// `trimmingCharacters(in: .whitespacesAndNewlines)`: general category Z*, U+0009 to
+    /// U+000D and U+0085.
+    func trimmingWhitespace() -> String {
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+            switch scalar.properties.generalCategory {
+            case .spaceSeparator, .lineSeparator, .paragraphSeparator: true
+            default: ("\t"..."\r").contains(scalar) || scalar == "\u{85}"
+            }
+        }
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(scalars[first...last])
     }
 }

@@ -1,5 +1,6 @@
 internal import CGStreamer
-public import Foundation
+public import FoundationEssentials
+import Glibc
 public import Logging
 
 /// The image formats a cover may be in, told by their first bytes (never by a file name
@@ -145,31 +146,31 @@ public final class ArtworkCache: Sendable {
     private func write(_ data: Data, to file: URL) throws {
         let descriptor = open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        do {
-            try handle.write(contentsOf: data)
-            try handle.close()
-        } catch {
+        var failure = PrivateFolder.writeAll(data, to: descriptor)
+        if close(descriptor) != 0 && failure == nil { failure = errno }
+        if let failure {
             try? FileManager.default.removeItem(at: file)
-            throw error
+            throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
         }
     }
 
     /// Removes the images used longest ago until the folder holds at most `maximumBytes`
     /// (never `kept`, the image just stored), and pieces of writes a crash left behind.
     private func trim(keeping kept: String) {
-        let keys: [URLResourceKey] = [.fileSizeKey, .contentModificationDateKey, .isRegularFileKey]
-        guard let files = try? FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: keys) else { return }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
         var images: [(file: URL, size: Int, modified: Date)] = []
         var total = 0
-        for file in files {
-            guard let values = try? file.resourceValues(forKeys: Set(keys)), values.isRegularFile == true else { continue }
-            let modified = values.contentModificationDate ?? .distantPast
-            if file.lastPathComponent.hasPrefix(".") {
+        for name in names {
+            let file = folder.appendingPathComponent(name)
+            // lstat: a symbolic link is not an image of the cache, as with URL resource values.
+            var info = stat()
+            guard lstat(file.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+            if name.hasPrefix(".") {
                 if modified < Date(timeIntervalSinceNow: -600) { try? FileManager.default.removeItem(at: file) }
                 continue
             }
-            let size = values.fileSize ?? 0
+            let size = Int(info.st_size)
             total += size
             if file.lastPathComponent != kept { images.append((file, size, modified)) }
         }
@@ -224,7 +225,7 @@ public final class ArtworkCache: Sendable {
 
     /// The first sidecar image in the folder of the file at `path` that is an image.
     func sidecarArtwork(besides path: String) -> String? {
-        let folder = (path as NSString).deletingLastPathComponent
+        let folder = LocalFiles.parentPath(path)
         for name in sidecarCandidates(in: folder) {
             let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
             // Read only as a regular file of a bounded size: a FIFO named cover.jpg would

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// What `stat` says of a path (following symbolic links): enough to tell a regular file
@@ -203,11 +203,21 @@ enum LocalFiles {
         return .refused("over the \(byteCount(limit)) limit")
     }
 
+    /// The folder part of `path`, as NSString's `deletingLastPathComponent` gives it: repeated
+    /// slashes count as one and a trailing one is ignored; "/a" gives "/", "a" gives "".
+    static func parentPath(_ path: String) -> String {
+        var components = path.unicodeScalars.split(separator: "/")
+        let root = path.hasPrefix("/") ? "/" : ""
+        guard !components.isEmpty else { return root }
+        components.removeLast()
+        return root + components.map { String(String.UnicodeScalarView($0)) }.joined(separator: "/")
+    }
+
     /// A size as log lines give it: `16 MiB`, `8 KiB`, `912 bytes`.
     static func byteCount(_ bytes: Int) -> String {
         if bytes >= 1 << 20 {
             let mebibytes = Double(bytes) / Double(1 << 20)
-            return mebibytes == mebibytes.rounded() ? "\(Int(mebibytes)) MiB" : String(format: "%.1f MiB", mebibytes)
+            return mebibytes == mebibytes.rounded() ? "\(Int(mebibytes)) MiB" : mebibytes.decimalText(places: 1) + " MiB"
         }
         if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 public import Logging
 
 /// Turns what a user names (files, folders, playlists, URIs) into a list of playable URIs.
@@ -430,7 +431,7 @@ public enum MediaSources {
             for line in lines {
                 guard line.lowercased().hasPrefix("file"), let equals = line.firstIndex(of: "=") else { continue }
                 let number = Int(line[line.index(line.startIndex, offsetBy: 4)..<equals]) ?? Int.max
-                entries.append((number, String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)))
+                entries.append((number, line[line.index(after: equals)...].trimmingSpaces()))
             }
             return entries.sorted { $0.0 < $1.0 }.map(\.1).filter { !$0.isEmpty }
         }

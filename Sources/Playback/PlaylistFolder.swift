@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import Logging
 import Dispatch
 import Glibc
@@ -166,7 +166,7 @@ public final class PlaylistFolder {
             var info = stat()
             if stat(folder.path, &info) == 0 {  // else it does not exist (yet): the watch waits for it
                 let isFolder = info.st_mode & S_IFMT == S_IFDIR
-                report(isFolder ? "cannot list it: \(error.localizedDescription)" : "not a folder", about: folder.path)
+                report(isFolder ? "cannot list it: \(MediaError.reason(error))" : "not a folder", about: folder.path)
             }
             reads = [:]
             return []
@@ -216,7 +216,7 @@ public final class PlaylistFolder {
         guard descriptor >= 0 else {
             return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
         }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { close(descriptor) }
         // What was opened may not be what was checked: a FIFO renamed over it meanwhile.
         var opened = stat()
         if fstat(descriptor, &opened) == 0, let problem = LocalFiles.problem(playing: FileStatus(opened)) {
@@ -225,12 +225,26 @@ public final class PlaylistFolder {
         guard url.pathExtension.lowercased() != "pls" else {
             return FileRead(signature: signature, title: nil, born: born, problem: nil)  // readable is all that matters
         }
-        do {
-            let data = try handle.read(upToCount: Self.titleSearchLimit) ?? Data()
-            return FileRead(signature: signature, title: Self.playlistDirective(in: data), born: born, problem: nil)
-        } catch {
-            return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(error.localizedDescription)")
+        guard let data = Self.readPrefix(descriptor, upTo: Self.titleSearchLimit) else {
+            return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
         }
+        return FileRead(signature: signature, title: Self.playlistDirective(in: data), born: born, problem: nil)
+    }
+
+    /// The first `limit` bytes of an open file (fewer if it is shorter), or nil with `errno`
+    /// set when reading fails.
+    private static func readPrefix(_ descriptor: Int32, upTo limit: Int) -> Data? {
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while data.count < limit {
+            let wanted = min(chunk.count, limit - data.count)
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, wanted) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return nil }
+            if count == 0 { break }
+            data.append(contentsOf: chunk[..<count])
+        }
+        return data
     }
 
     /// The first non-empty `#PLAYLIST:` directive of an m3u file.
@@ -238,9 +252,9 @@ public final class PlaylistFolder {
         var text = String(decoding: data, as: UTF8.self)
         if text.unicodeScalars.first == "\u{FEFF}" { text.unicodeScalars.removeFirst() }  // a byte order mark
         for line in text.split(whereSeparator: \.isNewline) {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingSpaces()
             guard trimmed.prefix(10).lowercased() == "#playlist:" else { continue }
-            let value = trimmed.dropFirst(10).trimmingCharacters(in: .whitespaces)
+            let value = trimmed.dropFirst(10).trimmingSpaces()
             if !value.isEmpty { return value }
         }
         return nil

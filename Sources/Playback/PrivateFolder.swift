@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 public import Logging
 
 /// A folder of Quaver's own (the saved session, the artwork cache): made 0700, its files
@@ -254,8 +255,8 @@ public struct PrivateFolder: Sendable {
     }
 }
 
-/// Its description is what `localizedDescription` gives, so that messages built from any
-/// error (`MediaError.reason`) name the path and the cause.
+/// Its description is its `errorDescription` too, so that messages built from any error
+/// (`MediaError.reason`) name the path and the cause.
 extension PrivateFolder.Failure: LocalizedError {
     /// The same as `description`.
     public var errorDescription: String? { description }

@@ -1,5 +1,5 @@
 internal import CGStreamer
-import Foundation
+import FoundationEssentials
 
 /// What a network stream says about itself while it plays: the tags GStreamer reports on the
 /// bus (ICY `StreamTitle` as the title, `icy-name` as the organization, `icy-genre`, and any

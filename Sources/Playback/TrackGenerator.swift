@@ -1,6 +1,6 @@
 internal import CGStreamer
 internal import CGStreamerShims
-public import Foundation
+public import FoundationEssentials
 
 /// Renders short tagged FLAC tracks with GStreamer: the built-in demo playlist, and the
 /// media the tests play.
@@ -94,7 +94,7 @@ public enum TrackGenerator {
     /// Tracks named "Track N" by "Artist N" on "Test Album", N from 1.
     public static func numbered(count: Int, seconds: Double, format: Format = .flac) -> [Track] {
         (1...max(count, 1)).map { n in
-            Track(fileName: String(format: "%02d Track %d.%@", n, n, format.fileExtension), title: "Track \(n)", artist: "Artist \(n)",
+            Track(fileName: "\(n.zeroPadded(to: 2)) Track \(n).\(format.fileExtension)", title: "Track \(n)", artist: "Artist \(n)",
                   album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds, format: format)
         }
     }
@@ -153,7 +153,7 @@ public enum TrackGenerator {
                 gst_object_unref(sink)
                 gst_object_unref(tagger)
             }
-            func quoted(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "").replacingOccurrences(of: "\"", with: "") + "\"" }
+            func quoted(_ s: String) -> String { "\"" + String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\\" && $0 != "\"" })) + "\"" }
             let tagText = "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
             cshims_object_set_string(tags, "tags", tagText)
             cshims_object_set_string(sink, "location", file.path)

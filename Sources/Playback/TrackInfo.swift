@@ -1,7 +1,8 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What a media file says about itself: tags and duration, read before it plays.
 public struct TrackInfo: Sendable, Equatable {
@@ -43,11 +44,14 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { reason }
 
     /// The reason an error gives, at the level a user can act on ("Not a directory"), not
-    /// Foundation's wrapper around it.
+    /// Foundation's wrapper around it: a file operation's `CocoaError` gives the `errno`
+    /// under it, a `LocalizedError` its description, anything else its text.
     public static func reason(_ error: any Error) -> String {
-        var error = error as NSError
-        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error { error = underlying as NSError }
-        return error.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32(error.code))) : error.localizedDescription
+        var error = error
+        if let cocoa = error as? CocoaError, let underlying = cocoa.underlying { error = underlying }
+        if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
+        if let localized = error as? any LocalizedError, let description = localized.errorDescription { return description }
+        return "\(error)"
     }
 }
 
@@ -386,7 +390,7 @@ struct TagReader {
             count += 1
             if count >= 1024 { break }
         }
-        return String(scalars).trimmingCharacters(in: .whitespaces)
+        return String(scalars).trimmingSpaces()
     }
 }
 

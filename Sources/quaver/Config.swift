@@ -73,13 +73,13 @@ struct Config: Equatable {
         var seen: Set<String> = []
         for (offset, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let number = offset + 1
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
                 throw ParseError(file: file, line: number, key: nil, reason: "expected \"key = value\", found \"\(line.prefix(80))\"")
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingSpaces()
+            let value = line[line.index(after: equals)...].trimmingSpaces()
             func fail(_ reason: String) -> ParseError { ParseError(file: file, line: number, key: key, reason: reason) }
             guard keys.contains(key) else {
                 throw fail("unknown key; the keys are \(keys.joined(separator: ", "))")

@@ -1,6 +1,6 @@
 import CSystem
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Logging
 import NowPlaying
 import Playback
@@ -66,8 +66,9 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                     syncNowPlaying(republishTiming: false)
                     guard generation == loadGeneration else { return }
                     let elapsed = ContinuousClock.now - started
+                    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                     if !quietly || count > 0 {
-                        logger.info("queue loaded: \(count) tracks in \(String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)) s (\(player.count) queued in all)")
+                        logger.info("queue loaded: \(count) tracks in \(seconds.decimalText(places: 2)) s (\(player.count) queued in all)")
                     }
                     done?(count)
                     saveState()

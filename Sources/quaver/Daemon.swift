@@ -1,7 +1,8 @@
 import CSystem
 import DBus
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import NowPlaying
 import Playback

@@ -1,7 +1,8 @@
 import ArgumentParser
 import DBus
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Playback
 
 /// `quaver doctor`: the "Now Playing does not show up" checklist, for Linux.
@@ -24,7 +25,7 @@ struct Doctor: ParsableCommand {
             var report = DoctorReport()
             await report.runAll(playerName: name)
             print(report.rendered(), terminator: "")
-            Foundation.exit(report.hasFailures ? 1 : 0)
+            Glibc.exit(report.hasFailures ? 1 : 0)
         }
         dispatchMain()
     }
@@ -73,8 +74,8 @@ struct DoctorReport {
         var text = "Quaver doctor\n"
         let width = checks.map(\.title.count).max() ?? 0
         for check in checks {
-            let status = check.outcome.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)
-            text += "  \(status) \(check.title.padding(toLength: width, withPad: " ", startingAt: 0))  \(check.detail)\n"
+            let status = Self.padded(check.outcome.rawValue, to: 8)
+            text += "  \(status) \(Self.padded(check.title, to: width))  \(check.detail)\n"
             if let fix = check.fix {
                 text += String(repeating: " ", count: 11 + width + 2) + "fix: \(fix)\n"
             }
@@ -142,7 +143,7 @@ struct DoctorReport {
             destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetConnectionUnixProcessID",
             arguments: [.string(owner)], timeout: .seconds(5)).first?.uint32
         {
-            let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+            let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingWhitespace()
             process = "\(command ?? "process") pid \(pid)"
         }
         add("player on the bus", .ok, "\(busName) is owned by \(owner) (\(process))")
@@ -327,17 +328,14 @@ struct DoctorReport {
     /// Runs a program and returns its trimmed output, or nil when it cannot run or fails
     /// without output.
     static func run(_ program: String, _ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [program] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let output = ChildOutput.run("/usr/bin/env", [program] + arguments) else { return nil }
+        let text = String(decoding: output, as: UTF8.self).trimmingWhitespace()
         return text.isEmpty ? nil : text
+    }
+
+    /// `text` with spaces after it up to `width` characters, for the report's columns.
+    static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
     }
 }
 

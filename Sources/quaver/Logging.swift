@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Playback
 
@@ -31,7 +32,9 @@ struct ConsoleLogHandler: LogHandler {
         } else {
             line = "quaver[\(event.level)]: \(text)\n"
         }
-        FileHandle.standardError.write(Data(line.utf8))
+        // write(2) straight to stderr: FileHandle is in full Foundation. A failed write is
+        // dropped, as there is nowhere left to report it.
+        _ = PrivateFolder.writeAll(Data(line.utf8), to: STDERR_FILENO)
         if event.level >= .warning { recentProblems?.append("\(event.level): \(text)") }
     }
 

@@ -1,9 +1,10 @@
-import Foundation
+import FoundationEssentials
+import Playback
 
 /// The XDG base and user directories Quaver uses.
 enum Paths {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
-    static var home: URL { URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory(), isDirectory: true) }
+    static var home: URL { URL(fileURLWithPath: environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path, isDirectory: true) }
 
     static func base(_ variable: String, default relative: String) -> URL {
         if let value = environment[variable], value.hasPrefix("/") { return URL(fileURLWithPath: value, isDirectory: true) }
@@ -22,8 +23,8 @@ enum Paths {
         let file = config.appendingPathComponent("user-dirs.dirs")
         if let text = try? String(contentsOf: file, encoding: .utf8) {
             for line in text.split(separator: "\n") where line.hasPrefix("XDG_MUSIC_DIR=") {
-                var value = String(line.dropFirst("XDG_MUSIC_DIR=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-                value = value.replacingOccurrences(of: "$HOME", with: home.path)
+                var value = line.dropFirst("XDG_MUSIC_DIR=".count).trimming { $0 == "\"" }
+                value = value.replacing("$HOME", with: home.path)
                 if value.hasPrefix("/") { return URL(fileURLWithPath: value, isDirectory: true) }
             }
         }

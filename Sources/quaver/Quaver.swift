@@ -1,6 +1,8 @@
 public import ArgumentParser
 internal import CSystem
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 public import Logging
 import Playback
 
@@ -184,7 +186,7 @@ extension Quaver {
                 // Odd multiplier: a different colour for every track number.
                 let image = try TrackGenerator.image(color: UInt32(truncatingIfNeeded: (index + 1) &* 0x3F_1F7B))
                 tracks[index].pictures = [.init(image)]
-                let copy = coverFolder.appendingPathComponent(String(format: "%02d.png", index + 1))
+                let copy = coverFolder.appendingPathComponent((index + 1).zeroPadded(to: 2) + ".png")
                 try image.write(to: copy, options: .atomic)
                 covers.append(copy)
             }

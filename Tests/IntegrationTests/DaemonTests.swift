@@ -21,6 +21,22 @@ struct DaemonTests {
         #expect(live == file, "regenerate with: quaver --print-introspection > dbus/org.mpris.MediaPlayer2.xml")
     }
 
+    @Test("playing, the daemon maps no full Foundation and no ICU (issue 18: about 7 MiB resident)")
+    func noFullFoundation() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        let pid = try #require(session.daemon?.pid)
+        // Read whole: String(contentsOfFile:) stops after the first page of a /proc file.
+        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readToEnd() ?? Data(), as: UTF8.self)
+        let banned = ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"]
+        let mapped = Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) })
+            .filter { name in banned.contains { name.hasPrefix($0) } }
+        #expect(mapped.isEmpty, "the daemon maps \(mapped.sorted())")
+    }
+
     @Test("GetAll answers every MPRIS property with its exact type")
     func getAllTypes() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)

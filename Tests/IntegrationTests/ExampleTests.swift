@@ -10,8 +10,12 @@ import Testing
 @MainActor
 struct ExampleTests {
     static let countdown = Tools.built("countdown")
-    /// The libraries NowPlaying and DBus must not bring into a program that adopts them.
-    static let foreignLibraries = ["libgst", "libglib", "libgobject", "libgio", "libgmodule"]
+    /// The libraries NowPlaying and DBus must not bring into a program that adopts them:
+    /// GStreamer and GLib, and full Foundation with its ICU (about 7 MiB resident).
+    static let foreignLibraries = [
+        "libgst", "libglib", "libgobject", "libgio", "libgmodule",
+        "libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so",
+    ]
 
     @Test("playerctl plays, pauses, seeks and moves between timers; a timer that runs out hands over")
     func playerctlDrivesTheCountdown() async throws {
@@ -130,7 +134,7 @@ struct ExampleTests {
         session.expectNoPositionInPropertiesChanged()
     }
 
-    @Test("the example's binary needs libdbus-1 and no GStreamer or GLib library")
+    @Test("the example's binary needs libdbus-1 and no GStreamer, GLib or full Foundation library")
     func linkedLibraries() async throws {
         guard let readelf = Tools.find("readelf") else { throw HarnessError("readelf is not installed (binutils)") }
         let result = try await Tools.run(readelf, ["-d", Self.countdown.path], environment: ProcessInfo.processInfo.environment)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the pipeline reports, fed to the transport and to the parts that follow streams,
 /// the volume and the position.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Adding, removing and replacing entries of the queue.
 extension Player {

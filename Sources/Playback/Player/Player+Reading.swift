@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// Reading the tags of queued entries in the background, ahead of their turn.
 extension Player {

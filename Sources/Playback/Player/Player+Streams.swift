@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 
 /// Network streams: their tags and pictures, their duration once known, buffering, and the
 /// watch that skips a stream sending nothing.

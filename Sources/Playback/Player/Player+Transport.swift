@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 internal import CSystem
 
 /// Loading entries, and carrying out what the transport decides.

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 public import Logging
 
 /// A play queue and its transport over a GStreamer pipeline.
