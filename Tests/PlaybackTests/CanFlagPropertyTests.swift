@@ -163,9 +163,7 @@ struct CanFlagPropertyTests {
         player.seek(to: .seconds(5))
         player.pause()
         let paused = await probe.waitFor(.paused, upTo: .seconds(5))
-        withKnownIssue(Comment(rawValue: TransportTableTests.pauseLost)) {
-            #expect(paused, "status \(player.status), asked \(player.requestedStatus)")
-        }
+        #expect(paused, "status \(player.status), asked \(player.requestedStatus)")
     }
 
     func run(_ command: Command, on player: Player, tracks: [String], random: inout SplitMix) {

@@ -249,14 +249,6 @@ struct TransportPropertyTests {
         var random = SplitMix(seed: seed)
         var transport = Transport()
         var failures = 0
-        var pauseLost: String?
-        defer {
-            if let pauseLost {
-                withKnownIssue("\(TransportTableTests.pauseLost), first at", isIntermittent: true) {
-                    Issue.record("playing only when asked to: \(pauseLost)")
-                }
-            }
-        }
         func check(_ condition: Bool, _ message: @autoclosure () -> String) {
             guard !condition else { return }
             failures += 1
@@ -304,10 +296,7 @@ struct TransportPropertyTests {
             // Nothing contradicts itself.
             check((transport.status == .stopped) == (transport.settledEntry == nil), "\(context)")
             if transport.intent == .stopped { check(transport.phase == .idle, "\(context)") }
-            if transport.isPlaying && transport.intent != .playing {
-                // A known issue (see TransportTableTests.pauseLost): counted, and the run goes on.
-                pauseLost = pauseLost ?? context
-            }
+            if transport.isPlaying { check(transport.intent == .playing, "playing only when asked to: \(context)") }
             if case .prerolling(_, _, let queued?) = transport.phase { check(transport.upcomingEntry == queued.entry, "\(context)") }
             for action in actions {
                 if case .load(_, .playing, _) = action { check(transport.intent == .playing, "\(context)") }

@@ -279,8 +279,10 @@ struct Transport: Sendable, Equatable {
             return reached(new, load)
         case .prerolling(let load, nil, nil):
             // Loaded straight to PLAYING: its state can come before its ASYNC_DONE.
-            guard new == .playing, intent == .playing else { return [] }
+            guard new == .playing else { return [] }
             phase = .loaded(load, reached: nil)
+            // Pause came during the preroll: the pipeline went on to PLAYING all the same.
+            guard intent == .playing else { return [.setState(.paused)] }
             return reached(new, load)
         default:
             return []  // a preroll's seek, a seek's flush or buffering comes first
@@ -296,6 +298,11 @@ struct Transport: Sendable, Equatable {
     /// A seek GStreamer refused: the stream stays where it was.
     mutating func seekRefused() -> [Action] {
         guard case .seeking(let load, _, let reached) = phase else { return [] }
+        if let reached, reached != intent {
+            // Play or Pause came during the seek: the pipeline is still where it was.
+            phase = .loaded(load, reached: nil)
+            return [.publish, .setState(intent == .playing ? .playing : .paused)]
+        }
         phase = .loaded(load, reached: reached)
         return [.publish]
     }
@@ -458,6 +465,8 @@ struct Transport: Sendable, Equatable {
     private mutating func settleIfReached(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
         guard case .loaded(let load, _) = phase else { return [] }
         if intent == .playing && current != .playing && pending != .playing { return [.setState(.playing)] }
+        // Pause came while a load or a seek headed for PLAYING: nothing else pauses it.
+        if intent == .paused && (current == .playing || pending == .playing) { return [.setState(.paused)] }
         guard pending == .voidPending else { return [] }
         return reached(current, load)
     }
