@@ -292,6 +292,10 @@ struct Transport: Sendable, Equatable {
     /// A state change GStreamer refused at once (the errors it queued were reported first).
     mutating func stateChangeFailed() -> [Action] {
         guard let load = loadedOrNil() else { return [] }
+        if case .prerolling(let old, _, let queued?) = phase {
+            // As for an error: the stream being left is marked, and the load asked for goes on.
+            return [.skip(old.entry, reason: "the pipeline could not start it")] + start(queued)
+        }
         return fail(load, reason: "the pipeline could not start it")
     }
 
@@ -312,11 +316,12 @@ struct Transport: Sendable, Equatable {
     mutating func failed(reason: String, inOutput: Bool, position: Duration) -> [Action] {
         pipelineFailed = true
         guard let load = loadedOrNil() else { return [] }  // an echo of a stream already taken down
+        // The output is not the track's fault: what was asked for last pauses where it was to start.
+        if inOutput { return outputLost(upcomingLoad() ?? load, at: position) }
         if case .prerolling(let old, _, let queued?) = phase {
             // The stream being left failed while it prerolled: mark it, and go on with the load asked for.
             return [.skip(old.entry, reason: reason)] + start(queued)
         }
-        if inOutput { return outputLost(load, at: position) }
         return fail(load, reason: reason)
     }
 
@@ -325,6 +330,7 @@ struct Transport: Sendable, Equatable {
     mutating func handOverFailed(position: Duration) -> [Action] {
         pipelineFailed = true
         guard let load = loadedOrNil() else { return [] }
+        if case .prerolling(_, _, let queued?) = phase { return start(queued) }  // what was asked for last
         return start(Load(entry: load.entry, uri: load.uri, position: position))
     }
 
