@@ -36,16 +36,7 @@ struct EngineDefectTests {
         #expect(try await timer.time { try await session.trackListTracks() } == [track], "TrackList still lists it")
         let first = session.logLines(containing: "skipping", stream)
         #expect(first.count == 1, "\(session.log())")
-        let saysWhy = first.contains { line in reason.contains { line.lowercased().contains($0) } }
-        if kind == "refused" {
-            // The warning carries GStreamer's message ("Could not establish connection to
-            // server."); "Connection refused" is only in its debug string, logged at debug level.
-            withKnownIssue("the log names no reason a user can act on for a refused connection") {
-                #expect(saysWhy, "the log says why (\(reason)): \(first)")
-            }
-        } else {
-            #expect(saysWhy, "the log says why (\(reason)): \(first)")
-        }
+        #expect(first.contains { line in reason.contains { line.lowercased().contains($0) } }, "the log says why (\(reason)): \(first)")
 
         // Play tries again, and that shows: a second attempt in the log (and at the server).
         let requests = server?.requests.count ?? 0
