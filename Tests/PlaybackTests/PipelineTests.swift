@@ -212,5 +212,23 @@ struct PipelineErrorSourceTests {
     func errorSource(path: String, isOutput: Bool) {
         #expect(Pipeline.isOutput(path) == isOutput)
     }
+
+    static let http = "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstSoupHTTPSrc:source"
+
+    /// A user acts on "Connection refused", not on "Could not establish connection".
+    @Test func aNetworkErrorSaysItsCause() {
+        let debug = "../ext/soup/gstsouphttpsrc.c(1627): gst_soup_http_src_parse_status (): \(Self.http):\nCould not connect: Connection refused"
+        #expect(Pipeline.reason("Could not establish connection to server.", debug: debug, source: Self.http)
+            == "Could not establish connection to server. (Could not connect: Connection refused)")
+    }
+
+    @Test func aCauseTheMessageGivesOrAnotherElementsIsLeftOut() {
+        let notFound = "gstsouphttpsrc.c(1627): parse_status (): \(Self.http):\nNot Found (404), URL: http://h/x.mp3, Redirect to: (NULL)"
+        #expect(Pipeline.reason("Not Found", debug: notFound, source: Self.http) == "Not Found")
+        let decoder = "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin0/GstFlacDec:flacdec0"
+        #expect(Pipeline.reason("Internal data stream error.", debug: "gstflacdec.c(1): x:\nstreaming stopped", source: decoder)
+            == "Internal data stream error.")
+        #expect(Pipeline.reason("Could not read.", debug: nil, source: Self.http) == "Could not read.")
+    }
 }
 

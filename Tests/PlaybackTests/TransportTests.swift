@@ -189,11 +189,12 @@ struct TransportPropertyTests {
         case load(UInt64, Player.Status, Duration?), play, pause, stop, seek(Duration), rate(Double)
         case asyncDone(Pipeline.State, Pipeline.State), reached(Pipeline.State), failed(output: Bool)
         case endOfStream, switched(UInt64), buffering(Int), overdue, stuck, refused, changeFailed
+        case seekNextTaken(Duration), handOverFailed, noteFailure, prerollTimedOut
     }
 
     static func randomEvent(_ random: inout SplitMix) -> Event {
         let states: [Pipeline.State] = [.paused, .playing]
-        switch random.int(0..<17) {
+        switch random.int(0..<20) {
         case 0: return .load(UInt64(random.int(1..<4)), random.pick([.paused, .playing]), random.chance(0.3) ? .seconds(random.int(0..<60)) : nil)
         case 1: return .play
         case 2: return .pause
@@ -208,7 +209,11 @@ struct TransportPropertyTests {
         case 13: return .buffering(random.pick([0, 50, 100]))
         case 14: return .overdue
         case 15: return random.chance(0.5) ? .stuck : .refused
-        default: return .changeFailed
+        case 16: return .changeFailed
+        // The inputs a session sends rarely: each as often as the others.
+        case 17: return random.chance(0.5) ? .seekNextTaken(.seconds(random.int(0..<60))) : .prerollTimedOut
+        case 18: return random.chance(0.5) ? .handOverFailed : .noteFailure
+        default: return .stuck
         }
     }
 
@@ -231,6 +236,12 @@ struct TransportPropertyTests {
         case .stuck: return transport.stuck(position: .seconds(3))
         case .refused: return transport.seekRefused()
         case .changeFailed: return transport.stateChangeFailed()
+        case .seekNextTaken(let target): return transport.seek(to: target, nextTaken: true).actions
+        case .handOverFailed: return transport.handOverFailed(position: .seconds(4))
+        case .noteFailure:
+            transport.noteFailure()
+            return []
+        case .prerollTimedOut: return transport.prerollTimedOut()
         }
     }
 

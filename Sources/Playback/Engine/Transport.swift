@@ -279,8 +279,10 @@ struct Transport: Sendable, Equatable {
             return reached(new, load)
         case .prerolling(let load, nil, nil):
             // Loaded straight to PLAYING: its state can come before its ASYNC_DONE.
-            guard new == .playing, intent == .playing else { return [] }
+            guard new == .playing else { return [] }
             phase = .loaded(load, reached: nil)
+            // Pause came during the preroll: the pipeline went on to PLAYING all the same.
+            guard intent == .playing else { return [.setState(.paused)] }
             return reached(new, load)
         default:
             return []  // a preroll's seek, a seek's flush or buffering comes first
@@ -290,12 +292,21 @@ struct Transport: Sendable, Equatable {
     /// A state change GStreamer refused at once (the errors it queued were reported first).
     mutating func stateChangeFailed() -> [Action] {
         guard let load = loadedOrNil() else { return [] }
+        if case .prerolling(let old, _, let queued?) = phase {
+            // As for an error: the stream being left is marked, and the load asked for goes on.
+            return [.skip(old.entry, reason: "the pipeline could not start it")] + start(queued)
+        }
         return fail(load, reason: "the pipeline could not start it")
     }
 
     /// A seek GStreamer refused: the stream stays where it was.
     mutating func seekRefused() -> [Action] {
         guard case .seeking(let load, _, let reached) = phase else { return [] }
+        if let reached, reached != intent {
+            // Play or Pause came during the seek: the pipeline is still where it was.
+            phase = .loaded(load, reached: nil)
+            return [.publish, .setState(intent == .playing ? .playing : .paused)]
+        }
         phase = .loaded(load, reached: reached)
         return [.publish]
     }
@@ -305,11 +316,12 @@ struct Transport: Sendable, Equatable {
     mutating func failed(reason: String, inOutput: Bool, position: Duration) -> [Action] {
         pipelineFailed = true
         guard let load = loadedOrNil() else { return [] }  // an echo of a stream already taken down
+        // The output is not the track's fault: what was asked for last pauses where it was to start.
+        if inOutput { return outputLost(upcomingLoad() ?? load, at: position) }
         if case .prerolling(let old, _, let queued?) = phase {
             // The stream being left failed while it prerolled: mark it, and go on with the load asked for.
             return [.skip(old.entry, reason: reason)] + start(queued)
         }
-        if inOutput { return outputLost(load, at: position) }
         return fail(load, reason: reason)
     }
 
@@ -318,6 +330,7 @@ struct Transport: Sendable, Equatable {
     mutating func handOverFailed(position: Duration) -> [Action] {
         pipelineFailed = true
         guard let load = loadedOrNil() else { return [] }
+        if case .prerolling(_, _, let queued?) = phase { return start(queued) }  // what was asked for last
         return start(Load(entry: load.entry, uri: load.uri, position: position))
     }
 
@@ -458,6 +471,8 @@ struct Transport: Sendable, Equatable {
     private mutating func settleIfReached(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
         guard case .loaded(let load, _) = phase else { return [] }
         if intent == .playing && current != .playing && pending != .playing { return [.setState(.playing)] }
+        // Pause came while a load or a seek headed for PLAYING: nothing else pauses it.
+        if intent == .paused && (current == .playing || pending == .playing) { return [.setState(.paused)] }
         guard pending == .voidPending else { return [] }
         return reached(current, load)
     }

@@ -77,9 +77,10 @@ extension Pipeline {
                 source = String(cString: path)
                 g_free(path)
             }
+            let debugText = debug.map { String(cString: $0) }
             return .error(
-                message: error.map { String(cString: $0.pointee.message) } ?? "unknown error",
-                debug: debug.map { String(cString: $0) }, source: source, inOutput: Self.isOutput(source))
+                message: Self.reason(error.map { String(cString: $0.pointee.message) } ?? "unknown error", debug: debugText, source: source),
+                debug: debugText, source: source, inOutput: Self.isOutput(source))
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?

@@ -426,6 +426,19 @@ extension Pipeline {
         let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
         return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
     }
+
+    /// What the log says of an error: GStreamer's message and, for a network source, the
+    /// cause its debug string ends with ("Could not connect: Connection refused"), which the
+    /// message ("Could not establish connection to server.") leaves out.
+    static func reason(_ message: String, debug: String?, source: String) -> String {
+        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        guard element.lowercased().hasSuffix("httpsrc"),
+            let detail = debug?.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces),
+            !detail.isEmpty, detail.count <= 200,
+            !detail.hasPrefix(message.trimmingCharacters(in: .punctuationCharacters))
+        else { return message }
+        return "\(message) (\(detail))"
+    }
 }
 
 private let aboutToFinishThunk: cshims_element_callback = { element, data in
