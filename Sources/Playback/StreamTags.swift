@@ -76,13 +76,18 @@ struct StreamTags: Sendable, Equatable {
     }
 
     /// `info` (what the pipeline told of the stream) with these tags: the stream title as the
-    /// title (the station's name until a title comes), the station's name as the album when
-    /// the stream names none. ICY titles are often "Artist - Title"; they are kept whole, not
-    /// guessed apart.
+    /// title (the station's name until a title comes), the station's name as the artist and
+    /// the album when the stream names none: GNOME Shell and KDE show the artist under the
+    /// title, and read "Unknown artist" without one. ICY titles are often "Artist - Title";
+    /// they are kept whole, not guessed apart.
     func applied(to info: TrackInfo) -> TrackInfo {
         var info = info
         if let title = title ?? organization { info.title = title }
-        if !artists.isEmpty { info.artists = artists }
+        if !artists.isEmpty {
+            info.artists = artists
+        } else if let organization {
+            info.artists = [organization]
+        }
         if let album = album ?? organization { info.album = album }
         if !genres.isEmpty { info.genres = genres }
         if let artworkURL {

@@ -16,6 +16,16 @@ extension Unicode.Scalar {
         default: return ("\t"..."\r").contains(self) || self == "\u{85}"
         }
     }
+
+    /// In Foundation's `CharacterSet.punctuationCharacters`: general category P*.
+    var isPunctuation: Bool {
+        switch properties.generalCategory {
+        case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation, .initialPunctuation,
+            .finalPunctuation, .otherPunctuation:
+            return true
+        default: return false
+        }
+    }
 }
 
 extension StringProtocol {

@@ -1,5 +1,6 @@
 import DBus
 import Foundation
+import TestKit
 import Testing
 
 /// The engine issue's defects as a client on the bus meets them: an unreachable stream, a

@@ -1,5 +1,6 @@
 import Foundation
 import SeededRandom
+import TestKit
 import Testing
 
 @testable import Playback

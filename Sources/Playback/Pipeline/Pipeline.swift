@@ -433,9 +433,9 @@ extension Pipeline {
     static func reason(_ message: String, debug: String?, source: String) -> String {
         let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
         guard element.lowercased().hasSuffix("httpsrc"),
-            let detail = debug?.split(separator: "\n").last?.trimmingCharacters(in: .whitespaces),
+            let detail = debug?.split(separator: "\n").last?.trimmingSpaces(),
             !detail.isEmpty, detail.count <= 200,
-            !detail.hasPrefix(message.trimmingCharacters(in: .punctuationCharacters))
+            !detail.hasPrefix(message.trimming(while: \.isPunctuation))
         else { return message }
         return "\(message) (\(detail))"
     }
