@@ -130,8 +130,9 @@ struct DoctorReport {
                 destination: bus.destination, path: bus.path, interface: bus.interface, member: "ListActivatableNames",
                 timeout: .seconds(5)))?.first?.stringArray ?? []
             if activatable.contains(busName) {
-                add("player on the bus", .warning, "\(busName) is not running; D-Bus starts it on first use",
-                    fix: "nothing to do, or start it now: quaver &")
+                add("player on the bus", .warning,
+                    "\(busName) is not running; a call to its name starts it, but media keys and desktop widgets reach running players only",
+                    fix: "start it at login: systemctl --user enable quaver (scripts/install does), or now: quaver &")
             } else {
                 add("player on the bus", .failed, "\(busName) is not running and D-Bus cannot start it",
                     fix: "start it (quaver &, or systemctl --user start quaver) and install activation with scripts/install")
@@ -204,7 +205,10 @@ struct DoctorReport {
         {
             add("desktop entry", .ok, "DesktopEntry \"\(entry)\" is \(found.path)")
         } else {
-            add("desktop entry", .failed, "no \(file) in \(XDG.dataDirectories.map { $0.appendingPathComponent("applications").path }.joined(separator: ", ")): GNOME shows no name or icon",
+            // GNOME Shell 43 shows the player the same either way; KDE Plasma takes the icon
+            // from the desktop file, and clients that open the player's window use it.
+            let folders = XDG.dataDirectories.map { $0.appendingPathComponent("applications").path }.joined(separator: ", ")
+            add("desktop entry", .warning, "no \(file) in \(folders): KDE Plasma shows Quaver without its icon",
                 fix: "scripts/install (puts it in ~/.local/share/applications)")
         }
     }
@@ -214,7 +218,7 @@ struct DoctorReport {
         guard let found = XDG.dataDirectories.map({ $0.appendingPathComponent("dbus-1/services/" + file) })
             .first(where: { FileManager.default.fileExists(atPath: $0.path) })
         else {
-            add("D-Bus activation", .warning, "no \(file) installed: media keys cannot start Quaver when it is not running",
+            add("D-Bus activation", .warning, "no \(file) installed: a client calling \(busName) cannot start Quaver when it is not running",
                 fix: "scripts/install")
             return
         }
@@ -248,6 +252,10 @@ struct DoctorReport {
         let enabled = Self.run("systemctl", ["--user", "is-enabled", "quaver.service"]) ?? "unknown"
         if state == "failed" {
             add("systemd user unit", .failed, "\(unit.path) has failed", fix: "journalctl --user -u quaver -n 20, then systemctl --user restart quaver")
+        } else if enabled != "enabled" {
+            add("systemd user unit", .warning,
+                "\(unit.path): \(state), \(enabled): Quaver does not start at login, and media keys reach running players only",
+                fix: "systemctl --user enable quaver")
         } else {
             add("systemd user unit", .ok, "\(unit.path): \(state), \(enabled)")
         }
