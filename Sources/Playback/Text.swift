@@ -1,6 +1,6 @@
-// Text helpers that full Foundation used to give (`trimmingCharacters(in:)`,
-// `String(format:)`). They are here because FoundationEssentials has neither, and full
-// Foundation maps ICU and FoundationInternationalization into the daemon.
+// Text helpers in place of full Foundation's `trimmingCharacters(in:)` and
+// `String(format:)`: FoundationEssentials has neither, and full Foundation maps ICU and
+// FoundationInternationalization into the daemon.
 
 extension Unicode.Scalar {
     /// In Foundation's `CharacterSet.whitespaces`: general category Zs, or a tab.

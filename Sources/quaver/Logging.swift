@@ -119,7 +119,7 @@ final class ProblemLog: Sendable {
 
     /// Now in UTC, as ISO 8601 (`2026-11-25T03:11:00Z`), from the C library. Foundation's
     /// `ISO8601DateFormatter` would open an ICU calendar, and the first warning would page
-    /// about 5 MiB of ICU data into a daemon that otherwise never touches it.
+    /// ICU's data into a daemon that otherwise never touches it.
     static func timestamp(_ time: time_t = time(nil)) -> String {
         var now = time
         var fields = tm()

@@ -26,12 +26,9 @@ enum Main {
 }
 
 /// glibc gives each thread that allocates under contention an arena of its own, up to eight
-/// per core, and never gives their free pages back: GStreamer's streaming threads (new ones
-/// with every track) left a daemon under 32 busy clients 2.4 MiB larger after a minute, growth
-/// that went on slowing but not stopping. Two arenas: 2.6 MiB less to start with, and 1.4 to
-/// 2.0 MiB of growth in that minute (1.8 on average in 9 runs). One: 1.2 to 1.85 MiB (1.5 in
-/// 9), the same size to start with, and no fewer calls answered (3,200 to 3,800 a second
-/// either way).
+/// per core, and rarely gives their free pages back; GStreamer starts new streaming threads
+/// with every track, so a long-running daemon keeps growing. One arena keeps it smaller at
+/// no cost in calls answered (the figures are in bench/README.md, "Memory settings").
 /// Set before any thread starts; `MALLOC_ARENA_MAX` in the environment still wins.
 private func limitMallocArenas() {
     if ProcessInfo.processInfo.environment["MALLOC_ARENA_MAX"] == nil {

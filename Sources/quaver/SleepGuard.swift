@@ -3,8 +3,8 @@ import Dispatch
 import Glibc
 import Logging
 
-/// Pauses playback before the system sleeps, as the seeds ask of an interruption that
-/// nobody ends: logind's `PrepareForSleep(true)` pauses Quaver while a delay inhibitor holds
+/// Pauses playback before the system sleeps, as Apple's guides ask of an interruption that
+/// nobody ends (no `shouldResume`): logind's `PrepareForSleep(true)` pauses Quaver while a delay inhibitor holds
 /// the sleep back, and the inhibitor is released once the pause has settled (or after
 /// `pauseAllowance`, whichever comes first). On wake (`PrepareForSleep(false)`) the
 /// inhibitor is taken again and playback stays paused: the listener may be elsewhere by then.
