@@ -108,12 +108,18 @@ final class Daemon {
     }
 
     /// Queues the media, connects to the bus, exports MPRIS, owns the name and starts playing.
-    func start() throws {
+    /// - Parameter connection: the session bus connection to use (the one that asked whether
+    ///   Quaver already runs), or nil to connect now.
+    func start(on existing: Connection? = nil) throws {
         let connection: Connection
-        do {
-            connection = try Connection(bus: .session, logger: logger)
-        } catch {
-            throw ExitError("cannot connect to the D-Bus session bus: \(error.message)")
+        if let existing {
+            connection = existing
+        } else {
+            do {
+                connection = try Connection(bus: .session, logger: logger)
+            } catch {
+                throw ExitError("cannot connect to the D-Bus session bus: \(error.message)")
+            }
         }
         self.connection = connection
         connection.onDisconnect = { [weak self] in
@@ -195,6 +201,7 @@ final class Daemon {
         }
         let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
         logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start")
+
     }
 
     /// Queues what to play when started, in the background: the arguments, else the music

@@ -10,20 +10,28 @@ import Playback
 /// a second player.
 @MainActor
 enum HandOver {
-    /// Returns true when another process owns the bus name and this one is done (the
-    /// paths were handed over, or there were none); exits 1 when it refused them all.
-    /// False when no Quaver runs, or the bus cannot be reached: start as usual.
-    static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Bool {
+    /// What to do after asking the bus.
+    enum Outcome {
+        /// Another process owns the bus name and this one is done (the paths were handed
+        /// over, or there were none).
+        case done
+        /// No Quaver runs: start one, on this connection (nil when the bus cannot be reached;
+        /// starting reports why).
+        case start(Connection?)
+    }
+
+    /// Hands the paths to a running Quaver if there is one; exits 1 when it refused them all.
+    static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Outcome {
         let busName = "org.mpris.MediaPlayer2." + name
-        guard let connection = try? Connection(bus: .session, logger: logger) else { return false }
-        defer { connection.close() }
+        guard let connection = try? Connection(bus: .session, logger: logger) else { return .start(nil) }
         let owned = (try? connection.callBlocking(
             destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
             interface: "org.freedesktop.DBus", member: "NameHasOwner", arguments: [.string(busName)]))?.first?.boolean ?? false
-        guard owned else { return false }
+        guard owned else { return .start(connection) }
+        defer { connection.close() }
         guard policy == .handOver, !items.isEmpty else {
             logger.notice("Quaver is already running as \(busName); leaving it be")
-            return true
+            return .done
         }
 
         func call(_ interface: String, _ member: String, _ arguments: [Value] = []) throws(BusError) -> [Value] {
@@ -52,7 +60,7 @@ enum HandOver {
         guard accepted > 0 else { exit(1) }
         if play { _ = try? call(MPRISServer.playerInterface, "Play") }
         logger.notice("handed \(accepted) of \(items.count) to the running Quaver (\(busName))")
-        return true
+        return .done
     }
 
     /// An absolute URI for a path or URI named on the command line.

@@ -1,5 +1,6 @@
 public import ArgumentParser
 internal import CSystem
+import class DBus.Connection
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -157,13 +158,16 @@ struct Quaver: ParsableCommand {
             MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
             return
         }
-        let handedOver = options.instance != .new && MainActor.assumeIsolated {
-            HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger)
-        }
-        if handedOver { return }
         try MainActor.assumeIsolated {
+            var connection: Connection?
+            if options.instance != .new {
+                switch HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger) {
+                case .done: return
+                case .start(let asked): connection = asked
+                }
+            }
             let daemon = try Daemon(options: options, logger: logger)
-            try daemon.start()
+            try daemon.start(on: connection)
             Daemon.current = daemon
         }
         dispatchMain()
