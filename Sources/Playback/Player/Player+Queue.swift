@@ -50,7 +50,7 @@ extension Player {
             onChange?(.queue)
             return true
         }
-        resumeAfterInterruption = false  // the track an interruption paused is gone
+        interruption.userActed()  // the track an interruption paused is gone
         let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
         queue.remove(at: index)
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
@@ -72,7 +72,7 @@ extension Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
-        resumeAfterInterruption = false
+        interruption.userActed()
         pendingRead = nil
         queue.removeAll()
         selectedIndex = nil

@@ -1,15 +1,15 @@
 import Foundation
 
 /// Network streams: their tags and pictures, their duration once known, buffering, and the
-/// watch that skips a stream sending nothing.
+/// watch (``StreamWatch``) that skips a stream sending nothing.
 extension Player {
     /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.
     func beginStream(_ id: UInt64, handedOver: Bool = false) {
         streamTags = StreamTags()
-        bufferingPercent = -1
+        streamWatch.streamBegan()
         if !handedOver {
             awaitingOwnStreamStart = true
-            switchedAt = nil
+            positionFollow.loaded()
             facts = Pipeline.Facts()
         }
         let isStream = entry(id: id).map { !isLocal($0.uri) } ?? false
@@ -25,7 +25,11 @@ extension Player {
     /// file, nor the stream that follows it before it starts: playing on is right then).
     func streamBuffering(_ percent: Int) {
         guard requestedStatus == .playing, let id = transport.loadedEntry, let loaded = entry(id: id), !isLocal(loaded.uri) else { return }
-        watchStall(id, buffering: percent)
+        switch streamWatch.buffering(percent, isSettled: isSettled(id)) {
+        case .arm: armStallWatch(for: id)
+        case .disarm: disarmStallWatch()
+        case .keep: break
+        }
         let actions = transport.buffering(percent: percent)
         if !actions.isEmpty {
             logger.debug(
@@ -50,33 +54,13 @@ extension Player {
         if isSettled(id) { updateStreamInfo(at: index) }
     }
 
-    /// What the pipeline and the stream's tags say of the stream at `index`: what the
-    /// pipeline told when it first played (duration, seekability), with the tags heard since.
-    func streamInfo(at index: Int) -> TrackInfo {
-        var info: TrackInfo
-        if let known = queue[index].info {
-            info = known
-            info.title = nil
-            info.artists = []
-            info.album = nil
-            info.genres = []
-        } else {
-            info = TrackInfo()
-            info.duration = facts.duration
-            info.isSeekable = facts.isSeekable
-            info.isLive = info.duration == nil
-            info.audioStreams = 1
-        }
-        return streamTags.applied(to: info)
-    }
-
     /// A new stream title (or other tag) was heard: the entry's metadata changes once per
     /// actual change, never for a repeat of what it already says.
     /// `facts`: new facts from the pipeline (a duration), tags aside.
     func updateStreamInfo(at index: Int, facts: TrackInfo? = nil) {
         let before = queue[index].info
         if let facts { queue[index].info = facts }
-        let info = streamInfo(at: index)
+        let info = streamTags.info(known: queue[index].info, facts: self.facts)
         guard info != before else { return }
         let id = queue[index].id
         queue[index].info = info
@@ -93,7 +77,7 @@ extension Player {
     /// loaded by then.
     func keepStreamArtwork(_ image: Data, of id: UInt64) {
         guard let artwork else { return }
-        Self.readQueues[0].async { [weak self] in
+        TagPrefetch.queues[0].async { [weak self] in
             let url = artwork.store(image)
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
@@ -107,16 +91,12 @@ extension Player {
         }
     }
 
-    /// A stream's duration became known after it started playing (an MP3 served over HTTP is
-    /// measured as it plays): its length and seekability are published then, once. Later
-    /// refinements of an estimate are not republished.
+    /// A stream's duration became known after it started playing: its length and
+    /// seekability are published then, once.
     func streamDurationChanged() {
         guard let id = transport.loadedEntry, isSettled(id), let index = queue.index(of: id), !isLocal(queue[index].uri),
-            var info = queue[index].info, info.duration == nil, let duration = facts.duration
+            let info = queue[index].info?.withDurationLearned(from: facts)
         else { return }
-        info.duration = duration
-        info.isLive = false
-        info.isSeekable = facts.isSeekable
         updateStreamInfo(at: index, facts: info)
     }
 
@@ -127,19 +107,7 @@ extension Player {
         logger.warning("the stream \(MediaSources.displayName(entry.uri)) ended: the server closed the connection")
     }
 
-    /// Buffering of the loaded stream while it should play: the watch starts when the level
-    /// first drops, and starts again whenever the level rises (data came).
-    private func watchStall(_ id: UInt64, buffering percent: Int) {
-        defer { bufferingPercent = percent }
-        if percent >= 100 {
-            // Full: the server did send. Once the stream has played that ends the watch;
-            // before, the pipeline gets the whole limit again to start it (a busy machine
-            // takes seconds), and settling ends the watch.
-            if isSettled(id) { disarmStallWatch() } else { armStallWatch(for: id) }
-        } else if stallWatch == nil || percent > bufferingPercent {
-            armStallWatch(for: id)
-        }
-    }
+    // MARK: - The stall watch's shell
 
     /// When playbin holds a stream to follow the current track: it has until the stall limit
     /// to start once this track ends.
@@ -148,38 +116,24 @@ extension Player {
         armStallWatch(for: id)
     }
 
-    /// (Re)starts the countdown after which the stream `id` counts as stalled. The wait began
-    /// now when no watch ran, else at `began` (or when the running watch began).
+    /// (Re)starts the countdown after which the stream `id` counts as stalled (see
+    /// ``StreamWatch/arm(_:bytes:now:since:)``).
     func armStallWatch(for id: UInt64, since began: ContinuousClock.Instant? = nil) {
-        if stallWatch == nil || began != nil { stallWatchBegan = began ?? .now }
-        stallWatchBytes = pipeline.bytesFromSources
-        let timer =
-            stallWatch
-            ?? {
-                let timer = DispatchSource.makeTimerSource(queue: .main)
-                timer.resume()
-                return timer
-            }()
-        stallWatch = timer
-        timer.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.streamStalled(id) }
-        }
-        timer.schedule(deadline: .now() + streamStallTimeout.dispatchInterval, leeway: .milliseconds(100))
+        streamWatch.arm(id, bytes: pipeline.bytesFromSources, now: .now, since: began)
+        stallTimer.start(after: streamWatch.stallLimit, leeway: .milliseconds(100)) { [weak self] in self?.streamStalled() }
     }
 
     func disarmStallWatch() {
-        stallWatch?.cancel()
-        stallWatch = nil
+        stallTimer.cancel()
+        streamWatch.disarm()
     }
 
-    /// The stall limit passed. A stream whose server sent nothing in that time is skipped
-    /// (one log line naming it and why) rather than shown Playing, or stuck loading, for ever.
-    /// One whose server did send is waited for again: a playing stream as long as data comes,
-    /// one yet to start up to `streamStartLimit` from the start of the wait, which tells a slow
-    /// start from a silent server.
-    private func streamStalled(_ id: UInt64) {
-        let began = stallWatchBegan
-        let received = pipeline.bytesFromSources > stallWatchBytes
+    /// The stall limit passed: the stream is skipped (one log line naming it and why) rather
+    /// than shown Playing, or stuck loading, for ever, unless the watch says to wait again.
+    private func streamStalled() {
+        guard let wait = streamWatch.wait else { return }
+        let id = wait.entry
+        let bytes = pipeline.bytesFromSources
         disarmStallWatch()
         guard entry(id: id) != nil else { return }
         let isLoaded = transport.loadedEntry == id
@@ -194,36 +148,21 @@ extension Player {
                 return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
             }
         }
-        // Data came, or a full buffer waits for the pipeline to start: the server is not silent.
-        let sending = received || (isLoaded && bufferingPercent >= 100 && !isSettled(id))
-        if sending && (isSettled(id) || ContinuousClock.now - began < streamStartLimit) {
-            return armStallWatch(for: id, since: began)
-        }
-        let reason =
-            if sending {
-                "the stream did not start within \(Self.seconds(streamStartLimit)), though the server sends"
-            } else if isSettled(id) {
-                "the stream stalled: nothing from the server for \(Self.seconds(streamStallTimeout))"
-            } else {
-                "no audio from the server within \(Self.seconds(streamStallTimeout))"
-            }
-        if isLoaded {
+        switch streamWatch.verdict(on: wait, bytes: bytes, now: .now, isLoaded: isLoaded, isSettled: isSettled(id)) {
+        case .waitAgain(let since):
+            armStallWatch(for: id, since: since)
+        case .stalled(let reason) where isLoaded:
             // Its source may still wait on the socket: the transport takes it all down.
             run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
-        } else if let index = queue.index(of: id) {
+        case .stalled(let reason):
             // The track before it has ended: the stream is what the queue is at, and is
             // skipped from there (or stays current, when nothing follows it).
+            guard let index = queue.index(of: id) else { return }
             transport.noteFailure()
             if let previous = transport.loadedEntry { order.recordMove(from: previous, to: id, forward: true) }
             selectedIndex = index
             travelsForward = true
             skip(id, reason: reason, intent: requestedStatus)
         }
-    }
-
-    /// `10 s`, `1.5 s`: a limit as the log names it.
-    private static func seconds(_ duration: Duration) -> String {
-        let seconds = Double(duration.nanoseconds) / 1e9
-        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }

@@ -32,7 +32,7 @@ extension Player {
         logger.trace("reading the tags of \(MediaSources.displayName(entry.uri)) before loading it")
         let generation = readGeneration
         pendingRead = PendingRead(entry: entry.id, position: position, intent: intent, generation: generation)
-        discoverer.discover(entry.uri) { [weak self] result in
+        prefetch.discoverer.discover(entry.uri) { [weak self] result in
             guard let self else { return }
             guard let read = pendingRead, read.generation == generation, let index = queue.index(of: entry.id) else {
                 logger.trace("\(MediaSources.displayName(entry.uri)) was read, but another load came since")
@@ -48,7 +48,7 @@ extension Player {
                 // and read it again in the background with time to spare.
                 logger.info("the tags of \(MediaSources.displayName(entry.uri)) take long to read; playing it meanwhile under its file name")
                 start(queue[index], at: read.position, intent: read.intent)
-                readAgainAfterTimeout(entry.id)
+                prefetch.readAgain(entry.id, uri: entry.uri)
             case .failure(let error):
                 skip(entry.id, reason: error.reason, intent: read.intent)
             }
@@ -71,10 +71,7 @@ extension Player {
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
-                if reloadingAfterHandOver {
-                    reloadingAfterHandOver = false
-                    watchPreroll(of: load)
-                }
+                if prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) { watchPreroll(of: load) } else { prerollTimer.cancel() }
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
@@ -103,49 +100,30 @@ extension Player {
         }
     }
 
-    /// A track loaded again after the stream handed over to follow it failed: should it not
-    /// preroll within a few seconds (the failed stream's decoder can leave playbin unable
-    /// to), it is loaded once more from NULL, then skipped: never a load that hangs. The
-    /// timer is cancelled by the preroll, so an idle player wakes for nothing.
+    /// Times the preroll of `load` (see ``PrerollWatch``).
     private func watchPreroll(of load: Transport.Load) {
-        prerollWatch?.cancel()
-        prerollWatch = nil
-        guard isLocal(load.uri) else { return }  // a stream has its stall watch
         let number = loadNumber
-        let timer = DispatchSource.makeTimerSource(queue: .main)
-        timer.schedule(deadline: .now() + 4)
-        timer.setEventHandler { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self, self.loadNumber == number, case .prerolling = self.transport.phase else { return }
-                self.prerollWatch = nil
-                let name = MediaSources.displayName(load.uri)
-                if self.prerollRetried == load.entry {
-                    self.prerollRetried = nil
-                    self.run(self.transport.failed(reason: "it did not start within 4 s", inOutput: false, position: .zero))
-                } else {
-                    self.prerollRetried = load.entry
-                    self.logger.warning("\(name) did not start within 4 s; loading it again")
-                    self.run(self.transport.prerollTimedOut())
-                }
+        prerollTimer.start(after: PrerollWatch.limit) { [weak self] in
+            guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut() else { return }
+            switch decision {
+            case .giveUp:
+                run(transport.failed(reason: "it did not start within \(StreamWatch.seconds(PrerollWatch.limit))", inOutput: false, position: .zero))
+            case .retry:
+                logger.warning("\(MediaSources.displayName(load.uri)) did not start within \(StreamWatch.seconds(PrerollWatch.limit)); loading it again")
+                run(transport.prerollTimedOut())
             }
         }
-        timer.resume()
-        prerollWatch = timer
     }
 
     /// A load waits for the preroll in progress, at most a second.
     private func awaitPreroll() {
-        prerollWaitGeneration += 1
-        let generation = prerollWaitGeneration
-        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self, self.prerollWaitGeneration == generation else { return }
-                let actions = self.transport.prerollOverdue()
-                if !actions.isEmpty {
-                    self.logger.debug("the previous track did not preroll within a second; loading the next one anyway")
-                }
-                self.run(actions)
+        prerollWait.start(after: .seconds(1)) { [weak self] in
+            guard let self else { return }
+            let actions = transport.prerollOverdue()
+            if !actions.isEmpty {
+                logger.debug("the previous track did not preroll within a second; loading the next one anyway")
             }
+            run(actions)
         }
     }
 
@@ -188,18 +166,13 @@ extension Player {
     private func fillInInfo(at index: Int) {
         if !isLocal(queue[index].uri) {
             disarmStallWatch()  // it played: the server sent what was awaited
-            let info = streamInfo(at: index)
+            let info = streamTags.info(known: queue[index].info, facts: facts)
             if info != queue[index].info {
                 queue[index].info = info
                 onChange?(.entryInfo(queue[index].id))
             }
         } else if queue[index].info == nil {
-            var info = TrackInfo()
-            info.duration = facts.duration
-            info.isSeekable = facts.isSeekable
-            info.isLive = info.duration == nil
-            info.audioStreams = 1
-            record(info, at: index)
+            record(TrackInfo(facts: facts), at: index)
         }
     }
 
@@ -266,44 +239,12 @@ extension Player {
         onChange?(.entryInfo(queue[index].id))
     }
 
-    /// How long a second read of a file whose first read timed out may take: it runs in the
-    /// background while the file plays, so it can wait for a busy machine.
-    nonisolated static let patientReadTimeout = Duration.seconds(60)
-
     /// Parsing a picture over the limit (by the pipeline, or a read of its tags) leaves
     /// hundreds of MiB free but not given back: the heap's one arena keeps them between the
     /// chunks still in use. Two seconds after such a track is left or read, once the
     /// pipeline that played it is freed, they are handed back.
     func trimHeapSoon() {
-        Self.readQueues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
-    }
-
-    /// Reads an entry again after its read before loading timed out; its tags and artwork
-    /// reach clients in one later update.
-    func readAgainAfterTimeout(_ id: UInt64) {
-        guard let index = queue.index(of: id) else { return }
-        let uri = queue[index].uri, artwork = self.artwork
-        readsStarted &+= 1
-        Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
-            let result = Discoverer.discoverNow(uri, timeout: Self.patientReadTimeout, artwork: artwork)
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { self?.finishReadAgain(id, result) }
-            }
-        }
-    }
-
-    private func finishReadAgain(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
-        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
-        switch result {
-        case .success(let info):
-            record(info, at: index)
-            if info.oversizedPictureBytes != nil { trimHeapSoon() }
-        case .failure(let error): logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
-        }
-        guard current?.id == id else { return }
-        current = queue[index]
-        onChange?(.metadata)
-        prepareNext()
+        TagPrefetch.queues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
     }
 
     func needsDiscovery(_ entry: Entry) -> Bool {
@@ -313,7 +254,7 @@ extension Player {
     func discoverCurrentIfNeeded() {
         guard let index = selectedIndex, needsDiscovery(queue[index]) else { return }
         let id = queue[index].id
-        discoverer.discover(queue[index].uri) { [weak self] result in
+        prefetch.discoverer.discover(queue[index].uri) { [weak self] result in
             guard let self, let index = queue.index(of: id) else { return }
             switch result {
             case .success(let info): record(info, at: index)
@@ -376,12 +317,8 @@ extension Player {
         // A local file is handed to playbin only once it has been read: a broken one is
         // then skipped here, never torn out of a pipeline that already switched to it.
         pipeline.prepareNext(nil)
-        guard readingAhead != entry.id else { return }
-        readingAhead = entry.id
-        discoverer.discover(entry.uri) { [weak self] result in
-            guard let self else { return }
-            if readingAhead == entry.id { readingAhead = nil }
-            guard let index = queue.index(of: entry.id) else { return }
+        prefetch.readAhead(entry.id, uri: entry.uri) { [weak self] result in
+            guard let self, let index = queue.index(of: entry.id) else { return }
             switch result {
             case .success(let info):
                 record(info, at: index)

@@ -11,58 +11,6 @@ public import Logging
 /// seek's flush, a gapless switch, buffering).
 @MainActor
 public final class Player {
-    /// One entry of the queue.
-    public struct Entry: Sendable, Equatable, Identifiable {
-        /// Unique in this process, never reused: the same file queued twice has two ids.
-        public let id: UInt64
-        /// What plays: a `file:` URI or a network stream's URL.
-        public let uri: String
-        /// The tags, once read (boxed, so that an entry of a long queue stays small).
-        public internal(set) var info: TrackInfo? {
-            get { infoBox?.info }
-            set { infoBox = newValue.map(InfoBox.init) }
-        }
-        /// Why the entry cannot be played, once that is known.
-        public internal(set) var failure: String?
-        private var infoBox: InfoBox?
-
-        init(id: UInt64, uri: String) {
-            self.id = id
-            self.uri = uri
-        }
-
-        public static func == (a: Entry, b: Entry) -> Bool {
-            a.id == b.id && a.uri == b.uri && a.failure == b.failure && a.info == b.info
-        }
-    }
-
-    private final class InfoBox: Sendable {
-        let info: TrackInfo
-        init(_ info: TrackInfo) { self.info = info }
-    }
-
-    /// What clients are told of the transport.
-    public enum Status: String, Sendable { case stopped, paused, playing }
-
-    /// What follows the last entry, or the current one at its end.
-    public enum RepeatMode: String, Sendable, CaseIterable { case off, one, all }
-
-    /// What kind of change the observer is told about.
-    public enum Change: Sendable, Equatable {
-        /// Status, current entry, position or rate changed (a moment to republish the timing).
-        case transport
-        /// The current entry's metadata changed.
-        case metadata
-        /// The volume changed.
-        case volume
-        /// Repeat or shuffle changed.
-        case options
-        /// Entries were added, removed or replaced (`queueRevision` changed).
-        case queue
-        /// The tags of an entry were read, or it was found unplayable.
-        case entryInfo(UInt64)
-    }
-
     /// The queue in order.
     public var entries: [Entry] { queue.entries }
     /// Changes whenever entries are added, removed or replaced.
@@ -102,9 +50,10 @@ public final class Player {
     var loadNumber = 0
     let audioSink: String?
     let stuckLimit: Duration
-    let discoverer: Discoverer
+    /// Reads the tags of entries off the main actor.
+    let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
-    public let artwork: ArtworkCache?
+    public var artwork: ArtworkCache? { prefetch.artwork }
     let logger: Logger
     var nextEntryID: UInt64 = 1
     var selectedIndex: Int?
@@ -124,56 +73,26 @@ public final class Player {
     public internal(set) var pipelineElementNames: [String] = []
     /// The next STREAM_START of this load is its own stream's, not a gapless switch.
     var awaitingOwnStreamStart = false
-    /// When the last gapless switch happened: the pipeline reports the old stream's position
-    /// for a moment after it, so its answers are not taken until then.
-    var switchedAt: ContinuousClock.Instant?
-    var lastPositionQuery: ContinuousClock.Instant?
-    var prerollWaitGeneration = 0
-    /// The decoder bin of a handed-over stream that failed: its later errors are echoes.
-    var ignoredErrorSource: String?
-    var warnedAboutNullSink = false
     /// How many pipelines GStreamer got stuck in and were replaced.
     public internal(set) var pipelinesReplaced = 0
-    /// Playback was paused by an interruption (the sound server corked the stream for a call
-    /// or an alarm) and nobody has paused, stopped, played or changed track since: when the
-    /// interruption ends, playback resumes (Apple's `shouldResume`). Never otherwise.
-    var resumeAfterInterruption = false
+    var positionFollow = PositionFollow()
+    var errors = ErrorAttribution()
+    var interruption = Interruption()
+    var volumeEchoes = VolumeEchoes()
+    var prerollWatch = PrerollWatch()
+    let prerollTimer = Countdown()
+    /// Runs while a load waits for the preroll in progress.
+    let prerollWait = Countdown()
 
     // Network streams.
-    var bufferingPercent = -1
     var streamTags = StreamTags()
-    var stallWatch: (any DispatchSourceTimer)?
+    var streamWatch = StreamWatch()
+    let stallTimer = Countdown()
     /// How long a network stream may send nothing before it is reported and skipped.
-    public var streamStallTimeout: Duration = .seconds(10)
-    /// How long a stream that does send, but too slowly (or to a machine too busy to start
-    /// it), may take to start playing before it is skipped all the same.
-    var streamStartLimit: Duration { streamStallTimeout * 3 }
-    /// When the stall watch began waiting, and how much the sources had sent when it was last
-    /// armed: data since then means the server is not silent.
-    var stallWatchBegan = ContinuousClock.now
-    var stallWatchBytes: UInt64 = 0
-    var readingAhead: UInt64?
-
-    // Background tag reads.
-    var readsStarted = 0
-    var infoRequested = Set<UInt64>()
-    var pendingReads: [UInt64] = []
-    var readsInFlight = 0
-
-    /// Cancelled once a load prerolls (or by the next load); see `watchPreroll(of:)`.
-    var prerollWatch: (any DispatchSourceTimer)?
-    /// The entry loaded again because it did not preroll in time.
-    var prerollRetried: UInt64?
-    /// The next load is the current track's, again, after the stream handed over failed.
-    var reloadingAfterHandOver = false
-
-    /// Volumes set lately: the output reports each back, possibly after a later one was set,
-    /// and such an echo is no change by a mixer.
-    var volumeRequests: [(volume: Double, at: ContinuousClock.Instant)] = []
-
-    /// The furthest position a read of the loaded stream returned: where its output failed is
-    /// never before what clients were shown.
-    var furthestShown: (load: Int, position: Duration)?
+    public var streamStallTimeout: Duration {
+        get { streamWatch.stallLimit }
+        set { streamWatch.stallLimit = newValue }
+    }
 
     /// Flushing seeks sent since the last one completed: an ASYNC_DONE that lands far from
     /// the newest target belongs to an earlier one.
@@ -197,21 +116,24 @@ public final class Player {
     ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
-        self.artwork = artwork
         self.audioSink = audioSink
         self.stuckLimit = stuckLimit
-        discoverer = Discoverer(artwork: artwork)
+        prefetch = TagPrefetch(artwork: artwork)
         do {
             try Pipeline.validate(audioSink: audioSink)
         } catch {
             throw MediaError(error.description)
         }
         pipeline = makePipeline()
+        prefetch.uriToRead = { [weak self] id in
+            guard let self, let index = queue.index(of: id), needsDiscovery(queue[index]) else { return nil }
+            return queue[index].uri
+        }
+        prefetch.finished = { [weak self] id, result, kind in self?.read(id, result, kind) }
     }
 
     isolated deinit {
         pipeline?.release()  // nil when init threw
-        stallWatch?.cancel()
     }
 
     func makePipeline() -> Pipeline {
@@ -248,8 +170,7 @@ public final class Player {
         guard status != .stopped, transport.loadedEntry != nil else { return .zero }
         refreshPositionIfDue()
         let position = clock.position()
-        furthestShown = furthestShown.map { $0.load == loadNumber ? ($0.load, max($0.position, position)) : (loadNumber, position) }
-            ?? (loadNumber, position)
+        positionFollow.shown(position, load: loadNumber)
         return position
     }
 
@@ -284,7 +205,7 @@ public final class Player {
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
     public func play() -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = selectedIndex ?? firstIndex() else { return false }
         selectedIndex = index
         let id = queue[index].id
@@ -302,7 +223,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
         load(index, at: position, intent: .paused)
         return true
@@ -311,7 +232,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard queue.indices.contains(index) else { return false }
         load(index, at: position, intent: .playing)
         return true
@@ -319,7 +240,7 @@ public final class Player {
 
     /// Pauses; nothing to do when not playing nor about to.
     public func pause() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         if pendingRead != nil, pendingRead?.intent == .playing { pendingRead?.intent = .paused }
         guard transport.intent == .playing || status == .playing else { return }
         run(transport.pause())
@@ -332,14 +253,14 @@ public final class Player {
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         pendingRead = nil
         run(transport.stop())
     }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
     public func next() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false), target != index else {
             return
         }
@@ -349,7 +270,7 @@ public final class Player {
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     /// Both as the commands received so far leave it (a seek or a load may not have landed).
     public func previous() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         if requestedStatus != .stopped, requestedPosition > .seconds(3) {
             seek(to: .zero)
             return
@@ -364,7 +285,7 @@ public final class Player {
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
     public func goTo(id: UInt64) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
@@ -381,7 +302,7 @@ public final class Player {
         guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id else { return false }
         let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.hasCommitted)
         guard accepted else { return false }
-        switchedAt = nil
+        positionFollow.loaded()
         clock.set(target, rate: 0)
         run(actions)
         if actions.isEmpty { onChange?(.transport) }  // a position asked for while loading
@@ -406,8 +327,7 @@ public final class Player {
         let clamped = min(max(newVolume.isFinite ? newVolume : 1, 0), 1)
         guard clamped != volume else { return }
         volume = clamped
-        let now = ContinuousClock.now
-        volumeRequests = volumeRequests.filter { now - $0.at < .seconds(2) }.suffix(7) + [(clamped, now)]
+        volumeEchoes.set(clamped, at: .now)
         pipeline.setVolume(clamped)
         onChange?(.volume)
     }
@@ -433,7 +353,7 @@ public final class Player {
     @discardableResult
     public func open(_ uris: [String]) -> Bool {
         guard !uris.isEmpty else { return false }
-        resumeAfterInterruption = false
+        interruption.userActed()
         let added = enqueue(uris, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         if let selectedIndex, selectedIndex != index { order.recordMove(from: queue[selectedIndex].id, to: first.id, forward: true) }
@@ -445,7 +365,7 @@ public final class Player {
     /// GStreamer has let go of it, so that the process does not exit under its threads.
     public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
         pendingRead = nil
-        prerollWatch?.cancel()
+        prerollTimer.cancel()
         _ = transport.stop()
         pipeline.release(freed: done)
     }
@@ -467,14 +387,4 @@ public final class Player {
     }
 
     func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
-}
-
-/// The queue as the play order reads it.
-struct QueueView: PlayOrder.Queue {
-    let queue: PlayQueue
-    init(_ queue: PlayQueue) { self.queue = queue }
-    var count: Int { queue.count }
-    func id(at index: Int) -> UInt64 { queue[index].id }
-    func index(of id: UInt64) -> Int? { queue.index(of: id) }
-    func isPlayable(at index: Int) -> Bool { queue[index].failure == nil }
 }
