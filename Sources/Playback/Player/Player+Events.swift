@@ -46,8 +46,8 @@ extension Player {
             streamStarted()
         case .endOfStream:
             run(transport.endOfStream())
-        case .error(let message, let debug, let source, let inOutput):
-            streamFailed(message, debug: debug, source: source, inOutput: inOutput)
+        case .error(let message, let debug, let source, let uri, let inOutput):
+            streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
         case .warning(let message, let source):
             warned(message, source: source)
         case .buffering(let percent):
@@ -107,8 +107,12 @@ extension Player {
 
     /// An error: the handed-over next stream's (the current one goes on), the output's (paused
     /// until Play), or the loaded stream's (skipped).
-    func streamFailed(_ message: String, debug: String?, source: String, inOutput: Bool) {
-        logger.debug("pipeline error from \(source): \(debug ?? "-")")
+    /// The warning that follows (a track skipped, the output lost) says what failed and why
+    /// in the user's terms; GStreamer's debug string (source file, function, element path) is
+    /// for developers, so it goes to the debug level, with the URI it was about.
+    func streamFailed(_ message: String, debug: String?, source: String, uri: String?, inOutput: Bool) {
+        let name = uri.map { MediaSources.displayName($0) } ?? "nothing loaded"
+        logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
         if errors.isEcho(source) {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
             return
