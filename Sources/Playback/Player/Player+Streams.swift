@@ -45,10 +45,7 @@ extension Player {
     func streamTagsArrived(_ tags: StreamTags) {
         guard let id = transport.loadedEntry, let index = queue.index(of: id), !isLocal(queue[index].uri) else { return }
         var tags = tags
-        if let image = tags.image {
-            tags.image = nil
-            keepStreamArtwork(image, of: id)
-        }
+        if let picture = tags.takePicture() { keepStreamArtwork(picture, of: id) }
         streamTags.merge(tags)
         // Before the stream first plays, settling it applies them (in its first Metadata).
         if isSettled(id) { updateStreamInfo(at: index) }
@@ -71,14 +68,14 @@ extension Player {
         }
     }
 
-    /// A picture a stream carries is kept in the artwork cache off the main queue, then shown
-    /// with the stream: in its first Metadata when kept before the stream settles, else in one
-    /// update (none when it is the picture already shown). Dropped when another entry is
-    /// loaded by then.
-    func keepStreamArtwork(_ image: Data, of id: UInt64) {
+    /// A picture a stream carries is copied out of GStreamer's buffer and kept in the artwork
+    /// cache off the main actor, then shown with the stream: in its first Metadata when kept
+    /// before the stream settles, else in one update (none when it is the picture already
+    /// shown). Dropped when another entry is loaded by then.
+    func keepStreamArtwork(_ picture: StreamTags.Picture, of id: UInt64) {
         guard let artwork else { return }
         TagPrefetch.queues[0].async { [weak self] in
-            let url = artwork.store(image)
+            let url = picture.bytes.flatMap { artwork.store($0) }
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
                     guard let self, let url, self.transport.loadedEntry == id, self.streamTags.artworkURL != url,
