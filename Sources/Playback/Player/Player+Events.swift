@@ -55,10 +55,7 @@ extension Player {
         case .tags(let tags):
             streamTagsArrived(tags)
         case .clockLost:
-            if transport.intent == .playing {
-                pipeline.setState(.paused)
-                pipeline.setState(.playing)
-            }
+            run(transport.clockLost())
         case .durationChanged(let facts):
             self.facts.duration = facts.duration
             self.facts.isSeekable = facts.isSeekable

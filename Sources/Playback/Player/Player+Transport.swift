@@ -83,6 +83,9 @@ extension Player {
             case .setState(let state):
                 pipeline.setState(state)
                 if state == .paused { clock.changeRate(to: 0) }
+            case .reselectClock:
+                pipeline.setState(.paused)
+                pipeline.setState(.playing)
             case .seek(let target):
                 seeksInFlight += 1
                 pipeline.seek(to: target, rate: rate)
