@@ -307,6 +307,8 @@ struct PlayerPlaybackTests {
         #expect(player.position == .milliseconds(1500), "the position is the seek's target at once")
         #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 1 }, "the stuck seek is reported")
         #expect(player.requestedPosition >= .milliseconds(1500), "the new pipeline loads the track where the seek asked")
+        let reloaded = "loading \(MediaSources.displayName(entries[0].uri)) again at 0:01"
+        #expect(probe.log.lines(containing: reloaded).count == 1, "the log names the track and where: \(probe.log.messages)")
         #expect(await probe.wait(upTo: .seconds(20)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
                 "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)

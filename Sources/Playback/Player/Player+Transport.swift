@@ -355,7 +355,7 @@ extension Player {
     func replacePipeline() {
         let stuck = pipeline!
         pipelinesReplaced += 1
-        logger.error("GStreamer did not return from a call into the pipeline within \(stuckLimit) (a deadlock inside it); going on in a new pipeline")
+        logger.error("GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)")
         let since = ContinuousClock.now
         let limit = stuckLimit
         stuck.release { [logger] in
@@ -364,5 +364,20 @@ extension Player {
         }
         pipeline = makePipeline()
         loadNumber += 1
+    }
+
+    /// What the new pipeline does, as the transport decided before it is made: the track
+    /// loaded again, where; or kept, paused, until Play; or nothing.
+    private var replacementPlan: String {
+        switch transport.phase {
+        case .prerolling(let load, _, _):
+            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+            return "going on in a new pipeline, loading \(name) again at \((load.position ?? .zero).clock)"
+        case .outputLost(let load, let at):
+            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+            return "going on in a new pipeline, with \(name) paused at \(at.clock)"
+        default:
+            return "going on in a new pipeline, with nothing loaded"
+        }
     }
 }
