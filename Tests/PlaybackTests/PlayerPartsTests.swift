@@ -120,6 +120,22 @@ struct PlayerPartsTests {
         #expect(follow.furthestShown(load: 2) == .seconds(1))
     }
 
+    @Test func onlyAReadFileOrAStreamIsHandedOverForAGaplessSwitch() {
+        var current = Player.Entry(id: 1, uri: "file:///a.flac")
+        let unread = Player.Entry(id: 2, uri: "file:///b.flac")
+        var read = unread
+        read.info = TrackInfo()
+        let stream = Player.Entry(id: 3, uri: "http://radio.example/live")
+        #expect(HandOverPlan(current: current, next: read) == .nothing, "what the current file holds is not known")
+        current.info = TrackInfo()
+        #expect(HandOverPlan(current: current, next: nil) == .nothing)
+        #expect(HandOverPlan(current: current, next: unread) == .readFirst(entry: 2, uri: "file:///b.flac"))
+        #expect(HandOverPlan(current: current, next: read) == .handOver(.init(entryID: 2, uri: "file:///b.flac")))
+        #expect(HandOverPlan(current: current, next: stream) == .handOver(.init(entryID: 3, uri: "http://radio.example/live")))
+        current.info?.oversizedPictureBytes = 20_000_000
+        #expect(HandOverPlan(current: current, next: read) == .nothing, "a load frees the oversized picture")
+    }
+
     @Test func aStreamShowsItsTagsInPlaceOfEarlierOnes() {
         var facts = Pipeline.Facts()
         facts.isSeekable = false

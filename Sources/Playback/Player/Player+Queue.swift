@@ -30,7 +30,7 @@ extension Player {
             selectedIndex = firstIndex()
             // A local file becomes `current` once its tags are read, so that clients see
             // one Metadata for it, not a file name followed by the real title.
-            if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
+            if let selectedIndex, !queue[selectedIndex].needsRead { current = queue[selectedIndex] }
             discoverCurrentIfNeeded()
         }
         nextMayHaveChanged()

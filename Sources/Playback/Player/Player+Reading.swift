@@ -12,7 +12,7 @@ extension Player {
     /// What a background read, or a patient second read after a timeout, found. A timeout
     /// in the background is no failure: the entry is read again when it plays.
     func read(_ id: UInt64, _ result: Result<TrackInfo, MediaError>, _ kind: TagPrefetch.Kind) {
-        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
+        guard let index = queue.index(of: id), queue[index].needsRead else { return }
         switch result {
         case .success(let info):
             record(info, at: index)
@@ -37,9 +37,6 @@ extension Player {
         info.artworkURL = url
         info.artworkSearched = true
         queue[index].info = info
-        if current?.id == id {
-            current = queue[index]
-            onChange?(.metadata)
-        }
+        showIfCurrent(index)
     }
 }

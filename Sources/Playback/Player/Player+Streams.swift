@@ -62,10 +62,7 @@ extension Player {
         let id = queue[index].id
         queue[index].info = info
         onChange?(.entryInfo(id))
-        if current?.id == id {
-            current = queue[index]
-            onChange?(.metadata)
-        }
+        showIfCurrent(index)
     }
 
     /// A picture a stream carries is copied out of GStreamer's buffer and kept in the artwork

@@ -250,12 +250,8 @@ extension Player {
         TagPrefetch.queues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
     }
 
-    func needsDiscovery(_ entry: Entry) -> Bool {
-        entry.info == nil && entry.failure == nil && isLocal(entry.uri)
-    }
-
     func discoverCurrentIfNeeded() {
-        guard let index = selectedIndex, needsDiscovery(queue[index]) else { return }
+        guard let index = selectedIndex, queue[index].needsRead else { return }
         let id = queue[index].id
         prefetch.discoverer.discover(queue[index].uri) { [weak self] result in
             guard let self, let index = queue.index(of: id) else { return }
@@ -295,40 +291,19 @@ extension Player {
         run(transport.seek(to: position, nextTaken: true).actions)
     }
 
-    /// Tells the pipeline which URI follows the current one, for a gapless switch, and
-    /// reads that entry's tags ahead of time.
+    /// Tells the pipeline which URI follows the current one, for a gapless switch (see
+    /// ``HandOverPlan``), and reads that entry's tags ahead of time when they are needed first.
     func prepareNext() {
-        guard requestedStatus != .stopped, let index = selectedIndex,
-            let next = neighbour(of: index, forward: true, automatic: true)
-        else {
-            pipeline.prepareNext(nil)
-            return
-        }
-        // playbin keeps a track's parsed tags for as long as the stream it switched from
-        // gaplessly: a track that holds a picture over the limit ends with a load of what
-        // follows instead, which frees them. So does a local file whose tags could not be
-        // read in time: what they hold is not known.
-        if queue[index].info?.oversizedPictureBytes != nil || needsDiscovery(queue[index]) {
-            pipeline.prepareNext(nil)
-            return
-        }
-        let entry = queue[next]
-        guard entry.info == nil, isLocal(entry.uri) else {
-            pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri))
-            return
-        }
-        // A local file is handed to playbin only once it has been read: a broken one is
-        // then skipped here, never torn out of a pipeline that already switched to it.
-        pipeline.prepareNext(nil)
-        prefetch.readAhead(entry.id, uri: entry.uri) { [weak self] result in
-            guard let self, let index = queue.index(of: entry.id) else { return }
+        let next = requestedStatus == .stopped ? nil : selectedIndex.flatMap { neighbour(of: $0, forward: true, automatic: true) }
+        let plan = selectedIndex.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
+        if case .handOver(let item) = plan { pipeline.prepareNext(item) } else { pipeline.prepareNext(nil) }
+        guard case .readFirst(let id, let uri) = plan else { return }
+        prefetch.readAhead(id, uri: uri) { [weak self] result in
+            guard let self, let index = queue.index(of: id) else { return }
             switch result {
             case .success(let info):
                 record(info, at: index)
-                if current?.id == entry.id {
-                    current = queue[index]
-                    onChange?(.metadata)
-                }
+                showIfCurrent(index)
             case .failure(let error) where error.isTimeout:
                 return  // slow to read is not broken: it is loaded when its turn comes
             case .failure(let error):
@@ -336,6 +311,13 @@ extension Player {
             }
             prepareNext()
         }
+    }
+
+    /// The entry at `index` changed: when it is the current one, clients see it.
+    func showIfCurrent(_ index: Int) {
+        guard current?.id == queue[index].id else { return }
+        current = queue[index]
+        onChange?(.metadata)
     }
 
     // MARK: - A stuck pipeline

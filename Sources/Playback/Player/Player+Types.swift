@@ -21,6 +21,11 @@ extension Player {
             self.uri = uri
         }
 
+        /// A local file (its tags are read before it plays), not a network stream.
+        var isLocal: Bool { uri.hasPrefix("file:") }
+        /// A local file whose tags are still to be read.
+        var needsRead: Bool { info == nil && failure == nil && isLocal }
+
         public static func == (a: Entry, b: Entry) -> Bool {
             a.id == b.id && a.uri == b.uri && a.failure == b.failure && a.info == b.info
         }

@@ -126,7 +126,7 @@ public final class Player {
         }
         pipeline = makePipeline()
         prefetch.uriToRead = { [weak self] id in
-            guard let self, let index = queue.index(of: id), needsDiscovery(queue[index]) else { return nil }
+            guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri
         }
         prefetch.finished = { [weak self] id, result, kind in self?.read(id, result, kind) }
