@@ -136,6 +136,24 @@ struct PlayerPartsTests {
         #expect(HandOverPlan(current: current, next: read) == .nothing, "a load frees the oversized picture")
     }
 
+    @Test func anOvertakenSeeksCompletionIsNotTheStreamsNewPlace() {
+        var seeks = SeeksInFlight()
+        seeks.sent()
+        #expect(after { seeks.completed(landed: .seconds(3), target: .seconds(9)) }, "the only seek: wherever it lands")
+        seeks.sent()
+        seeks.sent()
+        #expect(!after { seeks.completed(landed: .seconds(3), target: .seconds(9)) }, "the first of two, far from the newest target")
+        #expect(seeks.count == 1)
+        #expect(after { seeks.completed(landed: .milliseconds(9_200), target: .seconds(9)) })
+        #expect(seeks.count == 0)
+        seeks.sent()
+        seeks.sent()
+        #expect(after { seeks.completed(landed: .milliseconds(8_800), target: .seconds(9)) }, "close enough to be the newest")
+        seeks.sent()
+        seeks.loaded()
+        #expect(seeks.count == 0)
+    }
+
     @Test func aStreamShowsItsTagsInPlaceOfEarlierOnes() {
         var facts = Pipeline.Facts()
         facts.isSeekable = false

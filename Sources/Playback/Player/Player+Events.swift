@@ -29,13 +29,7 @@ extension Player {
             prerollTimer.cancel()
             prerollWatch.prerolled()
             let seeking = transport.isSeeking
-            if seeking, seeksInFlight > 1, let target = transport.pendingPosition, let landed = facts.position,
-                landed - target > .milliseconds(250) || target - landed > .milliseconds(250)
-            {
-                seeksInFlight -= 1
-                return  // an earlier seek's, overtaken by the one still on its way
-            }
-            if seeking { seeksInFlight = 0 }
+            if seeking, !seeks.completed(landed: facts.position, target: transport.pendingPosition) { return }
             self.facts = facts
             let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
             if seeking || transport.isSettledLoad, let position = facts.position {
@@ -92,7 +86,7 @@ extension Player {
         logger.debug("gapless switch to \(MediaSources.displayName(switched.uri))")
         if let previous = transport.loadedEntry {
             reportEndIfStream(previous)
-            order.recordMove(from: previous, to: switched.entryID, forward: true)
+            selection.recordMove(from: previous, to: switched.entryID, forward: true)
         }
         selectedIndex = index
         positionFollow.switched(at: .now)

@@ -153,9 +153,7 @@ extension Player {
             // skipped from there (or stays current, when nothing follows it).
             guard let index = queue.index(of: id) else { return }
             transport.noteFailure()
-            if let previous = transport.loadedEntry { order.recordMove(from: previous, to: id, forward: true) }
-            selectedIndex = index
-            travelsForward = true
+            selection.move(from: transport.loadedEntry, to: index, in: queue, forward: true)
             skip(id, reason: reason, intent: requestedStatus)
         }
     }

@@ -4,11 +4,7 @@ internal import CSystem
 /// Loading entries, and carrying out what the transport decides.
 extension Player {
     func go(to index: Int, forward: Bool = true) {
-        if let selectedIndex, selectedIndex != index {
-            order.recordMove(from: queue[selectedIndex].id, to: queue[index].id, forward: forward)
-        }
-        selectedIndex = index
-        travelsForward = forward
+        selection.move(from: selectedEntry?.id, to: index, in: queue, forward: forward)
         let intent = requestedStatus
         guard intent != .stopped else {
             pendingRead = nil
@@ -67,7 +63,7 @@ extension Player {
             switch action {
             case .load(let load, let state, let fresh):
                 loadNumber += 1
-                seeksInFlight = 0
+                seeks.loaded()
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
@@ -87,7 +83,7 @@ extension Player {
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             case .seek(let target):
-                seeksInFlight += 1
+                seeks.sent()
                 pipeline.seek(to: target, rate: rate)
             case .awaitPreroll:
                 awaitPreroll()
@@ -188,7 +184,7 @@ extension Player {
         let intent = intent ?? requestedStatus
         consecutiveFailures += 1
         guard intent != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? selectedIndex,
-            let target = neighbour(of: index, forward: travelsForward, automatic: true, allowRepeatOne: false)
+            let target = neighbour(of: index, forward: selection.travelsForward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
             if let index = queue.index(of: id), !isLocal(queue[index].uri) {
@@ -202,7 +198,7 @@ extension Player {
             ranOut = true
             return
         }
-        if let index = queue.index(of: id) { order.recordMove(from: queue[index].id, to: queue[target].id, forward: travelsForward) }
+        if let index = queue.index(of: id) { selection.recordMove(from: queue[index].id, to: queue[target].id, forward: selection.travelsForward) }
         load(target, intent: intent)
     }
 
@@ -216,8 +212,7 @@ extension Player {
             // playbin asked for the next track before there was one (a short first track
             // while the rest of a folder was still being read): it plays now.
             logger.debug("\(MediaSources.displayName(queue[index].uri)) ended; loading what follows")
-            order.recordMove(from: queue[index].id, to: queue[next].id, forward: true)
-            travelsForward = true
+            selection.move(from: queue[index].id, to: next, in: queue, forward: true)
             load(next, intent: .playing)
             return
         }

@@ -31,17 +31,16 @@ public final class Player {
     /// The volume, on the cubic scale of desktop mixers (0...1).
     public internal(set) var volume: Double = 1
     /// What follows the last entry, or the current one at its end.
-    public var repeatMode: RepeatMode { order.repeatMode }
+    public var repeatMode: RepeatMode { selection.order.repeatMode }
     /// Whether entries play in a random order.
-    public var shuffle: Bool { order.shuffle }
+    public var shuffle: Bool { selection.order.shuffle }
     /// The rates ``setRate(_:)`` accepts; others are clamped into it.
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
 
     var transport = Transport()
-    var order = PlayOrder()
-    var random = SystemRandomNumberGenerator()
+    var selection = Selection()
     var clock = PositionClock()
     var pipeline: Pipeline!
     /// Which pipeline's events are heard: a replaced one's are not.
@@ -55,10 +54,11 @@ public final class Player {
     /// Where the cover images of the tracks read go (nil: none are looked for).
     public var artwork: ArtworkCache? { prefetch.artwork }
     let logger: Logger
-    var nextEntryID: UInt64 = 1
-    var selectedIndex: Int?
-    /// The direction the selection last moved in: a failed entry is skipped the same way.
-    var travelsForward = true
+    /// The index of the selected entry (see ``Selection``).
+    var selectedIndex: Int? {
+        get { selection.index }
+        set { selection.index = newValue }
+    }
     /// A load waiting for its entry's tags (read first, so that clients see one Metadata for
     /// a file, and a broken file is skipped before it reaches the pipeline).
     var pendingRead: PendingRead?
@@ -76,6 +76,7 @@ public final class Player {
     /// How many pipelines GStreamer got stuck in and were replaced.
     public internal(set) var pipelinesReplaced = 0
     var positionFollow = PositionFollow()
+    var seeks = SeeksInFlight()
     var errors = ErrorAttribution()
     var interruption = Interruption()
     var volumeEchoes = VolumeEchoes()
@@ -93,10 +94,6 @@ public final class Player {
         get { streamWatch.stallLimit }
         set { streamWatch.stallLimit = newValue }
     }
-
-    /// Flushing seeks sent since the last one completed: an ASYNC_DONE that lands far from
-    /// the newest target belongs to an earlier one.
-    var seeksInFlight = 0
 
     /// A load that waits for its entry's tags.
     struct PendingRead {
@@ -149,18 +146,9 @@ public final class Player {
 
     /// Whether Next would change the current entry (a queue of one on repeat-all restarts
     /// it instead, which is no change of track).
-    public var canGoNext: Bool { canMove(forward: true) }
+    public var canGoNext: Bool { selection.canMove(forward: true, in: queue) }
     /// Whether Previous could change the current entry (see ``canGoNext``).
-    public var canGoPrevious: Bool { canMove(forward: false) }
-
-    private func canMove(forward: Bool) -> Bool {
-        guard let selectedIndex else { return false }
-        var order = self.order
-        var random = self.random
-        guard let target = order.neighbour(of: selectedIndex, in: QueueView(queue), forward: forward, automatic: false, using: &random)
-        else { return false }
-        return target != selectedIndex
-    }
+    public var canGoPrevious: Bool { selection.canMove(forward: false, in: queue) }
 
     /// The position, extrapolated from the pipeline's last report: zero when stopped. Reads
     /// never wait on GStreamer; while playing, one read a second asks the pipeline in the
@@ -335,7 +323,7 @@ public final class Player {
     /// Sets what follows the last entry, or the current one at its end.
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
-        order.repeatMode = mode
+        selection.setRepeatMode(mode)
         nextMayHaveChanged()
         onChange?(.options)
     }
@@ -344,7 +332,7 @@ public final class Player {
     /// in queue order from the current entry.
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
-        order.setShuffle(on, current: selectedIndex.map { queue[$0].id }, ids: queue.entries.lazy.map(\.id), using: &random)
+        selection.setShuffle(on, in: queue)
         nextMayHaveChanged()
         onChange?(.options)
     }
@@ -356,7 +344,7 @@ public final class Player {
         interruption.userActed()
         let added = enqueue(uris, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
-        if let selectedIndex, selectedIndex != index { order.recordMove(from: queue[selectedIndex].id, to: first.id, forward: true) }
+        if let selected = selectedEntry { selection.recordMove(from: selected.id, to: first.id, forward: true) }
         load(index, intent: .playing)
         return true
     }
@@ -373,17 +361,16 @@ public final class Player {
     // MARK: - Play order
 
     /// The shuffle history, most recent last (for tests).
-    var shuffleHistory: [UInt64] { order.history }
+    var shuffleHistory: [UInt64] { selection.order.history }
     /// How far back Previous walks with Shuffle on.
     static var shuffleHistoryLimit: Int { PlayOrder.historyLimit }
 
     func firstIndex() -> Int? {
-        order.first(in: QueueView(queue), using: &random)
+        selection.first(in: queue)
     }
 
     func neighbour(of index: Int, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
-        order.neighbour(
-            of: index, in: QueueView(queue), forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne, using: &random)
+        selection.neighbour(of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
 
     func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
