@@ -3,9 +3,14 @@ public import Logging
 
 /// A play queue and its transport over a GStreamer pipeline.
 ///
-/// The façade wires the parts together: the queue, the play order (``PlayOrder``), the
-/// transport state machine (``Transport``), the pipeline that alone touches GStreamer, and a
-/// position clock. Commands return at once; `status` is the settled truth, changed only when
+/// The façade wires the parts together: the queue and what is selected in it
+/// (``Selection``, over ``PlayOrder``), the transport state machine (``Transport``), the
+/// pipeline that alone touches GStreamer, a position clock and when it asks the pipeline
+/// (``PositionFollow``), tag reads (``TagPrefetch``), the gapless hand-over
+/// (``HandOverPlan``), and the watches and policies that decide for it: ``StreamWatch``,
+/// ``PrerollWatch``, ``SeeksInFlight``, ``Interruption``, ``ErrorAttribution`` and
+/// ``VolumeEchoes``. Each decides purely; the façade carries out what they decide. Commands
+/// return at once; `status` is the settled truth, changed only when
 /// the pipeline confirms it (or at once for stop, errors and the end of the queue). The
 /// observer is told after each settled change, never about transient pipeline states (a
 /// seek's flush, a gapless switch, buffering).
