@@ -2,10 +2,11 @@
 /// pipeline's sources had sent when it was last armed, and the buffering level.
 ///
 /// Pure: instants and byte counts are handed in, so a test can drive it. The owner starts a
-/// timer of ``stallLimit`` whenever the watch is armed and asks for a ``verdict(on:bytes:now:isLoaded:isSettled:)``
-/// when it fires: a stream whose server sent nothing in that time is stalled; one that did
-/// send is waited for again, a playing stream as long as data comes, one yet to start up to
-/// ``startLimit`` from the start of the wait (which tells a slow start from a silent server).
+/// timer of ``stallLimit`` whenever the watch is armed and asks for a
+/// ``verdict(on:at:playing:bytes:now:)`` when it fires: a stream whose server sent nothing in
+/// that time is stalled; one that did send is waited for again, a playing stream as long as
+/// data comes, one yet to start up to ``startLimit`` from the start of the wait (which tells
+/// a slow start from a silent server).
 struct StreamWatch: Sendable, Equatable {
     typealias Instant = ContinuousClock.Instant
 
@@ -18,10 +19,23 @@ struct StreamWatch: Sendable, Equatable {
         var bytes: UInt64
     }
 
+    /// Where the watched stream is when the limit passes.
+    enum Place: Sendable, Equatable {
+        /// Loaded in the pipeline; `isSettled`: it has played (and is shown).
+        case loaded(isSettled: Bool)
+        /// Handed over to follow the loaded track gaplessly, not started yet;
+        /// `previousPlays`: the track before it is still more than a moment from its end.
+        case handedOver(previousPlays: Bool)
+        /// Neither: taken down, or no longer handed over.
+        case elsewhere
+    }
+
     /// What to do when the limit passed.
     enum Verdict: Sendable, Equatable {
-        /// The server sends: wait again, the wait still counted from `since`.
-        case waitAgain(since: Instant)
+        /// Nothing: the stream is gone, or paused (Play watches it again).
+        case leave
+        /// Wait again, the wait counted from `since` (nil: from now, a new wait).
+        case waitAgain(since: Instant?)
         /// The stream is reported, and skipped, for `reason`.
         case stalled(reason: String)
     }
@@ -68,10 +82,24 @@ struct StreamWatch: Sendable, Equatable {
         return wait == nil || percent > bufferingPercent ? .arm : .keep
     }
 
-    /// The limit passed on `wait`, the sources having sent `bytes` by `now`. `isLoaded`: the
-    /// stream is the loaded one (not one handed over for a gapless switch); `isSettled`: it
-    /// has played.
-    func verdict(on wait: Wait, bytes: UInt64, now: Instant, isLoaded: Bool, isSettled: Bool) -> Verdict {
+    /// The limit passed on `wait`, the stream being at `place`, the commands leading to
+    /// playing (`playing`) or not, and the sources having sent `bytes` by `now`. A stream
+    /// paused by hand while it buffered is left be (Play fills the buffer, and watches,
+    /// again); a handed-over one waits for the track before it to end.
+    func verdict(on wait: Wait, at place: Place, playing: Bool, bytes: UInt64, now: Instant) -> Verdict {
+        let isLoaded: Bool
+        let isSettled: Bool
+        switch place {
+        case .elsewhere:
+            return .leave
+        case .loaded(let settled):
+            guard playing || !settled else { return .leave }
+            (isLoaded, isSettled) = (true, settled)
+        case .handedOver(let previousPlays):
+            guard playing else { return .leave }
+            if previousPlays { return .waitAgain(since: nil) }
+            (isLoaded, isSettled) = (false, false)
+        }
         // Data came, or a full buffer waits for the pipeline to start: the server is not silent.
         let sending = bytes > wait.bytes || (isLoaded && bufferingPercent >= 100 && !isSettled)
         if sending && (isSettled || now - wait.began < startLimit) { return .waitAgain(since: wait.began) }

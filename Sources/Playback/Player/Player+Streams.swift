@@ -129,26 +129,27 @@ extension Player {
         let id = wait.entry
         let bytes = pipeline.bytesFromSources
         disarmStallWatch()
-        guard entry(id: id) != nil else { return }
-        let isLoaded = transport.loadedEntry == id
-        if isLoaded {
-            // Paused by hand while it buffered: left be; Play fills the buffer, and watches, again.
-            guard requestedStatus == .playing || !isSettled(id) else { return }
+        let place: StreamWatch.Place
+        if entry(id: id) == nil {
+            place = .elsewhere
+        } else if transport.loadedEntry == id {
+            place = .loaded(isSettled: isSettled(id))
+        } else if pipeline.handoff.committedEntryID == id, let playing = transport.loadedEntry.flatMap({ self.entry(id: $0) }) {
+            let end = playing.info?.duration.map { $0 - .milliseconds(500) }
+            place = .handedOver(previousPlays: end.map { clock.position() < $0 } ?? false)
         } else {
-            // A stream handed over for a gapless switch, which has not started.
-            guard pipeline.handoff.committedEntryID == id, let playing = transport.loadedEntry.flatMap({ self.entry(id: $0) }) else { return }
-            guard requestedStatus == .playing else { return }  // paused: the watch starts again with Play
-            if let duration = playing.info?.duration, clock.position() < duration - .milliseconds(500) {
-                return armStallWatch(for: id)  // the track before it still plays: the wait starts at its end
-            }
+            place = .elsewhere
         }
-        switch streamWatch.verdict(on: wait, bytes: bytes, now: .now, isLoaded: isLoaded, isSettled: isSettled(id)) {
+        switch streamWatch.verdict(on: wait, at: place, playing: requestedStatus == .playing, bytes: bytes, now: .now) {
+        case .leave:
+            break
         case .waitAgain(let since):
             armStallWatch(for: id, since: since)
-        case .stalled(let reason) where isLoaded:
-            // Its source may still wait on the socket: the transport takes it all down.
-            run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
         case .stalled(let reason):
+            if case .loaded = place {
+                // Its source may still wait on the socket: the transport takes it all down.
+                return run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
+            }
             // The track before it has ended: the stream is what the queue is at, and is
             // skipped from there (or stays current, when nothing follows it).
             guard let index = queue.index(of: id) else { return }
