@@ -630,6 +630,26 @@ struct PlayerPlaybackTests {
         }
     }
 
+    /// `ranOut` says why playback stopped: it holds only while stopped for running out, so
+    /// that tracks queued later go on from there and never interrupt what plays since.
+    @Test func runningOutHoldsOnlyUntilPlaybackGoesOn() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let good = try await Media.tracks(1, seconds: 2, in: folder)
+        let broken = try folder.write("broken.mp3", "not an mp3")
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue([broken.absoluteString])
+        player.play()
+        #expect(await probe.wait { player.status == .stopped && player.ranOut }, "set when clients hear of the stop")
+        let added = player.enqueue([good[0].absoluteString])
+        #expect(player.play(index: player.count - added.count, at: nil))
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(!player.ranOut, "playing again: it no longer ran out")
+        player.stop()
+        #expect(!player.ranOut, "stopped by hand")
+    }
+
     /// playbin asks for the next URI (about-to-finish) as soon as it has read a file, which for
     /// a short file is during its preroll. If the main actor is busy then, the first stream's
     /// STREAM_START is handled only after the next URI was handed over, and is taken for the

@@ -133,6 +133,7 @@ extension Player {
             current = selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil }
         } else if let id = transport.settledEntry, let index = queue.index(of: id) {
             consecutiveFailures = 0
+            ranOut = false
             if pendingRead == nil, transport.upcomingEntry == id { selectedIndex = index }
             fillInInfo(at: index)
             current = queue[index]
@@ -194,8 +195,8 @@ extension Player {
                 selectedIndex = index
                 onChange?(.entryInfo(id))
             }
+            ranOut = true  // before clients hear of the stop, so that they see why
             run(transport.stop())
-            ranOut = true
             return
         }
         if let index = queue.index(of: id) { selection.recordMove(from: queue[index].id, to: queue[target].id, forward: selection.travelsForward) }
@@ -217,8 +218,8 @@ extension Player {
             return
         }
         logger.debug("end of the queue")
-        run(transport.stop())
         ranOut = true
+        run(transport.stop())
     }
 
     /// Keeps what was read of an entry; the observer hears of an entry's tags (or of its

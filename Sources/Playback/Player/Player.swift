@@ -247,6 +247,7 @@ public final class Player {
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
         interruption.userActed()
+        ranOut = false
         pendingRead = nil
         run(transport.stop())
     }
