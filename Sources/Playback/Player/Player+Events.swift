@@ -98,6 +98,7 @@ extension Player {
 
     /// An error: the handed-over next stream's (the current one goes on), the output's (paused
     /// until Play), or the loaded stream's (skipped).
+    ///
     /// The warning that follows (a track skipped, the output lost) says what failed and why
     /// in the user's terms; GStreamer's debug string (source file, function, element path) is
     /// for developers, so it goes to the debug level, with the URI it was about.
