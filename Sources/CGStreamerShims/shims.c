@@ -44,6 +44,19 @@ const char *cshims_object_name(gpointer object) { return GST_OBJECT_NAME(object)
 
 gpointer cshims_message_source(GstMessage *message) { return GST_MESSAGE_SRC(message); }
 
+char *cshims_decoder_uri(gpointer object) {
+    GstObject *current = object ? gst_object_ref(GST_OBJECT(object)) : NULL;
+    char *uri = NULL;
+    while (current && !uri) {
+        if (g_str_equal(G_OBJECT_TYPE_NAME(current), "GstURIDecodeBin")) g_object_get(current, "uri", &uri, NULL);
+        GstObject *parent = gst_object_get_parent(current);
+        gst_object_unref(current);
+        current = parent;
+    }
+    if (current) gst_object_unref(current);
+    return uri;
+}
+
 // decodebin's "autoplug-select" handler: a decoder of video, images or subtitles is
 // skipped, so those streams are never decoded (playbin's flags only stop them being shown).
 // Returns GstAutoplugSelectResult, whose type is private to the playback plugin:

@@ -94,3 +94,13 @@ struct PlayQueue {
         for (index, entry) in entries.enumerated() { slots[entry.id] = Slot(index: index, epoch: 0) }
     }
 }
+
+/// The queue as the play order reads it.
+struct QueueView: PlayOrder.Queue {
+    let queue: PlayQueue
+    init(_ queue: PlayQueue) { self.queue = queue }
+    var count: Int { queue.count }
+    func id(at index: Int) -> UInt64 { queue[index].id }
+    func index(of id: UInt64) -> Int? { queue.index(of: id) }
+    func isPlayable(at index: Int) -> Bool { queue[index].failure == nil }
+}

@@ -53,6 +53,13 @@ extension Player {
             self.init(id: id, uri: uri, prefixes: &prefixes)
         }
 
+        /// A local file (its tags are read before it plays), not a network stream.
+        var isLocal: Bool { leaf.hasPrefix("file:") || folder?.text.hasPrefix("file:") == true }
+        /// A local file whose tags are still to be read.
+        var needsRead: Bool { info == nil && failure == nil && isLocal }
+
+        /// Equal when the id, the URI, the failure and the tags are (the tags by value, not
+        /// by box).
         public static func == (a: Entry, b: Entry) -> Bool {
             a.id == b.id && a.uri == b.uri && a.failure == b.failure && a.info == b.info
         }

@@ -37,11 +37,19 @@ struct StreamTags: Sendable, Equatable {
             .map { .sample(SampleReference(taking: $0)) }
     }
 
+    /// Takes the picture out of these tags, uncopied: whoever keeps it reads its bytes, on
+    /// a queue of its own, so that a picture of megabytes is never copied on the main actor.
+    mutating func takePicture() -> Picture? {
+        defer { picture = nil }
+        return picture
+    }
+
     /// A picture: GStreamer's sample as the tags hold it, or bytes.
-    private enum Picture: Sendable, Equatable {
+    enum Picture: Sendable, Equatable {
         case sample(SampleReference)
         case data(Data)
 
+        /// The picture's bytes: a copy out of GStreamer's buffer, read where it is asked for.
         var bytes: Data? {
             switch self {
             case .sample(let reference): TagReader.withBytes(of: reference.sample) { Data($0) }
@@ -52,7 +60,7 @@ struct StreamTags: Sendable, Equatable {
 
     /// Owns one reference to a `GstSample`, which GStreamer never changes once made (so any
     /// thread may read it).
-    private final class SampleReference: @unchecked Sendable, Equatable {
+    final class SampleReference: @unchecked Sendable, Equatable {
         let sample: OpaquePointer
 
         init(taking sample: OpaquePointer) { self.sample = sample }

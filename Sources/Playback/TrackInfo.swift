@@ -243,8 +243,9 @@ public final class Discoverer: Sendable {
 }
 
 /// Reads typed values from a borrowed `GstTagList`, a bounded amount whatever the list
-/// holds: a file can carry any number of values of a tag, each of any length, and tags are
-/// read on the main actor too (a stream's, as they come).
+/// holds: a file can carry any number of values of a tag, each of any length. It runs off
+/// the main actor: on the discoverer's queues for a file, and on the pipeline's queue for
+/// the tags a stream sends as it plays (``StreamTags``).
 struct TagReader {
     let list: OpaquePointer
 

@@ -238,18 +238,44 @@ final class Daemon {
         }
     }
 
+    /// Makes the built-in demo playlist on the loader queue (it renders its tracks through
+    /// GStreamer, which can take seconds on a busy machine) and plays it once it is made. It
+    /// counts as a load in progress meanwhile, so the bus name waits for the first true state
+    /// as it does for the music folder. Dropped when something was queued by then: the demo
+    /// stands in for an empty queue only.
     private func playDemo(startPaused: Bool) {
         let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
-        do {
-            // The cache folder is Quaver's own: never written through a symbolic link.
-            close(try PrivateFolder(demoFolder, ownedComponents: 2).open())
-            let demo = try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder)
+        let generation = loadGeneration
+        loadsInProgress += 1
+        Self.loadQueue.async {
+            let result = Result { () throws -> [String] in
+                // The cache folder is Quaver's own: never written through a symbolic link.
+                close(try PrivateFolder(demoFolder, ownedComponents: 2).open())
+                return try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder).map(\.absoluteString)
+            }
+            .mapError { MediaError(MediaError.reason($0)) }
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in self?.demoMade(result, in: demoFolder, startPaused: startPaused, generation: generation) }
+            }
+        }
+    }
+
+    private func demoMade(_ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int) {
+        loadsInProgress -= 1
+        defer {
+            syncNowPlaying(republishTiming: false)
+            if mpris.busName == nil, !isStarting { ownNameOrExit() }
+        }
+        switch result {
+        case .success(let demo) where generation == loadGeneration && player.count == 0:
             logger.info("no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
-            player.enqueue(demo.map(\.absoluteString))
+            player.enqueue(demo)
             if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
             playWhenLoaded = false
-        } catch {
-            logger.error("could not create the demo playlist in \(demoFolder.path): \(MediaError.reason(error))")
+        case .success:
+            logger.debug("the demo playlist was made after something was queued; not queued")
+        case .failure(let error):
+            logger.error("could not create the demo playlist in \(demoFolder.path): \(error.reason)")
         }
     }
 

@@ -33,6 +33,19 @@ struct EngineEdgeTests {
         #expect(try await session.get("CanPlay") == .boolean(true))
     }
 
+    /// With nothing named and no music folder, the demo playlist is rendered off the main
+    /// actor; the bus name still waits for it, so the first state read is the demo, paused.
+    @Test("with nothing to play, the demo made in the background is the first state a client reads")
+    func demoIsTheFirstState() async throws {
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch(["--paused"])
+        #expect(try await session.get("PlaybackStatus") == .string("Paused"), "\(session.log())")
+        #expect(try await session.get("CanPlay") == .boolean(true))
+        #expect(try await session.metadata()["xesam:title"] != nil)
+        #expect(session.log().contains("playing the built-in demo playlist"), "\(session.log())")
+    }
+
     /// Right after a Seek or SetPosition reply, Position is the target, every time.
     @Test("Position right after a seek's reply is its target, while paused")
     func positionAfterSeekIsTheTarget() async throws {

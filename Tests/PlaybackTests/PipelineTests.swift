@@ -111,6 +111,7 @@ struct PipelineTests {
         probe.pipeline.load(file.absoluteString, state: .paused, number: 1, fresh: false)
         #expect(await probe.wait { probe.errorMessage != nil })
         #expect(!(probe.errorMessage ?? "").isEmpty)
+        #expect(probe.errorURI == file.absoluteString, "the error names the URI that failed")
         probe.pipeline.release()
     }
 

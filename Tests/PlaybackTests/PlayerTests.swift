@@ -308,6 +308,8 @@ struct PlayerPlaybackTests {
         #expect(player.position == .milliseconds(1500), "the position is the seek's target at once")
         #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 1 }, "the stuck seek is reported")
         #expect(player.requestedPosition >= .milliseconds(1500), "the new pipeline loads the track where the seek asked")
+        let reloaded = "loading \(MediaSources.displayName(entries[0].uri)) again at 0:01"
+        #expect(probe.log.lines(containing: reloaded).count == 1, "the log names the track and where: \(probe.log.messages)")
         #expect(await probe.wait(upTo: .seconds(20)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
                 "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)
@@ -627,6 +629,26 @@ struct PlayerPlaybackTests {
         for file in broken {
             #expect(!probe.log.lines(containing: "skipping", file.path).isEmpty, "\(probe.log.messages)")
         }
+    }
+
+    /// `ranOut` says why playback stopped: it holds only while stopped for running out, so
+    /// that tracks queued later go on from there and never interrupt what plays since.
+    @Test func runningOutHoldsOnlyUntilPlaybackGoesOn() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let good = try await Media.tracks(1, seconds: 2, in: folder)
+        let broken = try folder.write("broken.mp3", "not an mp3")
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.enqueue([broken.absoluteString])
+        player.play()
+        #expect(await probe.wait { player.status == .stopped && player.ranOut }, "set when clients hear of the stop")
+        let added = player.enqueue([good[0].absoluteString])
+        #expect(player.play(index: player.count - added.count, at: nil))
+        #expect(await probe.waitFor(.playing, entry: 1))
+        #expect(!player.ranOut, "playing again: it no longer ran out")
+        player.stop()
+        #expect(!player.ranOut, "stopped by hand")
     }
 
     /// playbin asks for the next URI (about-to-finish) as soon as it has read a file, which for

@@ -241,4 +241,26 @@ struct PlayerStreamTests {
         #expect(probe.log.lines(containing: "skipping", stream).count == 1, "\(probe.log.messages)")
         player.stop()
     }
+
+    /// Each stream handed over that fails is skipped for its own error, at once: the echoes
+    /// of the first failure do not swallow a later stream's.
+    @Test func everyFailedHandOverIsSkippedForItsOwnError() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(3, seconds: 1, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(60)  // a skip for silence would come too late
+        let streams = ["http://127.0.0.1:9/quaver-first.mp3", "http://127.0.0.1:9/quaver-second.mp3"]
+        player.enqueue([files[0].absoluteString, streams[0], files[1].absoluteString, streams[1], files[2].absoluteString])
+        #expect(await probe.wait { player.current?.info != nil }, "the first entry is read ahead")
+        player.play()
+        for stream in streams {
+            #expect(
+                await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: "skipping", stream).count == 1 },
+                "\(stream): \(probe.log.messages)")
+        }
+        #expect(await probe.waitFor(.playing, entry: 4, upTo: .seconds(20)), "\(probe.log.messages)")
+        player.stop()
+    }
 }

@@ -173,6 +173,49 @@ struct TransportTraceTests {
         #expect(transport.status == .stopped && transport.settledEntry == nil && transport.intent == .stopped)
     }
 
+    @Test func aLostClockIsPickedAgainOnlyOnTheWayToPlaying() {
+        let there = Transport.Load(entry: 1, uri: a.uri, position: .seconds(30))
+        var prerolling = Transport()
+        _ = prerolling.load(a, intent: .playing)
+        var prerollingPaused = Transport()
+        _ = prerollingPaused.load(a, intent: .paused)
+        var seeking = playing(a)
+        _ = seeking.seek(to: .seconds(4))
+        var paused = playing(a)
+        _ = paused.pause()
+        _ = paused.stateReached(.paused)
+        var buffering = playing(a)
+        _ = buffering.buffering(percent: 10)
+        var lost = playing(a)
+        _ = lost.failed(reason: "gone", inOutput: true, position: .seconds(2))
+        var failed = playing(there)
+        _ = failed.failed(reason: "broken", inOutput: false, position: .zero)
+        let table: [(String, Transport, [Transport.Action])] = [
+            ("idle", Transport(), []),
+            ("prerolling toward PLAYING", prerolling, [.reselectClock]),
+            ("prerolling toward PAUSED", prerollingPaused, []),
+            ("seeking while playing", seeking, [.reselectClock]),
+            ("playing", playing(a), [.reselectClock]),
+            ("paused", paused, []),
+            ("buffering: the full buffer picks the clock", buffering, []),
+            ("output lost", lost, []),
+            ("a failed track, taken down", failed, []),
+        ]
+        for (name, before, expected) in table {
+            var transport = before
+            #expect(transport.clockLost() == expected, "\(name)")
+            #expect(transport == before, "nothing else changes: \(name)")
+        }
+    }
+
+    @Test func aLostClockWhilePlayingPublishesNothingAndKeepsPlaying() {
+        var transport = playing(a)
+        #expect(transport.clockLost() == [.reselectClock])
+        #expect(transport.stateReached(.paused).isEmpty, "the way through PAUSED is not news")
+        #expect(transport.stateReached(.playing).isEmpty)
+        #expect(transport.status == .playing && transport.isPlaying)
+    }
+
     private func playing(_ load: Transport.Load) -> Transport {
         var transport = Transport()
         _ = transport.load(load, intent: .playing)
@@ -188,7 +231,7 @@ struct TransportPropertyTests {
     enum Event {
         case load(UInt64, Player.Status, Duration?), play, pause, stop, seek(Duration), rate(Double)
         case asyncDone(Pipeline.State, Pipeline.State), reached(Pipeline.State), failed(output: Bool)
-        case endOfStream, switched(UInt64), buffering(Int), overdue, stuck, refused, changeFailed
+        case endOfStream, switched(UInt64), buffering(Int), overdue, stuck, refused, changeFailed, clockLost
         case seekNextTaken(Duration), handOverFailed, noteFailure, prerollTimedOut
     }
 
@@ -209,7 +252,7 @@ struct TransportPropertyTests {
         case 13: return .buffering(random.pick([0, 50, 100]))
         case 14: return .overdue
         case 15: return random.chance(0.5) ? .stuck : .refused
-        case 16: return .changeFailed
+        case 16: return random.chance(0.5) ? .changeFailed : .clockLost
         // The inputs a session sends rarely: each as often as the others.
         case 17: return random.chance(0.5) ? .seekNextTaken(.seconds(random.int(0..<60))) : .prerollTimedOut
         case 18: return random.chance(0.5) ? .handOverFailed : .noteFailure
@@ -236,6 +279,7 @@ struct TransportPropertyTests {
         case .stuck: return transport.stuck(position: .seconds(3))
         case .refused: return transport.seekRefused()
         case .changeFailed: return transport.stateChangeFailed()
+        case .clockLost: return transport.clockLost()
         case .seekNextTaken(let target): return transport.seek(to: target, nextTaken: true).actions
         case .handOverFailed: return transport.handOverFailed(position: .seconds(4))
         case .noteFailure:
@@ -302,8 +346,10 @@ struct TransportPropertyTests {
             for action in actions {
                 if case .load(_, .playing, _) = action { check(transport.intent == .playing, "\(context)") }
                 if case .setState(.playing) = action { check(transport.intent == .playing, "\(context)") }
+                if case .reselectClock = action { check(transport.intent == .playing, "\(context)") }
             }
             if transport.phase == .idle { check(transport.loadedEntry == nil && transport.pendingPosition == nil, "\(context)") }
+            if case .clockLost = event { check(transport == before, "a lost clock changes nothing clients see: \(context)") }
         }
     }
 }

@@ -38,6 +38,10 @@ const char *cshims_object_name(gpointer object);
 // GST_MESSAGE_SRC() is a macro; returns a borrowed object.
 gpointer cshims_message_source(GstMessage *message);
 
+// The URI of the uridecodebin that `object` is inside (or is), to free with g_free; NULL
+// when it is in none (the output, playbin itself).
+char *cshims_decoder_uri(gpointer object);
+
 // Signal handlers with return values and several arguments are written in C: makes every
 // decodebin inside `playbin` skip video, image and subtitle decoders.
 void cshims_playbin_decode_audio_only(GstElement *playbin);

@@ -47,6 +47,9 @@ struct Transport: Sendable, Equatable {
         /// Takes down what is loaded (to NULL when `fresh`).
         case unload(fresh: Bool)
         case setState(Pipeline.State)
+        /// Takes the pipeline through PAUSED and back to PLAYING, so that it picks a new
+        /// clock; the position runs on meanwhile, as nothing clients see changes.
+        case reselectClock
         /// Seeks the loaded stream to a position, at `rate`.
         case seek(Duration)
         /// Waits at most a while for the preroll in progress, then sends ``prerollOverdue()``.
@@ -380,6 +383,18 @@ struct Transport: Sendable, Equatable {
             return [.setState(.playing)]
         default:
             return []
+        }
+    }
+
+    /// The pipeline lost its clock (an output went away and another took its place): a
+    /// pipeline heading for PLAYING goes through PAUSED and back, so that it picks a new clock.
+    /// Nothing is published, as nothing clients see changes. Not while buffering: the pipeline
+    /// is paused then, and picks its clock when the buffer is full.
+    mutating func clockLost() -> [Action] {
+        guard intent == .playing else { return [] }
+        switch phase {
+        case .prerolling, .seeking, .loaded: return [.reselectClock]
+        case .idle, .buffering, .outputLost: return []
         }
     }
 

@@ -71,16 +71,21 @@ extension Pipeline {
                 g_free(debug)
             }
             var source = "?"
-            if let object = cshims_message_source(message),
-                let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self))
-            {
-                source = String(cString: path)
-                g_free(path)
+            var uri = loadedURI
+            if let object = cshims_message_source(message) {
+                if let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self)) {
+                    source = String(cString: path)
+                    g_free(path)
+                }
+                if let decoderURI = cshims_decoder_uri(object) {
+                    uri = String(cString: decoderURI)
+                    g_free(decoderURI)
+                }
             }
             let debugText = debug.map { String(cString: $0) }
             return .error(
                 message: Self.reason(error.map { String(cString: $0.pointee.message) } ?? "unknown error", debug: debugText, source: source),
-                debug: debugText, source: source, inOutput: Self.isOutput(source))
+                debug: debugText, source: source, uri: uri, inOutput: Self.isOutput(source))
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?

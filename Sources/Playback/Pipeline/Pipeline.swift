@@ -41,9 +41,12 @@ final class Pipeline: @unchecked Sendable {
         case endOfStream
         /// `source` is the path of the element that failed, e.g.
         /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
+        /// `uri`: the URI that failed: the one the failing decoder reads (the stream handed
+        /// over for a gapless switch, when it is that one's), else the one loaded; nil when
+        /// nothing is. `debug`: GStreamer's debug string, for the developer-level log.
         /// `inOutput`: the audio output failed (the sound server went away, the device was
         /// removed), not the track.
-        case error(message: String, debug: String?, source: String, inOutput: Bool)
+        case error(message: String, debug: String?, source: String, uri: String?, inOutput: Bool)
         case warning(message: String, source: String)
         case streamStart
         case durationChanged(Facts)
@@ -118,6 +121,8 @@ final class Pipeline: @unchecked Sendable {
     private var busSource: (any DispatchSourceRead)?
     private var handlers: [gulong] = []
     var loadNumber = 0
+    /// The URI of the load in progress (nil once it is taken down).
+    var loadedURI: String?
     var wantsElements = false
 
     /// Makes the playbin. Checks the sink description before anything runs, so that a bad
@@ -137,7 +142,7 @@ final class Pipeline: @unchecked Sendable {
             do throws(SetupError) {
                 try pipeline.build(audioSink: audioSink, volume: volume)
             } catch {
-                pipeline.post(.error(message: error.description, debug: nil, source: "quaver-playbin", inOutput: true))
+                pipeline.post(.error(message: error.description, debug: nil, source: "quaver-playbin", uri: nil, inOutput: true))
             }
         }
     }
@@ -238,6 +243,7 @@ final class Pipeline: @unchecked Sendable {
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
             pipeline.loadNumber = number
+            pipeline.loadedURI = uri
             pipeline.wantsElements = true
             cshims_object_set_string(playbin, "uri", uri)
             pipeline.change(playbin, to: state)
@@ -250,6 +256,7 @@ final class Pipeline: @unchecked Sendable {
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
             pipeline.loadNumber = number
+            pipeline.loadedURI = nil
         }
     }
 

@@ -26,17 +26,10 @@ extension Player {
             }
             run(actions)
         case .asyncDone(let facts):
-            prerollWatch?.cancel()
-            prerollWatch = nil
-            prerollRetried = nil
+            prerollTimer.cancel()
+            prerollWatch.prerolled()
             let seeking = transport.isSeeking
-            if seeking, seeksInFlight > 1, let target = transport.pendingPosition, let landed = facts.position,
-                landed - target > .milliseconds(250) || target - landed > .milliseconds(250)
-            {
-                seeksInFlight -= 1
-                return  // an earlier seek's, overtaken by the one still on its way
-            }
-            if seeking { seeksInFlight = 0 }
+            if seeking, !seeks.completed(landed: facts.position, target: transport.pendingPosition) { return }
             self.facts = facts
             let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
             if seeking || transport.isSettledLoad, let position = facts.position {
@@ -47,8 +40,8 @@ extension Player {
             streamStarted()
         case .endOfStream:
             run(transport.endOfStream())
-        case .error(let message, let debug, let source, let inOutput):
-            streamFailed(message, debug: debug, source: source, inOutput: inOutput)
+        case .error(let message, let debug, let source, let uri, let inOutput):
+            streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
         case .warning(let message, let source):
             warned(message, source: source)
         case .buffering(let percent):
@@ -56,10 +49,7 @@ extension Player {
         case .tags(let tags):
             streamTagsArrived(tags)
         case .clockLost:
-            if transport.intent == .playing {
-                pipeline.setState(.paused)
-                pipeline.setState(.playing)
-            }
+            run(transport.clockLost())
         case .durationChanged(let facts):
             self.facts.duration = facts.duration
             self.facts.isSeekable = facts.isSeekable
@@ -96,10 +86,10 @@ extension Player {
         logger.debug("gapless switch to \(MediaSources.displayName(switched.uri))")
         if let previous = transport.loadedEntry {
             reportEndIfStream(previous)
-            order.recordMove(from: previous, to: switched.entryID, forward: true)
+            selection.recordMove(from: previous, to: switched.entryID, forward: true)
         }
         selectedIndex = index
-        switchedAt = .now
+        positionFollow.switched(at: .now)
         clock.set(.zero, rate: transport.isPlaying ? rate : 0)
         beginStream(switched.entryID, handedOver: true)
         run(transport.switched(to: .init(entry: switched.entryID, uri: switched.uri, position: nil)))
@@ -108,9 +98,14 @@ extension Player {
 
     /// An error: the handed-over next stream's (the current one goes on), the output's (paused
     /// until Play), or the loaded stream's (skipped).
-    func streamFailed(_ message: String, debug: String?, source: String, inOutput: Bool) {
-        logger.debug("pipeline error from \(source): \(debug ?? "-")")
-        if let ignored = ignoredErrorSource, source.hasPrefix(ignored) {
+    ///
+    /// The warning that follows (a track skipped, the output lost) says what failed and why
+    /// in the user's terms; GStreamer's debug string (source file, function, element path) is
+    /// for developers, so it goes to the debug level, with the URI it was about.
+    func streamFailed(_ message: String, debug: String?, source: String, uri: String?, inOutput: Bool) {
+        let name = uri.map { MediaSources.displayName($0) } ?? "nothing loaded"
+        logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
+        if errors.isEcho(source) {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
             return
         }
@@ -120,15 +115,15 @@ extension Player {
             // The URI handed over for gapless playback failed while the current one was still
             // playing: that one is skipped, and the current one goes on where it was.
             recordFailure(message, at: next)
-            ignoredErrorSource = Self.decoderPath(of: source)
+            errors.handOverFailed(source: source)
             let position = clock.position()
-            reloadingAfterHandOver = true
+            prerollWatch.handOverFailed()
             run(transport.handOverFailed(position: position))
             return
         }
         let failedEntry = transport.loadedEntry.flatMap { self.entry(id: $0) }
         var position = transport.pendingPosition ?? clock.position()
-        if inOutput, let shown = furthestShown, shown.load == loadNumber { position = max(position, shown.position) }
+        if inOutput, let shown = positionFollow.furthestShown(load: loadNumber) { position = max(position, shown) }
         let actions = transport.failed(reason: message, inOutput: inOutput, position: position)
         if inOutput, let entry = failedEntry, case .outputLost = transport.phase {
             logger.warning(
@@ -140,15 +135,14 @@ extension Player {
     }
 
     func warned(_ message: String, source: String) {
-        if source.contains("audio-sink") || source.contains("autoaudiosink") {
-            guard !warnedAboutNullSink else { return }
-            warnedAboutNullSink = true
+        switch errors.classify(warning: message, source: source) {
+        case .noOutput:
             logger.warning("no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
-        } else if Self.isSkippedStreamNotice(message) {
-            // decodebin's note on a video, picture or subtitle stream whose decoder is skipped
-            // on purpose: nothing is wrong.
+        case .noOutputAgain:
+            break
+        case .notDecoded:
             logger.debug("not decoded, as intended: \(message)")
-        } else {
+        case .other:
             logger.warning("GStreamer warning from \(source): \(message)")
         }
     }
@@ -157,25 +151,23 @@ extension Player {
     /// alarm plays, and uncorks it (PLAYING) when that ends. Quaver pauses, and plays again
     /// only when it was playing when corked and nobody acted since.
     func handleStateRequest(_ state: Pipeline.State) {
-        switch state {
-        case .paused where requestedStatus == .playing:
+        switch interruption.response(to: state, requested: requestedStatus) {
+        case .pause:
             logger.info("the sound server asked to pause (another stream, such as a call, takes priority)")
             pause()
-            resumeAfterInterruption = true
-        case .playing where resumeAfterInterruption:
+            interruption.interrupted()
+        case .resume:
             logger.info("the interruption is over; playing again")
             play()
-        default:
+        case .nothing:
             logger.debug("the sound server asked for state \(state); nothing to do")
         }
     }
 
     /// The output's volume changed: a mixer changed the stream's volume, or Quaver's own
-    /// change came back from the sound server (then equal but for rounding: not a change).
+    /// change came back from the sound server (then not a change).
     func outputVolumeChanged(_ heard: Double) {
-        guard heard.isFinite, abs(heard - volume) > 0.001 else { return }
-        let now = ContinuousClock.now
-        guard !volumeRequests.contains(where: { abs($0.volume - heard) <= 0.001 && now - $0.at < .seconds(2) }) else { return }
+        guard volumeEchoes.isChange(heard, current: volume, at: .now) else { return }
         volume = min(max(heard, 0), 1)
         logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
         onChange?(.volume)
@@ -186,41 +178,17 @@ extension Player {
     /// While playing, asks the pipeline where it is, at most once a second, so that the
     /// clock follows an output slower (or faster) than real time.
     func refreshPositionIfDue() {
-        guard transport.isPlaying, switchedAt.map({ ContinuousClock.now - $0 > .seconds(2) }) ?? true else { return }
-        let now = ContinuousClock.now
-        if let last = lastPositionQuery, now - last < .seconds(1) { return }
-        lastPositionQuery = now
-        pipeline.queryPosition()
+        if positionFollow.shouldQuery(now: .now, isPlaying: transport.isPlaying) { pipeline.queryPosition() }
     }
 
-    /// The pipeline said where it is: a clock that drifted from it by more than a quarter
-    /// second takes its word, and clients are told the new timing.
+    /// The pipeline said where it is: a clock that drifted from it takes its word, and
+    /// clients are told the new timing.
     func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
         guard let reported, transport.isSettledLoad, at >= clock.stamp else { return }
-        if let switchedAt, at - switchedAt < .seconds(2) { return }
         let predicted = clock.position(at: at)
-        let drift = reported - predicted
-        guard drift > .milliseconds(250) || drift < .milliseconds(-250) else { return }
+        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
         clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
         onChange?(.transport)
-    }
-
-    /// Whether a warning is decodebin's "No decoder available for type '…'" about a stream
-    /// that is never decoded (video, pictures, subtitles). The caps are quoted in the
-    /// message whatever its language.
-    static func isSkippedStreamNotice(_ message: String) -> Bool {
-        [
-            "'video/", "'image/", "'text/", "'subpicture/", "'subtitle/", "'closedcaption/", "'application/x-ssa",
-            "'application/x-ass", "'application/x-subtitle",
-        ]
-        .contains { message.contains($0) }
-    }
-
-    /// `/GstPlayBin:x/GstURIDecodeBin:uridecodebin1` of an element path inside it, or nil.
-    static func decoderPath(of source: String) -> String? {
-        let parts = source.split(separator: "/", omittingEmptySubsequences: false)
-        guard let index = parts.firstIndex(where: { $0.hasPrefix("GstURIDecodeBin:") }) else { return nil }
-        return parts[...index].joined(separator: "/")
     }
 }

@@ -19,19 +19,12 @@ extension Player {
 
     func insert(_ uris: [String], at position: Int, announce: Bool = true) -> [Entry] {
         guard !uris.isEmpty else { return [] }
-        var prefixes: [Substring: SharedPrefix] = [:]
-        let new = uris.map { uri -> Entry in
-            defer { nextEntryID += 1 }
-            return Entry(id: nextEntryID, uri: uri, prefixes: &prefixes)
-        }
+        let new = selection.makeEntries(uris)
         queue.insert(new, at: position)
-        if let selected = selectedIndex, selected >= position { selectedIndex = selected + new.count }
-        order.added(new.map(\.id), using: &random)
-        if selectedIndex == nil {
-            selectedIndex = firstIndex()
+        if selection.inserted(new, at: position, in: queue) {
             // A local file becomes `current` once its tags are read, so that clients see
             // one Metadata for it, not a file name followed by the real title.
-            if let selectedIndex, !needsDiscovery(queue[selectedIndex]) { current = queue[selectedIndex] }
+            if let selectedIndex, !queue[selectedIndex].needsRead { current = queue[selectedIndex] }
             discoverCurrentIfNeeded()
         }
         nextMayHaveChanged()
@@ -46,17 +39,17 @@ extension Player {
         guard let index = queue.index(of: id) else { return false }
         guard index == selectedIndex else {
             queue.remove(at: index)
-            if let selected = selectedIndex, selected > index { selectedIndex = selected - 1 }
+            selection.removed(at: index)
             nextMayHaveChanged()
             onChange?(.queue)
             return true
         }
-        resumeAfterInterruption = false  // the track an interruption paused is gone
+        interruption.userActed()  // the track an interruption paused is gone
         let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
         queue.remove(at: index)
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
             selectedIndex = follower
-            order.recordMove(from: id, to: followerID, forward: true)
+            selection.recordMove(from: id, to: followerID, forward: true)
             onChange?(.queue)
             go(to: follower)
             return true
@@ -73,12 +66,11 @@ extension Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
-        resumeAfterInterruption = false
+        interruption.userActed()
         pendingRead = nil
         queue.removeAll()
-        selectedIndex = nil
+        selection.reset()
         current = nil
-        order.reset()
         run(transport.stop())
         // The first entry is shown at once, as Play would start it, while its tags are read:
         // clients hear of the new list and of its current entry together.

@@ -3,59 +3,32 @@ import FoundationEssentials
 
 /// Reading the tags of queued entries in the background, ahead of their turn.
 extension Player {
-    /// Reads the tags of these entries in the background, lowest priority and at most
-    /// `backgroundReads` at a time, each entry once; `.entryInfo(id)` tells when one is in.
-    /// Only the latest requests are kept when more than `maximumPendingReads` wait.
+    /// Reads the tags of these entries in the background, lowest priority and a couple at a
+    /// time, each entry once; `.entryInfo(id)` tells when one is in. Only the latest
+    /// requests are kept when too many wait (see ``ReadSchedule``).
     public func readInfoAhead(_ ids: some Sequence<UInt64>) {
-        for id in ids where !infoRequested.contains(id) {
-            guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { continue }
-            infoRequested.insert(id)
-            pendingReads.append(id)
-        }
-        if pendingReads.count > Self.maximumPendingReads {
-            for id in pendingReads.prefix(pendingReads.count - Self.maximumPendingReads) { infoRequested.remove(id) }
-            pendingReads.removeFirst(pendingReads.count - Self.maximumPendingReads)
-        }
-        startBackgroundReads()
+        prefetch.request(ids)
     }
 
-    static let backgroundReads = 2
-    /// One serial queue per concurrent read. Not a global queue: using one starts
-    /// libdispatch's worker-pool monitor, which then wakes the process every second.
-    static let readQueues = (0..<backgroundReads).map { DispatchQueue(label: "quaver.tags.\($0)", qos: .utility) }
-    static let maximumPendingReads = 2_000
-
-    private func startBackgroundReads() {
-        while readsInFlight < Self.backgroundReads, !pendingReads.isEmpty {
-            let id = pendingReads.removeFirst()
-            infoRequested.remove(id)
-            guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { continue }
-            readsInFlight += 1
-            readsStarted &+= 1
-            let uri = queue[index].uri
-            let artwork = self.artwork
-            Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
-                let result = Discoverer.discoverNow(uri, artwork: artwork)
-                DispatchQueue.main.async {
-                    MainActor.assumeIsolated { self?.finishBackgroundRead(id, result) }
-                }
-            }
-        }
-    }
-
-    private func finishBackgroundRead(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
-        readsInFlight -= 1
-        defer { startBackgroundReads() }
-        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
+    /// What a background read, or a patient second read after a timeout, found. A timeout
+    /// in the background is no failure: the entry is read again when it plays.
+    func read(_ id: UInt64, _ result: Result<TrackInfo, MediaError>, _ kind: TagPrefetch.Kind) {
+        guard let index = queue.index(of: id), queue[index].needsRead else { return }
         switch result {
-        case .success(let info): record(info, at: index)
-        case .failure(let error) where error.isTimeout: return  // busy, not broken: read again when played
-        case .failure(let error): recordFailure(error.reason, at: index)
+        case .success(let info):
+            record(info, at: index)
+            if kind == .patient, info.oversizedPictureBytes != nil { trimHeapSoon() }
+        case .failure(let error) where kind == .patient:
+            logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
+        case .failure(let error) where error.isTimeout:
+            return
+        case .failure(let error):
+            recordFailure(error.reason, at: index)
         }
-        if current?.id == id {
-            current = queue[index]
-            onChange?(.metadata)
-        }
+        guard current?.id == id else { return }
+        current = queue[index]
+        onChange?(.metadata)
+        if kind == .patient { prepareNext() }
     }
 
     /// Sets the artwork of an entry whose tags were read (found again after its cached image
@@ -65,9 +38,6 @@ extension Player {
         info.artworkURL = url
         info.artworkSearched = true
         queue[index].info = info
-        if current?.id == id {
-            current = queue[index]
-            onChange?(.metadata)
-        }
+        showIfCurrent(index)
     }
 }

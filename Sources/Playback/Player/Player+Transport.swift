@@ -5,11 +5,7 @@ internal import CSystem
 /// Loading entries, and carrying out what the transport decides.
 extension Player {
     func go(to index: Int, forward: Bool = true) {
-        if let selectedIndex, selectedIndex != index {
-            order.recordMove(from: queue[selectedIndex].id, to: queue[index].id, forward: forward)
-        }
-        selectedIndex = index
-        travelsForward = forward
+        selection.move(from: selectedEntry?.id, to: index, in: queue, forward: forward)
         let intent = requestedStatus
         guard intent != .stopped else {
             pendingRead = nil
@@ -33,7 +29,7 @@ extension Player {
         logger.trace("reading the tags of \(MediaSources.displayName(entry.uri)) before loading it")
         let generation = readGeneration
         pendingRead = PendingRead(entry: entry.id, position: position, intent: intent, generation: generation)
-        discoverer.discover(entry.uri) { [weak self] result in
+        prefetch.discoverer.discover(entry.uri) { [weak self] result in
             guard let self else { return }
             guard let read = pendingRead, read.generation == generation, let index = queue.index(of: entry.id) else {
                 logger.trace("\(MediaSources.displayName(entry.uri)) was read, but another load came since")
@@ -49,7 +45,7 @@ extension Player {
                 // and read it again in the background with time to spare.
                 logger.info("the tags of \(MediaSources.displayName(entry.uri)) take long to read; playing it meanwhile under its file name")
                 start(queue[index], at: read.position, intent: read.intent)
-                readAgainAfterTimeout(entry.id)
+                prefetch.readAgain(entry.id, uri: entry.uri)
             case .failure(let error):
                 skip(entry.id, reason: error.reason, intent: read.intent)
             }
@@ -68,14 +64,11 @@ extension Player {
             switch action {
             case .load(let load, let state, let fresh):
                 loadNumber += 1
-                seeksInFlight = 0
+                seeks.loaded()
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
-                if reloadingAfterHandOver {
-                    reloadingAfterHandOver = false
-                    watchPreroll(of: load)
-                }
+                if prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) { watchPreroll(of: load) } else { prerollTimer.cancel() }
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
@@ -87,8 +80,11 @@ extension Player {
             case .setState(let state):
                 pipeline.setState(state)
                 if state == .paused { clock.changeRate(to: 0) }
+            case .reselectClock:
+                pipeline.setState(.paused)
+                pipeline.setState(.playing)
             case .seek(let target):
-                seeksInFlight += 1
+                seeks.sent()
                 pipeline.seek(to: target, rate: rate)
             case .awaitPreroll:
                 awaitPreroll()
@@ -104,49 +100,30 @@ extension Player {
         }
     }
 
-    /// A track loaded again after the stream handed over to follow it failed: should it not
-    /// preroll within a few seconds (the failed stream's decoder can leave playbin unable
-    /// to), it is loaded once more from NULL, then skipped: never a load that hangs. The
-    /// timer is cancelled by the preroll, so an idle player wakes for nothing.
+    /// Times the preroll of `load` (see ``PrerollWatch``).
     private func watchPreroll(of load: Transport.Load) {
-        prerollWatch?.cancel()
-        prerollWatch = nil
-        guard isLocal(load.uri) else { return }  // a stream has its stall watch
         let number = loadNumber
-        let timer = DispatchSource.makeTimerSource(queue: .main)
-        timer.schedule(deadline: .now() + 4)
-        timer.setEventHandler { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self, self.loadNumber == number, case .prerolling = self.transport.phase else { return }
-                self.prerollWatch = nil
-                let name = MediaSources.displayName(load.uri)
-                if self.prerollRetried == load.entry {
-                    self.prerollRetried = nil
-                    self.run(self.transport.failed(reason: "it did not start within 4 s", inOutput: false, position: .zero))
-                } else {
-                    self.prerollRetried = load.entry
-                    self.logger.warning("\(name) did not start within 4 s; loading it again")
-                    self.run(self.transport.prerollTimedOut())
-                }
+        prerollTimer.start(after: PrerollWatch.limit) { [weak self] in
+            guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut() else { return }
+            switch decision {
+            case .giveUp:
+                run(transport.failed(reason: "it did not start within \(StreamWatch.seconds(PrerollWatch.limit))", inOutput: false, position: .zero))
+            case .retry:
+                logger.warning("\(MediaSources.displayName(load.uri)) did not start within \(StreamWatch.seconds(PrerollWatch.limit)); loading it again")
+                run(transport.prerollTimedOut())
             }
         }
-        timer.resume()
-        prerollWatch = timer
     }
 
     /// A load waits for the preroll in progress, at most a second.
     private func awaitPreroll() {
-        prerollWaitGeneration += 1
-        let generation = prerollWaitGeneration
-        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self, self.prerollWaitGeneration == generation else { return }
-                let actions = self.transport.prerollOverdue()
-                if !actions.isEmpty {
-                    self.logger.debug("the previous track did not preroll within a second; loading the next one anyway")
-                }
-                self.run(actions)
+        prerollWait.start(after: .seconds(1)) { [weak self] in
+            guard let self else { return }
+            let actions = transport.prerollOverdue()
+            if !actions.isEmpty {
+                logger.debug("the previous track did not preroll within a second; loading the next one anyway")
             }
+            run(actions)
         }
     }
 
@@ -157,6 +134,7 @@ extension Player {
             current = selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil }
         } else if let id = transport.settledEntry, let index = queue.index(of: id) {
             consecutiveFailures = 0
+            ranOut = false
             if pendingRead == nil, transport.upcomingEntry == id { selectedIndex = index }
             fillInInfo(at: index)
             current = queue[index]
@@ -189,18 +167,13 @@ extension Player {
     private func fillInInfo(at index: Int) {
         if !isLocal(queue[index].uri) {
             disarmStallWatch()  // it played: the server sent what was awaited
-            let info = streamInfo(at: index)
+            let info = streamTags.info(known: queue[index].info, facts: facts)
             if info != queue[index].info {
                 queue[index].info = info
                 onChange?(.entryInfo(queue[index].id))
             }
         } else if queue[index].info == nil {
-            var info = TrackInfo()
-            info.duration = facts.duration
-            info.isSeekable = facts.isSeekable
-            info.isLive = info.duration == nil
-            info.audioStreams = 1
-            record(info, at: index)
+            record(TrackInfo(facts: facts), at: index)
         }
     }
 
@@ -213,7 +186,7 @@ extension Player {
         let intent = intent ?? requestedStatus
         consecutiveFailures += 1
         guard intent != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? selectedIndex,
-            let target = neighbour(of: index, forward: travelsForward, automatic: true, allowRepeatOne: false)
+            let target = neighbour(of: index, forward: selection.travelsForward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
             if let index = queue.index(of: id), !isLocal(queue[index].uri) {
@@ -223,11 +196,11 @@ extension Player {
                 selectedIndex = index
                 onChange?(.entryInfo(id))
             }
+            ranOut = true  // before clients hear of the stop, so that they see why
             run(transport.stop())
-            ranOut = true
             return
         }
-        if let index = queue.index(of: id) { order.recordMove(from: queue[index].id, to: queue[target].id, forward: travelsForward) }
+        if let index = queue.index(of: id) { selection.recordMove(from: queue[index].id, to: queue[target].id, forward: selection.travelsForward) }
         load(target, intent: intent)
     }
 
@@ -241,14 +214,13 @@ extension Player {
             // playbin asked for the next track before there was one (a short first track
             // while the rest of a folder was still being read): it plays now.
             logger.debug("\(MediaSources.displayName(queue[index].uri)) ended; loading what follows")
-            order.recordMove(from: queue[index].id, to: queue[next].id, forward: true)
-            travelsForward = true
+            selection.move(from: queue[index].id, to: next, in: queue, forward: true)
             load(next, intent: .playing)
             return
         }
         logger.debug("end of the queue")
-        run(transport.stop())
         ranOut = true
+        run(transport.stop())
     }
 
     /// Keeps what was read of an entry; the observer hears of an entry's tags (or of its
@@ -267,54 +239,18 @@ extension Player {
         onChange?(.entryInfo(queue[index].id))
     }
 
-    /// How long a second read of a file whose first read timed out may take: it runs in the
-    /// background while the file plays, so it can wait for a busy machine.
-    nonisolated static let patientReadTimeout = Duration.seconds(60)
-
     /// Parsing a picture over the limit (by the pipeline, or a read of its tags) leaves
     /// hundreds of MiB free but not given back: the heap's one arena keeps them between the
     /// chunks still in use. Two seconds after such a track is left or read, once the
     /// pipeline that played it is freed, they are handed back.
     func trimHeapSoon() {
-        Self.readQueues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
-    }
-
-    /// Reads an entry again after its read before loading timed out; its tags and artwork
-    /// reach clients in one later update.
-    func readAgainAfterTimeout(_ id: UInt64) {
-        guard let index = queue.index(of: id) else { return }
-        let uri = queue[index].uri, artwork = self.artwork
-        readsStarted &+= 1
-        Self.readQueues[readsStarted % Self.readQueues.count].async { [weak self] in
-            let result = Discoverer.discoverNow(uri, timeout: Self.patientReadTimeout, artwork: artwork)
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { self?.finishReadAgain(id, result) }
-            }
-        }
-    }
-
-    private func finishReadAgain(_ id: UInt64, _ result: Result<TrackInfo, MediaError>) {
-        guard let index = queue.index(of: id), needsDiscovery(queue[index]) else { return }
-        switch result {
-        case .success(let info):
-            record(info, at: index)
-            if info.oversizedPictureBytes != nil { trimHeapSoon() }
-        case .failure(let error): logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
-        }
-        guard current?.id == id else { return }
-        current = queue[index]
-        onChange?(.metadata)
-        prepareNext()
-    }
-
-    func needsDiscovery(_ entry: Entry) -> Bool {
-        entry.info == nil && entry.failure == nil && isLocal(entry.uri)
+        TagPrefetch.queues[0].asyncAfter(deadline: .now() + 2) { csystem_trim_heap() }
     }
 
     func discoverCurrentIfNeeded() {
-        guard let index = selectedIndex, needsDiscovery(queue[index]) else { return }
+        guard let index = selectedIndex, queue[index].needsRead else { return }
         let id = queue[index].id
-        discoverer.discover(queue[index].uri) { [weak self] result in
+        prefetch.discoverer.discover(queue[index].uri) { [weak self] result in
             guard let self, let index = queue.index(of: id) else { return }
             switch result {
             case .success(let info): record(info, at: index)
@@ -352,44 +288,19 @@ extension Player {
         run(transport.seek(to: position, nextTaken: true).actions)
     }
 
-    /// Tells the pipeline which URI follows the current one, for a gapless switch, and
-    /// reads that entry's tags ahead of time.
+    /// Tells the pipeline which URI follows the current one, for a gapless switch (see
+    /// ``HandOverPlan``), and reads that entry's tags ahead of time when they are needed first.
     func prepareNext() {
-        guard requestedStatus != .stopped, let index = selectedIndex,
-            let next = neighbour(of: index, forward: true, automatic: true)
-        else {
-            pipeline.prepareNext(nil)
-            return
-        }
-        // playbin keeps a track's parsed tags for as long as the stream it switched from
-        // gaplessly: a track that holds a picture over the limit ends with a load of what
-        // follows instead, which frees them. So does a local file whose tags could not be
-        // read in time: what they hold is not known.
-        if queue[index].info?.oversizedPictureBytes != nil || needsDiscovery(queue[index]) {
-            pipeline.prepareNext(nil)
-            return
-        }
-        let entry = queue[next]
-        guard entry.info == nil, isLocal(entry.uri) else {
-            pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri))
-            return
-        }
-        // A local file is handed to playbin only once it has been read: a broken one is
-        // then skipped here, never torn out of a pipeline that already switched to it.
-        pipeline.prepareNext(nil)
-        guard readingAhead != entry.id else { return }
-        readingAhead = entry.id
-        discoverer.discover(entry.uri) { [weak self] result in
-            guard let self else { return }
-            if readingAhead == entry.id { readingAhead = nil }
-            guard let index = queue.index(of: entry.id) else { return }
+        let next = requestedStatus == .stopped ? nil : selectedIndex.flatMap { neighbour(of: $0, forward: true, automatic: true) }
+        let plan = selectedIndex.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
+        if case .handOver(let item) = plan { pipeline.prepareNext(item) } else { pipeline.prepareNext(nil) }
+        guard case .readFirst(let id, let uri) = plan else { return }
+        prefetch.readAhead(id, uri: uri) { [weak self] result in
+            guard let self, let index = queue.index(of: id) else { return }
             switch result {
             case .success(let info):
                 record(info, at: index)
-                if current?.id == entry.id {
-                    current = queue[index]
-                    onChange?(.metadata)
-                }
+                showIfCurrent(index)
             case .failure(let error) where error.isTimeout:
                 return  // slow to read is not broken: it is loaded when its turn comes
             case .failure(let error):
@@ -397,6 +308,13 @@ extension Player {
             }
             prepareNext()
         }
+    }
+
+    /// The entry at `index` changed: when it is the current one, clients see it.
+    func showIfCurrent(_ index: Int) {
+        guard current?.id == queue[index].id else { return }
+        current = queue[index]
+        onChange?(.metadata)
     }
 
     // MARK: - A stuck pipeline
@@ -416,7 +334,7 @@ extension Player {
     func replacePipeline() {
         let stuck = pipeline!
         pipelinesReplaced += 1
-        logger.error("GStreamer did not return from a call into the pipeline within \(stuckLimit) (a deadlock inside it); going on in a new pipeline")
+        logger.error("GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)")
         let since = ContinuousClock.now
         let limit = stuckLimit
         stuck.release { [logger] in
@@ -425,5 +343,20 @@ extension Player {
         }
         pipeline = makePipeline()
         loadNumber += 1
+    }
+
+    /// What the new pipeline does, as the transport decided before it is made: the track
+    /// loaded again, where; or kept, paused, until Play; or nothing.
+    private var replacementPlan: String {
+        switch transport.phase {
+        case .prerolling(let load, _, _):
+            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+            return "going on in a new pipeline, loading \(name) again at \((load.position ?? .zero).clock)"
+        case .outputLost(let load, let at):
+            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+            return "going on in a new pipeline, with \(name) paused at \(at.clock)"
+        default:
+            return "going on in a new pipeline, with nothing loaded"
+        }
     }
 }

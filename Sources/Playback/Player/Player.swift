@@ -4,36 +4,19 @@ public import Logging
 
 /// A play queue and its transport over a GStreamer pipeline.
 ///
-/// The façade wires the parts together: the queue, the play order (``PlayOrder``), the
-/// transport state machine (``Transport``), the pipeline that alone touches GStreamer, and a
-/// position clock. Commands return at once; `status` is the settled truth, changed only when
+/// The façade wires the parts together: the queue and what is selected in it
+/// (``Selection``, over ``PlayOrder``), the transport state machine (``Transport``), the
+/// pipeline that alone touches GStreamer, a position clock and when it asks the pipeline
+/// (``PositionFollow``), tag reads (``TagPrefetch``), the gapless hand-over
+/// (``HandOverPlan``), and the watches and policies that decide for it: ``StreamWatch``,
+/// ``PrerollWatch``, ``SeeksInFlight``, ``Interruption``, ``ErrorAttribution`` and
+/// ``VolumeEchoes``. Each decides purely; the façade carries out what they decide. Commands
+/// return at once; `status` is the settled truth, changed only when
 /// the pipeline confirms it (or at once for stop, errors and the end of the queue). The
 /// observer is told after each settled change, never about transient pipeline states (a
 /// seek's flush, a gapless switch, buffering).
 @MainActor
 public final class Player {
-    /// What clients are told of the transport.
-    public enum Status: String, Sendable { case stopped, paused, playing }
-
-    /// What follows the last entry, or the current one at its end.
-    public enum RepeatMode: String, Sendable, CaseIterable { case off, one, all }
-
-    /// What kind of change the observer is told about.
-    public enum Change: Sendable, Equatable {
-        /// Status, current entry, position or rate changed (a moment to republish the timing).
-        case transport
-        /// The current entry's metadata changed.
-        case metadata
-        /// The volume changed.
-        case volume
-        /// Repeat or shuffle changed.
-        case options
-        /// Entries were added, removed or replaced (`queueRevision` changed).
-        case queue
-        /// The tags of an entry were read, or it was found unplayable.
-        case entryInfo(UInt64)
-    }
-
     /// The queue in order.
     public var entries: [Entry] { queue.entries }
     /// Changes whenever entries are added, removed or replaced.
@@ -54,17 +37,16 @@ public final class Player {
     /// The volume, on the cubic scale of desktop mixers (0...1).
     public internal(set) var volume: Double = 1
     /// What follows the last entry, or the current one at its end.
-    public var repeatMode: RepeatMode { order.repeatMode }
+    public var repeatMode: RepeatMode { selection.order.repeatMode }
     /// Whether entries play in a random order.
-    public var shuffle: Bool { order.shuffle }
+    public var shuffle: Bool { selection.order.shuffle }
     /// The rates ``setRate(_:)`` accepts; others are clamped into it.
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
 
     var transport = Transport()
-    var order = PlayOrder()
-    var random = SystemRandomNumberGenerator()
+    var selection = Selection()
     var clock = PositionClock()
     var pipeline: Pipeline!
     /// Which pipeline's events are heard: a replaced one's are not.
@@ -73,14 +55,16 @@ public final class Player {
     var loadNumber = 0
     let audioSink: String?
     let stuckLimit: Duration
-    let discoverer: Discoverer
+    /// Reads the tags of entries off the main actor.
+    let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
-    public let artwork: ArtworkCache?
+    public var artwork: ArtworkCache? { prefetch.artwork }
     let logger: Logger
-    var nextEntryID: UInt64 = 1
-    var selectedIndex: Int?
-    /// The direction the selection last moved in: a failed entry is skipped the same way.
-    var travelsForward = true
+    /// The index of the selected entry (see ``Selection``).
+    var selectedIndex: Int? {
+        get { selection.index }
+        set { selection.index = newValue }
+    }
     /// A load waiting for its entry's tags (read first, so that clients see one Metadata for
     /// a file, and a broken file is skipped before it reaches the pipeline).
     var pendingRead: PendingRead?
@@ -95,60 +79,27 @@ public final class Player {
     public internal(set) var pipelineElementNames: [String] = []
     /// The next STREAM_START of this load is its own stream's, not a gapless switch.
     var awaitingOwnStreamStart = false
-    /// When the last gapless switch happened: the pipeline reports the old stream's position
-    /// for a moment after it, so its answers are not taken until then.
-    var switchedAt: ContinuousClock.Instant?
-    var lastPositionQuery: ContinuousClock.Instant?
-    var prerollWaitGeneration = 0
-    /// The decoder bin of a handed-over stream that failed: its later errors are echoes.
-    var ignoredErrorSource: String?
-    var warnedAboutNullSink = false
     /// How many pipelines GStreamer got stuck in and were replaced.
     public internal(set) var pipelinesReplaced = 0
-    /// Playback was paused by an interruption (the sound server corked the stream for a call
-    /// or an alarm) and nobody has paused, stopped, played or changed track since: when the
-    /// interruption ends, playback resumes (Apple's `shouldResume`). Never otherwise.
-    var resumeAfterInterruption = false
+    var positionFollow = PositionFollow()
+    var seeks = SeeksInFlight()
+    var errors = ErrorAttribution()
+    var interruption = Interruption()
+    var volumeEchoes = VolumeEchoes()
+    var prerollWatch = PrerollWatch()
+    let prerollTimer = Countdown()
+    /// Runs while a load waits for the preroll in progress.
+    let prerollWait = Countdown()
 
     // Network streams.
-    var bufferingPercent = -1
     var streamTags = StreamTags()
-    var stallWatch: (any DispatchSourceTimer)?
+    var streamWatch = StreamWatch()
+    let stallTimer = Countdown()
     /// How long a network stream may send nothing before it is reported and skipped.
-    public var streamStallTimeout: Duration = .seconds(10)
-    /// How long a stream that does send, but too slowly (or to a machine too busy to start
-    /// it), may take to start playing before it is skipped all the same.
-    var streamStartLimit: Duration { streamStallTimeout * 3 }
-    /// When the stall watch began waiting, and how much the sources had sent when it was last
-    /// armed: data since then means the server is not silent.
-    var stallWatchBegan = ContinuousClock.now
-    var stallWatchBytes: UInt64 = 0
-    var readingAhead: UInt64?
-
-    // Background tag reads.
-    var readsStarted = 0
-    var infoRequested = Set<UInt64>()
-    var pendingReads: [UInt64] = []
-    var readsInFlight = 0
-
-    /// Cancelled once a load prerolls (or by the next load); see `watchPreroll(of:)`.
-    var prerollWatch: (any DispatchSourceTimer)?
-    /// The entry loaded again because it did not preroll in time.
-    var prerollRetried: UInt64?
-    /// The next load is the current track's, again, after the stream handed over failed.
-    var reloadingAfterHandOver = false
-
-    /// Volumes set lately: the output reports each back, possibly after a later one was set,
-    /// and such an echo is no change by a mixer.
-    var volumeRequests: [(volume: Double, at: ContinuousClock.Instant)] = []
-
-    /// The furthest position a read of the loaded stream returned: where its output failed is
-    /// never before what clients were shown.
-    var furthestShown: (load: Int, position: Duration)?
-
-    /// Flushing seeks sent since the last one completed: an ASYNC_DONE that lands far from
-    /// the newest target belongs to an earlier one.
-    var seeksInFlight = 0
+    public var streamStallTimeout: Duration {
+        get { streamWatch.stallLimit }
+        set { streamWatch.stallLimit = newValue }
+    }
 
     /// A load that waits for its entry's tags.
     struct PendingRead {
@@ -168,21 +119,24 @@ public final class Player {
     ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
-        self.artwork = artwork
         self.audioSink = audioSink
         self.stuckLimit = stuckLimit
-        discoverer = Discoverer(artwork: artwork)
+        prefetch = TagPrefetch(artwork: artwork)
         do {
             try Pipeline.validate(audioSink: audioSink)
         } catch {
             throw MediaError(error.description)
         }
         pipeline = makePipeline()
+        prefetch.uriToRead = { [weak self] id in
+            guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
+            return queue[index].uri
+        }
+        prefetch.finished = { [weak self] id, result, kind in self?.read(id, result, kind) }
     }
 
     isolated deinit {
         pipeline?.release()  // nil when init threw
-        stallWatch?.cancel()
     }
 
     func makePipeline() -> Pipeline {
@@ -198,18 +152,9 @@ public final class Player {
 
     /// Whether Next would change the current entry (a queue of one on repeat-all restarts
     /// it instead, which is no change of track).
-    public var canGoNext: Bool { canMove(forward: true) }
+    public var canGoNext: Bool { selection.canMove(forward: true, in: queue) }
     /// Whether Previous could change the current entry (see ``canGoNext``).
-    public var canGoPrevious: Bool { canMove(forward: false) }
-
-    private func canMove(forward: Bool) -> Bool {
-        guard let selectedIndex else { return false }
-        var order = self.order
-        var random = self.random
-        guard let target = order.neighbour(of: selectedIndex, in: QueueView(queue), forward: forward, automatic: false, using: &random)
-        else { return false }
-        return target != selectedIndex
-    }
+    public var canGoPrevious: Bool { selection.canMove(forward: false, in: queue) }
 
     /// The position, extrapolated from the pipeline's last report: zero when stopped. Reads
     /// never wait on GStreamer; while playing, one read a second asks the pipeline in the
@@ -219,8 +164,7 @@ public final class Player {
         guard status != .stopped, transport.loadedEntry != nil else { return .zero }
         refreshPositionIfDue()
         let position = clock.position()
-        furthestShown = furthestShown.map { $0.load == loadNumber ? ($0.load, max($0.position, position)) : (loadNumber, position) }
-            ?? (loadNumber, position)
+        positionFollow.shown(position, load: loadNumber)
         return position
     }
 
@@ -255,7 +199,7 @@ public final class Player {
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
     public func play() -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = selectedIndex ?? firstIndex() else { return false }
         selectedIndex = index
         let id = queue[index].id
@@ -273,7 +217,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
         load(index, at: position, intent: .paused)
         return true
@@ -282,7 +226,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard queue.indices.contains(index) else { return false }
         load(index, at: position, intent: .playing)
         return true
@@ -290,7 +234,7 @@ public final class Player {
 
     /// Pauses; nothing to do when not playing nor about to.
     public func pause() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         if pendingRead != nil, pendingRead?.intent == .playing { pendingRead?.intent = .paused }
         guard transport.intent == .playing || status == .playing else { return }
         run(transport.pause())
@@ -303,14 +247,15 @@ public final class Player {
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
-        resumeAfterInterruption = false
+        interruption.userActed()
+        ranOut = false
         pendingRead = nil
         run(transport.stop())
     }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
     public func next() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false), target != index else {
             return
         }
@@ -320,7 +265,7 @@ public final class Player {
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     /// Both as the commands received so far leave it (a seek or a load may not have landed).
     public func previous() {
-        resumeAfterInterruption = false
+        interruption.userActed()
         if requestedStatus != .stopped, requestedPosition > .seconds(3) {
             seek(to: .zero)
             return
@@ -335,7 +280,7 @@ public final class Player {
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
     public func goTo(id: UInt64) -> Bool {
-        resumeAfterInterruption = false
+        interruption.userActed()
         guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
@@ -352,7 +297,7 @@ public final class Player {
         guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id else { return false }
         let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.hasCommitted)
         guard accepted else { return false }
-        switchedAt = nil
+        positionFollow.loaded()
         clock.set(target, rate: 0)
         run(actions)
         if actions.isEmpty { onChange?(.transport) }  // a position asked for while loading
@@ -377,8 +322,7 @@ public final class Player {
         let clamped = min(max(newVolume.isFinite ? newVolume : 1, 0), 1)
         guard clamped != volume else { return }
         volume = clamped
-        let now = ContinuousClock.now
-        volumeRequests = volumeRequests.filter { now - $0.at < .seconds(2) }.suffix(7) + [(clamped, now)]
+        volumeEchoes.set(clamped, at: .now)
         pipeline.setVolume(clamped)
         onChange?(.volume)
     }
@@ -386,7 +330,7 @@ public final class Player {
     /// Sets what follows the last entry, or the current one at its end.
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
-        order.repeatMode = mode
+        selection.setRepeatMode(mode)
         nextMayHaveChanged()
         onChange?(.options)
     }
@@ -395,7 +339,7 @@ public final class Player {
     /// in queue order from the current entry.
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
-        order.setShuffle(on, current: selectedIndex.map { queue[$0].id }, ids: queue.entries.lazy.map(\.id), using: &random)
+        selection.setShuffle(on, in: queue)
         nextMayHaveChanged()
         onChange?(.options)
     }
@@ -404,10 +348,10 @@ public final class Player {
     @discardableResult
     public func open(_ uris: [String]) -> Bool {
         guard !uris.isEmpty else { return false }
-        resumeAfterInterruption = false
+        interruption.userActed()
         let added = enqueue(uris, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
-        if let selectedIndex, selectedIndex != index { order.recordMove(from: queue[selectedIndex].id, to: first.id, forward: true) }
+        if let selected = selectedEntry { selection.recordMove(from: selected.id, to: first.id, forward: true) }
         load(index, intent: .playing)
         return true
     }
@@ -416,7 +360,7 @@ public final class Player {
     /// GStreamer has let go of it, so that the process does not exit under its threads.
     public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
         pendingRead = nil
-        prerollWatch?.cancel()
+        prerollTimer.cancel()
         _ = transport.stop()
         pipeline.release(freed: done)
     }
@@ -424,28 +368,17 @@ public final class Player {
     // MARK: - Play order
 
     /// The shuffle history, most recent last (for tests).
-    var shuffleHistory: [UInt64] { order.history }
+    var shuffleHistory: [UInt64] { selection.order.history }
     /// How far back Previous walks with Shuffle on.
     static var shuffleHistoryLimit: Int { PlayOrder.historyLimit }
 
     func firstIndex() -> Int? {
-        order.first(in: QueueView(queue), using: &random)
+        selection.first(in: queue)
     }
 
     func neighbour(of index: Int, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
-        order.neighbour(
-            of: index, in: QueueView(queue), forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne, using: &random)
+        selection.neighbour(of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
 
     func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
-}
-
-/// The queue as the play order reads it.
-struct QueueView: PlayOrder.Queue {
-    let queue: PlayQueue
-    init(_ queue: PlayQueue) { self.queue = queue }
-    var count: Int { queue.count }
-    func id(at index: Int) -> UInt64 { queue[index].id }
-    func index(of id: UInt64) -> Int? { queue.index(of: id) }
-    func isPlayable(at index: Int) -> Bool { queue[index].failure == nil }
 }
