@@ -60,4 +60,13 @@ gulong cshims_playbin_watch_volume(GstElement *playbin);
 // Whether `message` is an application message named `name`.
 gboolean cshims_message_is_application(GstMessage *message, const char *name);
 
+// gst_tag_list_new() is variadic: a new list of the four ReplayGain values.
+GstTagList *cshims_replaygain_tags(double track_gain, double track_peak, double album_gain, double album_peak);
+// A new TAG event like `event` without its ReplayGain values (the gains, the peaks and the
+// reference level); NULL when it holds none, so that the event goes on as it is.
+GstEvent *cshims_tag_event_without_replaygain(GstEvent *event);
+// The Opus R128 gain named `key` ("R128_TRACK_GAIN") among the extended comments of
+// `list`, as the Q7.8 integer the comment holds; FALSE when absent or not a number.
+gboolean cshims_r128_gain(const GstTagList *list, const char *key, gint *value);
+
 #endif
