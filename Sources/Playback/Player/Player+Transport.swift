@@ -70,7 +70,7 @@ extension Player {
                 seeksInFlight = 0
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
-                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
+                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudnessPlan(for: load.entry))
                 if reloadingAfterHandOver {
                     reloadingAfterHandOver = false
                     watchPreroll(of: load)
@@ -370,7 +370,7 @@ extension Player {
         }
         let entry = queue[next]
         guard entry.info == nil, isLocal(entry.uri) else {
-            pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri))
+            pipeline.prepareNext(.init(entryID: entry.id, uri: entry.uri, loudness: loudnessPlan(for: entry.id)))
             return
         }
         // A local file is handed to playbin only once it has been read: a broken one is
