@@ -17,7 +17,8 @@ struct QuaverBench: AsyncParsableCommand {
             The players are measured alternately, round after round, in one run.
 
             With --scale, it measures Quaver alone with a queue of 100,000 tracks instead (see SCALE BENCHMARK); \
-            with --storm, how quickly it answers D-Bus while commands storm its playback engine (see STORM BENCHMARK).
+            with --storm, how quickly it answers D-Bus while commands storm its playback engine (see STORM BENCHMARK); \
+            with --loudness, the CPU cost of measuring loudness while playing (see LOUDNESS BENCHMARK).
             """)
 
     /// The figures, by the names `--skip` takes.
@@ -77,6 +78,10 @@ struct QuaverBench: AsyncParsableCommand {
     @OptionGroup(title: "Storm benchmark")
     var stormOptions: StormOptions
 
+    /// The loudness benchmark's options.
+    @OptionGroup(title: "Loudness benchmark")
+    var loudnessOptions: LoudnessOptions
+
     func validate() throws {
         guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2 else {
             throw ValidationError("counts must be positive (toggles, seeks and callgrind toggles at least 2)")
@@ -84,10 +89,19 @@ struct QuaverBench: AsyncParsableCommand {
         guard getallSeconds > 0, windowSeconds >= 3 else { throw ValidationError("windows must be positive (the CPU window at least 3 s)") }
         try scaleOptions.check()
         try stormOptions.check()
-        if scaleOptions.scale && stormOptions.storm { throw ValidationError("--scale and --storm are separate runs") }
+        try loudnessOptions.check()
+        if [scaleOptions.scale, stormOptions.storm, loudnessOptions.loudness].filter({ $0 }).count > 1 {
+            throw ValidationError("--scale, --storm and --loudness are separate runs")
+        }
     }
 
     func run() async throws {
+        if loudnessOptions.loudness {
+            let table = try await LoudnessBenchmark(loudnessOptions, quaver: quaver, workDir: workDir).run()
+            print(table, terminator: "")
+            if let output { try table.write(toFile: output, atomically: true, encoding: .utf8) }
+            return
+        }
         if stormOptions.storm {
             let table = try await StormBenchmark(stormOptions.settings(quaver: quaver, workDir: workDir)).run()
             print(table, terminator: "")
