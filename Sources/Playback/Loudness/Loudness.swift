@@ -140,10 +140,15 @@ public struct TrackSignature: Hashable, Sendable {
 public struct LoudnessPlan: Sendable, Equatable {
     /// Which gain the plan applies.
     public enum Source: String, Sendable {
+        /// The track's tagged gain.
         case track = "track gain"
+        /// The album's tagged gain.
         case album = "album gain"
+        /// What an earlier play of a track without tags measured.
         case measured = "measured gain"
+        /// The configured gain of a track without tags, not measured yet.
         case fallback = "fallback gain"
+        /// Loudness levelling is off.
         case off = "no gain (off)"
     }
 
