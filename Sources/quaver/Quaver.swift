@@ -99,7 +99,7 @@ struct Quaver: ParsableCommand {
         valueName: "auto|album|track|off"))
     var replaygain: LoudnessSettings.Mode?
 
-    @Option(help: ArgumentHelp("Gain added to every track's, in dB (-15 to 15; default 0).", valueName: "dB"))
+    @Option(help: ArgumentHelp("Added to every track's gain, in dB (-15 to 15; default 0).", valueName: "dB"))
     var replaygainPreamp: Double?
 
     @Option(help: ArgumentHelp(
