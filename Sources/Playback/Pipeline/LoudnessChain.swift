@@ -5,9 +5,14 @@ internal import CGStreamerShims
 /// of `scaletempo`, and `rganalysis` on a branch that only listens.
 ///
 /// ```
-/// audioconvert ! tee ! rgvolume ! rglimiter ! scaletempo
-///                tee ! audioconvert ! audioresample ! rganalysis   (its output unlinked)
+/// tee ! audioconvert ! rgvolume ! rglimiter ! audioconvert ! capsfilter ! scaletempo
+/// tee ! audioconvert ! audioresample ! rganalysis   (its output unlinked)
 /// ```
+///
+/// rglimiter takes only floats. The samples leave the chain in the format they came in
+/// (the capsfilter is set to it as each stream's caps arrive), converted back without
+/// dither: at 0 dB a 16-bit track leaves it bit for bit as it came, as before the chain,
+/// and no converter after it adds noise.
 ///
 /// Each stream's gain is set when it starts, in the streaming thread, before its first
 /// sample: its plan (from ``GaplessHandoff``) sets `rgvolume`'s mode, preamp and headroom,
@@ -28,6 +33,7 @@ final class LoudnessChain: @unchecked Sendable {
     // Borrowed: the bin holds them as long as the chain is used.
     private let volume: UnsafeMutablePointer<GstElement>
     private let limiter: UnsafeMutablePointer<GstElement>
+    private let format: UnsafeMutablePointer<GstElement>
     private let volumeSink: UnsafeMutablePointer<GstPad>
     private let measureSink: UnsafeMutablePointer<GstPad>
     private let handoff: GaplessHandoff
@@ -44,14 +50,17 @@ final class LoudnessChain: @unchecked Sendable {
         /// A stream has started in the branch since the pipeline left READY (before that,
         /// an EOS would come before any stream).
         var branchStarted = false
+        /// The sample format the chain hands on (`S16LE`), as the capsfilter is set.
+        var outputFormat: String?
     }
 
     /// Builds the chain; nil when an element is missing (gstreamer1.0-plugins-good), and
     /// playbin then plays through scaletempo alone.
     static func make(handoff: GaplessHandoff, report: @escaping @Sendable (Pipeline.Event) -> Void) -> LoudnessChain? {
         let description = """
-            audioconvert name=loudness-in ! tee name=loudness-split allow-not-linked=true \
-            ! rgvolume name=loudness-volume ! rglimiter name=loudness-limiter enabled=false ! scaletempo name=loudness-tempo \
+            tee name=loudness-split allow-not-linked=true ! audioconvert ! rgvolume name=loudness-volume \
+            ! rglimiter name=loudness-limiter enabled=false ! audioconvert dithering=none ! capsfilter name=loudness-format \
+            ! scaletempo name=loudness-tempo \
             loudness-split. ! audioconvert name=loudness-measure ! audioresample ! rganalysis name=loudness-analysis
             """
         var error: UnsafeMutablePointer<GError>?
@@ -72,17 +81,18 @@ final class LoudnessChain: @unchecked Sendable {
             return pad
         }
         guard let volume = element("loudness-volume"), let limiter = element("loudness-limiter"),
-            let input = pad(element("loudness-in"), "sink"), let output = pad(element("loudness-tempo"), "src"),
+            let format = element("loudness-format"), let output = pad(element("loudness-tempo"), "src"),
             let split = pad(element("loudness-split"), "sink"), let volumeSink = pad(volume, "sink"),
             let measureSink = pad(element("loudness-measure"), "sink"), let analysed = pad(element("loudness-analysis"), "src")
         else {
             gst_object_unref(bin)
             return nil
         }
-        gst_element_add_pad(bin, gst_ghost_pad_new("sink", input))
+        gst_element_add_pad(bin, gst_ghost_pad_new("sink", split))
         gst_element_add_pad(bin, gst_ghost_pad_new("src", output))
         let chain = LoudnessChain(
-            bin: bin, volume: volume, limiter: limiter, volumeSink: volumeSink, measureSink: measureSink, handoff: handoff, report: report)
+            bin: bin, volume: volume, limiter: limiter, format: format, volumeSink: volumeSink, measureSink: measureSink, handoff: handoff,
+            report: report)
         // Each probe holds the chain until the bin lets go of the probe.
         func retained() -> UnsafeMutableRawPointer { Unmanaged.passRetained(chain).toOpaque() }
         gst_pad_add_probe(split, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, streamEventProbe, retained(), releaseChain)
@@ -93,12 +103,13 @@ final class LoudnessChain: @unchecked Sendable {
 
     private init(
         bin: UnsafeMutablePointer<GstElement>, volume: UnsafeMutablePointer<GstElement>, limiter: UnsafeMutablePointer<GstElement>,
-        volumeSink: UnsafeMutablePointer<GstPad>, measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
+        format: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>, measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
         report: @escaping @Sendable (Pipeline.Event) -> Void
     ) {
         self.bin = bin
         self.volume = volume
         self.limiter = limiter
+        self.format = format
         self.volumeSink = volumeSink
         self.measureSink = measureSink
         self.handoff = handoff
@@ -118,6 +129,8 @@ final class LoudnessChain: @unchecked Sendable {
             streamStarts()
         case GST_EVENT_FLUSH_START:
             state.withLock { $0.spoiled = true }
+        case GST_EVENT_CAPS:
+            keepFormat(of: event)
         case GST_EVENT_TAG:
             guard state.withLock({ $0.current?.ignoresStreamTags ?? false }) else { return }
             if let stripped = cshims_tag_event_without_replaygain(event) {
@@ -153,6 +166,22 @@ final class LoudnessChain: @unchecked Sendable {
             gst_pad_send_event(volumeSink, gst_event_new_tag(tags))
         }
         report(.loudnessApplied(plan, gain: cshims_object_get_double(volume, "result-gain")))
+    }
+
+    /// Sets the capsfilter to the format of the caps arriving, before they reach the
+    /// converters, so that they negotiate the way back to it.
+    private func keepFormat(of event: UnsafeMutablePointer<GstEvent>) {
+        var caps: UnsafeMutablePointer<GstCaps>?
+        gst_event_parse_caps(event, &caps)
+        guard let caps, gst_caps_get_size(caps) > 0, let structure = gst_caps_get_structure(caps, 0),
+            let name = gst_structure_get_string(structure, "format")
+        else { return }
+        let format = String(cString: name)
+        let changed = state.withLock { state -> Bool in
+            defer { state.outputFormat = format }
+            return state.outputFormat != format
+        }
+        if changed { gst_util_set_object_arg(OpaquePointer(self.format).gObject, "caps", "audio/x-raw,format=\(format)") }
     }
 
     fileprivate func shouldMeasureBuffer() -> Bool {
