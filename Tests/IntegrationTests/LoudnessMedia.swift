@@ -5,7 +5,7 @@ import Foundation
 /// `gst-launch-1.0`; the tag formats GStreamer's muxers do not write (ID3 TXXX frames, MP4
 /// freeform atoms) are written here, byte by byte.
 enum LoudnessMedia {
-    /// The tones' amplitude: a sine at -15.05 dBFS RMS, with room for +12 dB.
+    /// The tones' amplitude: a quarter of full scale, leaving room for the positive gains tested.
     static let amplitude = 0.25
     static var level: Double { Level.sine(amplitude: amplitude) }
 

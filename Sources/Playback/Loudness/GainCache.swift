@@ -12,7 +12,7 @@ public import Logging
 /// read as the format below is ignored (and replaced at the next measurement), never fatal.
 @MainActor
 public final class GainCache {
-    /// The most measurements kept (about 100 bytes each in the file).
+    /// The most measurements kept: the file stays small however large the library.
     public nonisolated static let maximumEntries = 20_000
     /// The first line of the file; another one means another format.
     nonisolated static let header = "quaver-loudness 1"

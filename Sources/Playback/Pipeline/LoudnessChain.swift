@@ -11,8 +11,8 @@ internal import CGStreamerShims
 ///
 /// rglimiter takes only floats. The samples leave the chain in the format they came in
 /// (the capsfilter is set to it as each stream's caps arrive), converted back without
-/// dither: at 0 dB a 16-bit track leaves it bit for bit as it came, as before the chain,
-/// and no converter after it adds noise.
+/// dither: at 0 dB a 16-bit track leaves it bit for bit as it came, and no
+/// converter after it adds noise.
 ///
 /// Each stream's gain is set when it starts, in the streaming thread, before its first
 /// sample: its plan (from ``GaplessHandoff``) sets `rgvolume`'s mode, preamp and headroom,
