@@ -245,6 +245,25 @@ struct LoudnessTests {
         #expect(session.log().contains("loudness of \(tracks[0].file.path): measured gain"), "\(session.log())")
     }
 
+    @Test("a 96 kHz 5.1 24-bit track, which rganalysis cannot take as it is, plays whole and is measured")
+    func unusualFormatIsMeasured() async throws {
+        guard let gstLaunch = Tools.find("gst-launch-1.0") else { throw HarnessError("gst-launch-1.0 is not installed") }
+        let session = try await Session()
+        defer { session.stop() }
+        let file = session.home.appendingPathComponent("surround.flac")
+        let made = try await Tools.run(gstLaunch, [
+            "-q", "audiotestsrc", "wave=sine", "volume=0.25", "freq=441", "samplesperbuffer=960", "num-buffers=300",
+            "!", "audio/x-raw,rate=96000,channels=6", "!", "audioconvert", "!", "audio/x-raw,format=S24LE", "!", "flacenc",
+            "!", "filesink", "location=\(file.path)",
+        ], environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 })
+        try #require(made.status == 0, "\(made.error)")
+        let wav = try await render([file], ["--replaygain", "track"], in: session)
+        #expect(abs(Double(wav.frames) / Double(wav.sampleRate) - 3) < 0.05, "\(wav.frames) frames rendered of a 3 s track\n\(session.log())")
+        #expect(Level.rms(of: wav, from: 0.5, to: 2.5) > -40, "\(session.log())")
+        let cache = try String(contentsOf: session.home.appendingPathComponent(".cache/quaver/loudness"), encoding: .utf8)
+        #expect(cache.contains("\t" + file.path + "\n"), "\(cache)\n\(session.log())")
+    }
+
     @Test("a corrupt cache is ignored with a log line, and written anew")
     func corruptCache() async throws {
         let tracks = try await LoudnessFixtures.tracks("untagged", [("plain", .flac, .init(), "Plain")])

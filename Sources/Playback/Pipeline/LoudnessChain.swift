@@ -9,9 +9,9 @@ internal import CGStreamerShims
 /// tee ! audioconvert ! audioresample ! rganalysis   (its output unlinked)
 /// ```
 ///
-/// rglimiter takes only floats. The samples leave the chain in the format they came in
-/// (the capsfilter is set to it as each stream's caps arrive), converted back without
-/// dither: at 0 dB a 16-bit track leaves it bit for bit as it came, and no
+/// rglimiter takes only floats. The samples leave the chain in the format they came in,
+/// when scaletempo takes it (the capsfilter is set as each stream's caps arrive), converted
+/// back without dither: at 0 dB a 16-bit track leaves it bit for bit as it came, and no
 /// converter after it adds noise.
 ///
 /// Each stream's gain is set when it starts, in the streaming thread, before its first
@@ -176,7 +176,10 @@ final class LoudnessChain: @unchecked Sendable {
         guard let caps, gst_caps_get_size(caps) > 0, let structure = gst_caps_get_structure(caps, 0),
             let name = gst_structure_get_string(structure, "format")
         else { return }
-        let format = String(cString: name)
+        // scaletempo takes these three; anything else leaves the chain as floats, for the
+        // converter after it.
+        let given = String(cString: name)
+        let format = ["S16LE", "F32LE", "F64LE"].contains(given) ? given : "F32LE"
         let changed = state.withLock { state -> Bool in
             defer { state.outputFormat = format }
             return state.outputFormat != format
