@@ -226,7 +226,7 @@ struct LoudnessTests {
         let tracks = try await LoudnessFixtures.tracks("untagged", [("plain", .flac, .init(), "Plain")])
         let session = try await Session()
         defer { session.stop() }
-        try session.writeConfig("replaygain = track\nreplaygain-fallback = -4\n")
+        try session.writeConfig("replaygain = track\nreplaygain-fallback = -4 dB\n")
         let first = try await render([tracks[0].file], [], in: session)
         expectLevels(levels(first, count: 1), [LoudnessMedia.level - 4], ["plain"], "first play, fallback -4 dB")
 

@@ -19,7 +19,7 @@ public final class GainCache {
     /// The file's name in its folder.
     public nonisolated static let fileName = "loudness"
 
-    private struct Entry {
+    private struct Entry: Sendable {
         var signature: TrackSignature
         var gain: MeasuredGain
         /// When it was last stored or played, as a count: the lowest goes first.
@@ -31,37 +31,64 @@ public final class GainCache {
     private let folder: PrivateFolder?
     private let logger: Logger
     private let writer = DispatchQueue(label: "quaver.loudness-cache")
+    /// The file as read in the background, taken at the first use: a large cache does not
+    /// hold up the start.
+    private let read = Locked<[String: Entry]>([:])
+    private var adopted = false
 
-    /// The cache in `folder` (nil: kept in memory only), read now.
+    /// The cache in `folder` (nil: kept in memory only), read in the background from now.
     public init(folder: PrivateFolder?, logger: Logger) {
         self.folder = folder
         self.logger = logger
         guard let folder else { return }
-        let file = folder.url.appendingPathComponent(Self.fileName)
+        let read = self.read
+        writer.async { read.withLock { $0 = Self.entries(in: folder, logger: logger) } }
+    }
+
+    private nonisolated static func entries(in folder: PrivateFolder, logger: Logger) -> [String: Entry] {
+        let file = folder.url.appendingPathComponent(fileName)
         let data: Data
         do {
             data = try PrivateFolder.read(file, limit: 64 << 20)
         } catch .missing {
-            return
+            return [:]
         } catch {
             logger.warning("ignoring the loudness cache \(file.path): cannot read it (\(error))")
-            return
+            return [:]
         }
         do {
-            for (index, item) in try Self.decode(data).enumerated() {
+            var entries: [String: Entry] = [:]
+            for (index, item) in try decode(data).enumerated() {
                 entries[item.signature.path] = Entry(signature: item.signature, gain: item.gain, used: index)
             }
-            uses = entries.count
+            return entries
         } catch {
             logger.warning("ignoring the loudness cache \(file.path): \(error); tracks without tags are measured again")
+            return [:]
         }
     }
 
+    /// Takes what the background read found, waiting for it if need be.
+    private func adopt() {
+        guard !adopted else { return }
+        adopted = true
+        writer.sync {}
+        entries = read.withLock { found in
+            defer { found = [:] }
+            return found
+        }
+        uses = entries.count
+    }
+
     /// How many measurements are kept.
-    public var count: Int { entries.count }
+    public var count: Int {
+        adopt()
+        return entries.count
+    }
 
     /// The gain measured for the file as it is now (same size and modification time).
     public func gain(for signature: TrackSignature) -> MeasuredGain? {
+        adopt()
         guard let entry = entries[signature.path], entry.signature == signature else { return nil }
         uses += 1
         entries[signature.path]?.used = uses
@@ -70,6 +97,7 @@ public final class GainCache {
 
     /// Keeps a measurement, and writes the file in the background.
     public func store(_ gain: MeasuredGain, for signature: TrackSignature) {
+        adopt()
         uses += 1
         entries[signature.path] = Entry(signature: signature, gain: gain, used: uses)
         if entries.count > Self.maximumEntries {
