@@ -105,6 +105,19 @@ struct GainCacheTests {
     }
 
     @MainActor
+    @Test func dropsTheLeastRecentlyPlayedBeyondItsLimit() {
+        let cache = GainCache(folder: nil, limit: 2, logger: Logger(label: "test"))
+        let a = TrackSignature(path: "/a", size: 1, modified: 1), b = TrackSignature(path: "/b", size: 1, modified: 1)
+        let c = TrackSignature(path: "/c", size: 1, modified: 1)
+        cache.store(MeasuredGain(gain: -1, peak: 1), for: a)
+        cache.store(MeasuredGain(gain: -2, peak: 1), for: b)
+        _ = cache.gain(for: a)  // played again: b is now the least recent
+        cache.store(MeasuredGain(gain: -3, peak: 1), for: c)
+        #expect(cache.count == 2)
+        #expect(cache.gain(for: a) != nil && cache.gain(for: b) == nil && cache.gain(for: c) != nil)
+    }
+
+    @MainActor
     @Test func keepsMeasurementsPrivatelyAcrossInstancesAndDropsChangedFiles() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-gaincache-\(UUID().uuidString)/quaver")
         defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }

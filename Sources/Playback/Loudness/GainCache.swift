@@ -35,10 +35,13 @@ public final class GainCache {
     /// hold up the start.
     private let read = Locked<[String: Entry]>([:])
     private var adopted = false
+    private let limit: Int
 
-    /// The cache in `folder` (nil: kept in memory only), read in the background from now.
-    public init(folder: PrivateFolder?, logger: Logger) {
+    /// The cache in `folder` (nil: kept in memory only), read in the background from now,
+    /// keeping at most `limit` measurements.
+    public init(folder: PrivateFolder?, limit: Int = maximumEntries, logger: Logger) {
         self.folder = folder
+        self.limit = max(limit, 1)
         self.logger = logger
         guard let folder else { return }
         let read = self.read
@@ -100,8 +103,8 @@ public final class GainCache {
         adopt()
         uses += 1
         entries[signature.path] = Entry(signature: signature, gain: gain, used: uses)
-        if entries.count > Self.maximumEntries {
-            let excess = entries.count - Self.maximumEntries
+        if entries.count > limit {
+            let excess = entries.count - limit
             for entry in entries.values.sorted(by: { $0.used < $1.used }).prefix(excess) {
                 entries[entry.signature.path] = nil
             }
