@@ -221,6 +221,22 @@ struct LoudnessTests {
         }
     }
 
+    @Test("the limiter keeps a +12 dB gain on a quarter-scale tone below full scale, where clipping off reaches it")
+    func limiter() async throws {
+        let tracks = try await LoudnessFixtures.tracks("hot", [("hot", .flac, .init(track: 12, trackPeak: 0.25), "Hot")])
+        var peaks: [String: Double] = [:]
+        for clipping in ["limiter", "off"] {
+            let session = try await Session()
+            defer { session.stop() }
+            let wav = try await render([tracks[0].file], ["--replaygain", "track", "--replaygain-clipping", clipping], in: session)
+            let middle = wav.firstChannel[Int(0.5 * 44100)..<Int(2.5 * 44100)]
+            peaks[clipping] = Double(middle.map { abs(Int($0)) }.max() ?? 0) / 32768
+        }
+        print("loudness limiter: peak \(peaks["limiter"] ?? 0) with rglimiter, \(peaks["off"] ?? 0) with clipping off")
+        #expect((peaks["off"] ?? 0) > 0.99, "clipping off: peak \(peaks["off"] ?? 0)")
+        #expect((0.6..<0.97).contains(peaks["limiter"] ?? 0), "limiter: peak \(peaks["limiter"] ?? 0)")
+    }
+
     @Test("a track without tags plays at the fallback gain, then at the gain measured then, also after a restart")
     func measuredGainIsKept() async throws {
         let tracks = try await LoudnessFixtures.tracks("untagged", [("plain", .flac, .init(), "Plain")])
