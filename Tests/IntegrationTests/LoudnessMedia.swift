@@ -190,6 +190,38 @@ enum LoudnessMedia {
     }
 }
 
+extension LoudnessMedia {
+    /// Sets the output gain of an Ogg Opus file's header (`OpusHead`, Q7.8 dB, which the
+    /// decoder applies), and the checksum of the page that holds it.
+    static func setOpusOutputGain(_ q78: Int16, in file: URL) throws {
+        var bytes = [UInt8](try Data(contentsOf: file))
+        guard bytes.count > 27, bytes[0..<4] == [0x4F, 0x67, 0x67, 0x53] else { throw HarnessError("\(file.lastPathComponent) is not Ogg") }
+        let segments = Int(bytes[26])
+        let packet = 27 + segments
+        let pageLength = packet + bytes[27..<packet].reduce(0) { $0 + Int($1) }
+        guard bytes.count >= pageLength, bytes[packet..<packet + 8].elementsEqual("OpusHead".utf8) else {
+            throw HarnessError("\(file.lastPathComponent): no OpusHead in the first page")
+        }
+        let gain = UInt16(bitPattern: q78)
+        bytes[packet + 16] = UInt8(gain & 0xFF)
+        bytes[packet + 17] = UInt8(gain >> 8)
+        bytes.replaceSubrange(22..<26, with: [0, 0, 0, 0])
+        let crc = oggCRC(bytes[0..<pageLength])
+        bytes.replaceSubrange(22..<26, with: [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24)])
+        try Data(bytes).write(to: file)
+    }
+
+    /// Ogg's page checksum: CRC-32 with polynomial 0x04C11DB7, unreflected, starting at 0.
+    private static func oggCRC(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+        var crc: UInt32 = 0
+        for byte in bytes {
+            crc ^= UInt32(byte) << 24
+            for _ in 0..<8 { crc = crc & 0x8000_0000 != 0 ? crc << 1 ^ 0x04C1_1DB7 : crc << 1 }
+        }
+        return crc
+    }
+}
+
 extension Data {
     fileprivate func readUInt32(at offset: Int) -> UInt32 {
         self[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }

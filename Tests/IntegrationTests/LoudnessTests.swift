@@ -201,6 +201,23 @@ struct LoudnessTests {
         #expect(abs(after / expectedAfter - 1) < 0.02, "the first 10 ms of the second track peak at \(after): not at its own gain from its first sample")
     }
 
+    @Test("an Opus header's output gain is applied once, by the decoder, under the R128 gain")
+    func opusOutputGainIsNotAppliedTwice() async throws {
+        let tracks = try await LoudnessFixtures.tracks("opus-header", [("header", .opusR128, .init(track: -5), "O")])
+        try LoudnessMedia.setOpusOutputGain(-6 * 256, in: tracks[0].file)
+        var levels: [String: Double] = [:]
+        for mode in ["off", "track"] {
+            let session = try await Session()
+            defer { session.stop() }
+            let wav = try await render([tracks[0].file], ["--replaygain", mode], in: session)
+            levels[mode] = self.levels(wav, count: 1)[0]
+        }
+        let off = levels["off"] ?? 0, track = levels["track"] ?? 0
+        print("loudness opus header -6 dB: \(off) dBFS off, \(track) dBFS with R128 -5 dB; error \(track - off + 5) dB")
+        #expect(abs(off - (LoudnessMedia.level - 6)) < 0.2, "off: \(off) dBFS, the header's -6 dB not applied once")
+        #expect(abs(track - off + 5) <= Self.tolerance, "track mode: \(track) dBFS against \(off) off")
+    }
+
     @Test("the preamp adds to the tagged gain")
     func preamp() async throws {
         let tracks = try await LoudnessFixtures.formats()

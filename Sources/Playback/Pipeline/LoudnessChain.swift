@@ -127,6 +127,10 @@ final class LoudnessChain: @unchecked Sendable {
         switch event.pointee.type {
         case GST_EVENT_STREAM_START:
             streamStarts()
+        case GST_EVENT_EOS:
+            // The branch hears the end first: the tee hands the EOS to the output before the
+            // branch, and the output's end can stop Quaver before the measurement is reported.
+            finishMeasurement()
         case GST_EVENT_FLUSH_START:
             state.withLock { $0.spoiled = true }
         case GST_EVENT_CAPS:
@@ -142,13 +146,18 @@ final class LoudnessChain: @unchecked Sendable {
         }
     }
 
-    private func streamStarts() {
-        // The stream that ends is measured to its last sample: the branch's own EOS makes
-        // rganalysis report it (see `result`) and start afresh. Outside the lock: the
-        // report comes back through the result probe, in this thread.
+    /// Ends the measurement under way: the branch's own EOS makes rganalysis report it (see
+    /// `result`) and start afresh. Outside the lock: the report comes back through the
+    /// result probe, in this thread.
+    private func finishMeasurement() {
         if state.withLock({ $0.branchStarted }) {
             gst_pad_send_event(measureSink, gst_event_new_eos())
         }
+    }
+
+    private func streamStarts() {
+        // The stream that ends is measured to its last sample.
+        finishMeasurement()
         let (known, plan) = handoff.streamStarts()
         state.withLock { state in
             state.branchStarted = true
