@@ -76,6 +76,11 @@ struct LoudnessPlanTests {
         #expect(off.source == .off && off.appliedGain == 0 && off.ignoresStreamTags && off.measure == nil)
     }
 
+    @Test func aStreamGivenNoPlanPlaysAtNoGain() {
+        let plan = Loudness.neutralPlan
+        #expect(plan.appliedGain == 0 && plan.ignoresStreamTags && plan.measure == nil && !plan.limiter)
+    }
+
     @Test func gainsDescribedForLogLines() {
         #expect(Loudness.describe(-6) == "-6.00 dB")
         #expect(Loudness.describe(2.5) == "+2.50 dB")

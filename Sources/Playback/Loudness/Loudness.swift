@@ -288,6 +288,14 @@ public enum Loudness {
         return plan
     }
 
+    /// No gain, and the stream's tags ignored: for a stream given no plan, so that nothing of
+    /// the previous stream's applies.
+    public static let neutralPlan: LoudnessPlan = {
+        var settings = LoudnessSettings()
+        settings.mode = .off
+        return plan(settings, tags: nil, albumGain: false, measured: nil, signature: nil)
+    }()
+
     /// A gain in dB as a log line shows it: `+2.50 dB`, `-6.00 dB`.
     public static func describe(_ gain: Double) -> String {
         let hundredths = Int((abs(gain) * 100).rounded())

@@ -158,14 +158,15 @@ final class LoudnessChain: @unchecked Sendable {
     private func streamStarts() {
         // The stream that ends is measured to its last sample.
         finishMeasurement()
-        let (known, plan) = handoff.streamStarts()
+        let (known, given) = handoff.streamStarts()
+        let plan = given ?? Loudness.neutralPlan
         state.withLock { state in
             state.branchStarted = true
             state.spoiled = false
             if known { state.current = plan }
             state.measuring = state.current?.measure
         }
-        guard known, let plan else { return }
+        guard known else { return }
         cshims_object_set_boolean(volume, "album-mode", plan.albumMode ? 1 : 0)
         cshims_object_set_double(volume, "pre-amp", plan.preamp)
         cshims_object_set_double(volume, "headroom", plan.headroom)
@@ -174,7 +175,8 @@ final class LoudnessChain: @unchecked Sendable {
             // rgvolume takes every value it finds and drops the event: nothing goes downstream.
             gst_pad_send_event(volumeSink, gst_event_new_tag(tags))
         }
-        report(.loudnessApplied(plan, gain: cshims_object_get_double(volume, "result-gain")))
+        // A stream given no plan is not the player's to log.
+        if given != nil { report(.loudnessApplied(plan, gain: cshims_object_get_double(volume, "result-gain"))) }
     }
 
     /// Sets the capsfilter to the format of the caps arriving, before they reach the
