@@ -332,6 +332,23 @@ struct LoudnessTests {
         expectLevels(levels(wav, count: 2), [LoudnessMedia.level, LoudnessMedia.level - 6], ["long (off)", "short (track)"], "reloaded")
     }
 
+    @Test("SIGHUP with an error in quaver.conf changes nothing, says why, and Quaver plays on")
+    func reloadWithAnError() async throws {
+        let tracks = try await LoudnessFixtures.formats()
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch(["--paused", tracks[0].file.path])
+        try await session.waitForStatus("Paused")
+        try session.writeConfig("replaygain = loud\n")
+        kill(try #require(session.daemon?.pid), SIGHUP)
+        let said = await session.waiter.wait(timeout: .seconds(10), pollingEvery: .milliseconds(50)) {
+            session.log().contains("quaver.conf:1: \"replaygain\": must be")
+        }
+        #expect(said, "\(session.log())")
+        #expect(session.daemonStatus == nil, "quaver exited on SIGHUP: \(session.log())")
+        #expect(try await session.get("PlaybackStatus") == .string("Paused"))
+    }
+
     @Test("a bad loudness value in quaver.conf is refused, naming the line and the key", arguments: [
         ("replaygain", "loud"), ("replaygain-preamp", "20"), ("replaygain-preamp", "nan"), ("replaygain-fallback", "-31"),
         ("replaygain-clipping", "soft"), ("replaygain-analysis", "maybe"),
