@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 
 /// The options of the loudness benchmark (`quaver-bench --loudness`).
 struct LoudnessOptions: ParsableArguments {

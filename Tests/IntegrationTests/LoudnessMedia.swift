@@ -1,5 +1,5 @@
 import AudioCheck
-import Foundation
+import FoundationEssentials
 
 /// Tones tagged with known ReplayGain values in each way a file can hold them, made with
 /// `gst-launch-1.0`; the tag formats GStreamer's muxers do not write (ID3 TXXX frames, MP4
