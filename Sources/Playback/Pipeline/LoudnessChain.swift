@@ -33,7 +33,7 @@ final class LoudnessChain: @unchecked Sendable {
     // Borrowed: the bin holds them as long as the chain is used.
     private let volume: UnsafeMutablePointer<GstElement>
     private let limiter: UnsafeMutablePointer<GstElement>
-    private let format: UnsafeMutablePointer<GstElement>
+    private let formatFilter: UnsafeMutablePointer<GstElement>
     private let volumeSink: UnsafeMutablePointer<GstPad>
     private let measureSink: UnsafeMutablePointer<GstPad>
     private let handoff: GaplessHandoff
@@ -91,7 +91,7 @@ final class LoudnessChain: @unchecked Sendable {
         gst_element_add_pad(bin, gst_ghost_pad_new("sink", split))
         gst_element_add_pad(bin, gst_ghost_pad_new("src", output))
         let chain = LoudnessChain(
-            bin: bin, volume: volume, limiter: limiter, format: format, volumeSink: volumeSink, measureSink: measureSink, handoff: handoff,
+            bin: bin, volume: volume, limiter: limiter, formatFilter: format, volumeSink: volumeSink, measureSink: measureSink, handoff: handoff,
             report: report)
         // Each probe holds the chain until the bin lets go of the probe.
         func retained() -> UnsafeMutableRawPointer { Unmanaged.passRetained(chain).toOpaque() }
@@ -103,13 +103,13 @@ final class LoudnessChain: @unchecked Sendable {
 
     private init(
         bin: UnsafeMutablePointer<GstElement>, volume: UnsafeMutablePointer<GstElement>, limiter: UnsafeMutablePointer<GstElement>,
-        format: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>, measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
+        formatFilter: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>, measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
         report: @escaping @Sendable (Pipeline.Event) -> Void
     ) {
         self.bin = bin
         self.volume = volume
         self.limiter = limiter
-        self.format = format
+        self.formatFilter = formatFilter
         self.volumeSink = volumeSink
         self.measureSink = measureSink
         self.handoff = handoff
@@ -195,7 +195,7 @@ final class LoudnessChain: @unchecked Sendable {
             defer { state.outputFormat = format }
             return state.outputFormat != format
         }
-        if changed { gst_util_set_object_arg(OpaquePointer(self.format).gObject, "caps", "audio/x-raw,format=\(format)") }
+        if changed { gst_util_set_object_arg(OpaquePointer(formatFilter).gObject, "caps", "audio/x-raw,format=\(format)") }
     }
 
     fileprivate func shouldMeasureBuffer() -> Bool {
