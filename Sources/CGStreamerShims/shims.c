@@ -210,3 +210,44 @@ gulong cshims_playbin_count_source_bytes(GstElement *playbin, cshims_byte_counte
     return g_signal_connect_data(playbin, "source-setup", G_CALLBACK(on_source_setup), byte_counter_ref(counter),
                                  byte_counter_release_closure, 0);
 }
+
+GstTagList *cshims_replaygain_tags(double track_gain, double track_peak, double album_gain, double album_peak) {
+    return gst_tag_list_new(GST_TAG_TRACK_GAIN, track_gain, GST_TAG_TRACK_PEAK, track_peak,
+                            GST_TAG_ALBUM_GAIN, album_gain, GST_TAG_ALBUM_PEAK, album_peak, NULL);
+}
+
+static const char *const replaygain_tags[] = {
+    GST_TAG_TRACK_GAIN, GST_TAG_TRACK_PEAK, GST_TAG_ALBUM_GAIN, GST_TAG_ALBUM_PEAK, GST_TAG_REFERENCE_LEVEL,
+};
+
+GstEvent *cshims_tag_event_without_replaygain(GstEvent *event) {
+    GstTagList *list = NULL;
+    gst_event_parse_tag(event, &list);
+    if (!list) return NULL;
+    gboolean found = FALSE;
+    for (size_t i = 0; i < G_N_ELEMENTS(replaygain_tags); i++) {
+        if (gst_tag_list_get_tag_size(list, replaygain_tags[i]) > 0) found = TRUE;
+    }
+    if (!found) return NULL;
+    GstTagList *copy = gst_tag_list_copy(list);
+    for (size_t i = 0; i < G_N_ELEMENTS(replaygain_tags); i++) gst_tag_list_remove_tag(copy, replaygain_tags[i]);
+    return gst_event_new_tag(copy);
+}
+
+gboolean cshims_r128_gain(const GstTagList *list, const char *key, gint *value) {
+    size_t key_length = strlen(key);
+    guint count = gst_tag_list_get_tag_size(list, GST_TAG_EXTENDED_COMMENT);
+    for (guint i = 0; i < count && i < 64; i++) {
+        const gchar *comment = NULL;
+        if (!gst_tag_list_peek_string_index(list, GST_TAG_EXTENDED_COMMENT, i, &comment) || !comment) continue;
+        // Vorbis comment keys are case-insensitive.
+        if (g_ascii_strncasecmp(comment, key, key_length) != 0 || comment[key_length] != '=') continue;
+        const char *number = comment + key_length + 1;
+        char *end = NULL;
+        gint64 parsed = g_ascii_strtoll(number, &end, 10);
+        if (end == number || *end != '\0' || parsed < G_MININT16 || parsed > G_MAXINT16) return FALSE;
+        *value = (gint)parsed;
+        return TRUE;
+    }
+    return FALSE;
+}

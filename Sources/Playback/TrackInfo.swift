@@ -28,6 +28,8 @@ public struct TrackInfo: Sendable, Equatable {
     /// is loaded, and after a gapless switch still in playbin's previous group, until the
     /// pipeline goes to READY.
     public var oversizedPictureBytes: Int?
+    /// The ReplayGain values of the tags (Opus R128 gains converted), if they hold any.
+    public var replayGain: ReplayGainTags?
 
     public init() {}
 }
@@ -370,6 +372,19 @@ struct TagReader {
         return body(UnsafeRawBufferPointer(start: map.data, count: Int(map.size)))
     }
 
+    func double(_ tag: String) -> Double? {
+        var value = 0.0
+        guard gst_tag_list_get_double(raw, tag, &value) != 0, value.isFinite else { return nil }
+        return value
+    }
+
+    /// The Q7.8 integer of an Opus R128 gain comment (`R128_TRACK_GAIN`).
+    func r128(_ key: String) -> Int? {
+        var value: gint = 0
+        guard cshims_r128_gain(raw, key, &value) != 0 else { return nil }
+        return Int(value)
+    }
+
     func uint(_ tag: String) -> Int? {
         var value: guint = 0
         guard gst_tag_list_get_uint(raw, tag, &value) != 0, value > 0 else { return nil }
@@ -407,6 +422,15 @@ extension TrackInfo {
         if !genres.isEmpty { self.genres = genres }
         if let number = tags.uint(GST_TAG_TRACK_NUMBER) { trackNumber = number }
         if let number = tags.uint(GST_TAG_ALBUM_VOLUME_NUMBER) { discNumber = number }
+        let replayGain = ReplayGainTags(
+            trackGain: tags.double(GST_TAG_TRACK_GAIN), trackPeak: tags.double(GST_TAG_TRACK_PEAK),
+            albumGain: tags.double(GST_TAG_ALBUM_GAIN), albumPeak: tags.double(GST_TAG_ALBUM_PEAK))
+        // ReplayGain tags win over R128 ones: GStreamer hands them to rgvolume in the stream.
+        if replayGain.hasGain {
+            self.replayGain = replayGain
+        } else if let r128 = ReplayGainTags.r128(track: tags.r128("R128_TRACK_GAIN"), album: tags.r128("R128_ALBUM_GAIN")) {
+            self.replayGain = r128
+        }
     }
 }
 

@@ -18,7 +18,8 @@ struct QuaverBench: AsyncParsableCommand {
 
             With --scale, it measures Quaver alone with a queue of 100,000 tracks instead (see SCALE BENCHMARK); \
             with --storm, how quickly it answers D-Bus while commands storm its playback engine (see STORM BENCHMARK); \
-            with --footprint, its memory, start-up and CPU beside GStreamer's own floor (see FOOTPRINT BENCHMARK).
+            with --footprint, its memory, start-up and CPU beside GStreamer's own floor (see FOOTPRINT BENCHMARK); \
+            with --loudness, the CPU cost of measuring loudness while playing (see LOUDNESS BENCHMARK).
             """)
 
     /// The figures, by the names `--skip` takes.
@@ -82,6 +83,10 @@ struct QuaverBench: AsyncParsableCommand {
     @OptionGroup(title: "Footprint benchmark")
     var footprintOptions: FootprintOptions
 
+    /// The loudness benchmark's options.
+    @OptionGroup(title: "Loudness benchmark")
+    var loudnessOptions: LoudnessOptions
+
     func validate() throws {
         guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2 else {
             throw ValidationError("counts must be positive (toggles, seeks and callgrind toggles at least 2)")
@@ -90,14 +95,22 @@ struct QuaverBench: AsyncParsableCommand {
         try scaleOptions.check()
         try stormOptions.check()
         try footprintOptions.check()
-        if [scaleOptions.scale, stormOptions.storm, footprintOptions.footprint].filter({ $0 }).count > 1 {
-            throw ValidationError("--scale, --storm and --footprint are separate runs")
+        try loudnessOptions.check()
+        let runs = [scaleOptions.scale, stormOptions.storm, footprintOptions.footprint, loudnessOptions.loudness]
+        if runs.filter({ $0 }).count > 1 {
+            throw ValidationError("--scale, --storm, --footprint and --loudness are separate runs")
         }
     }
 
     func run() async throws {
         if footprintOptions.footprint {
             let table = try await FootprintBenchmark(footprintOptions.settings(quaver: quaver, workDir: workDir)).run()
+            print(table, terminator: "")
+            if let output { try table.write(toFile: output, atomically: true, encoding: .utf8) }
+            return
+        }
+        if loudnessOptions.loudness {
+            let table = try await LoudnessBenchmark(loudnessOptions, quaver: quaver, workDir: workDir).run()
             print(table, terminator: "")
             if let output { try table.write(toFile: output, atomically: true, encoding: .utf8) }
             return

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Playback
 
 /// Defaults from `$XDG_CONFIG_HOME/quaver/quaver.conf`; command-line options override them.
 ///
@@ -13,7 +14,15 @@ import FoundationEssentials
 /// minimum-rate = 0.5
 /// maximum-rate = 2.0
 /// instance = new
+/// replaygain = auto
+/// replaygain-preamp = 0
+/// replaygain-clipping = peak
+/// replaygain-fallback = -3
+/// replaygain-analysis = yes
 /// ```
+///
+/// The `replaygain` keys are read again on SIGHUP and apply from the next track; the others
+/// take a restart.
 struct Config: Equatable {
     /// What a second `quaver` does when one already owns the bus name.
     enum InstancePolicy: String, CaseIterable {
@@ -34,13 +43,17 @@ struct Config: Equatable {
     var instance = InstancePolicy.handOver
     var volume: Double?
     var playlistsFolder: URL?
+    var loudness = LoudnessSettings()
 
     /// The playback rates Quaver offers at most: scaletempo keeps the pitch well within
     /// them, and a rate far outside (a tiny one from a typo) breaks GStreamer's pipeline.
     /// The configured range, the saved rate and every rate requested lie inside.
     static let rateLimits: ClosedRange<Double> = 0.25...4
 
-    static let keys = ["audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"]
+    static let keys = ["audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"] + loudnessKeys
+
+    /// The keys read again on SIGHUP.
+    static let loudnessKeys = ["replaygain", "replaygain-preamp", "replaygain-clipping", "replaygain-fallback", "replaygain-analysis"]
 
     struct ParseError: Error, CustomStringConvertible {
         var file: String
@@ -118,11 +131,38 @@ struct Config: Equatable {
                     throw fail("must be a number from 0 to 1, not \"\(value)\"")
                 }
                 config.volume = volume
+            case "replaygain":
+                guard let mode = LoudnessSettings.Mode(rawValue: value) else {
+                    throw fail("must be \(LoudnessSettings.Mode.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+                }
+                config.loudness.mode = mode
+            case "replaygain-preamp", "replaygain-fallback":
+                let range = key == "replaygain-preamp" ? LoudnessSettings.preampRange : LoudnessSettings.fallbackRange
+                guard let gain = decibels(value, in: range) else {
+                    throw fail("must be a gain in dB from \(range.lowerBound) to \(range.upperBound), not \"\(value)\"")
+                }
+                if key == "replaygain-preamp" { config.loudness.preamp = gain } else { config.loudness.fallbackGain = gain }
+            case "replaygain-clipping":
+                guard let clipping = LoudnessSettings.Clipping(rawValue: value) else {
+                    throw fail("must be \(LoudnessSettings.Clipping.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+                }
+                config.loudness.clipping = clipping
+            case "replaygain-analysis":
+                guard let flag = boolean(value) else { throw fail("must be yes or no, not \"\(value)\"") }
+                config.loudness.analysis = flag
             default:
                 break
             }
         }
         return config
+    }
+
+    /// A gain in dB within `range`: a number, optionally followed by `dB`.
+    static func decibels(_ value: String, in range: ClosedRange<Double>) -> Double? {
+        var number = value
+        if number.lowercased().hasSuffix("db") { number = number.dropLast(2).trimmingSpaces() }
+        guard let gain = Double(number), gain.isFinite, range.contains(gain) else { return nil }
+        return gain
     }
 
     private static func boolean(_ value: String) -> Bool? {

@@ -25,6 +25,10 @@ final class Daemon {
         var instance = Config.InstancePolicy.handOver
         /// The folder of playlists offered over MPRIS; nil: none.
         var playlistsFolder: URL?
+        /// The loudness settings of the command line, over those of `quaver.conf`.
+        var loudness = LoudnessOverrides()
+        /// The loudness settings at start: `quaver.conf`'s under the command line's.
+        var startLoudness = LoudnessSettings()
     }
 
     /// Keeps the running daemon alive for the life of the process.
@@ -89,6 +93,9 @@ final class Daemon {
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
+        player.gainCache = Self.makeGainCache(logger: logger)
+        player.loudness = options.startLoudness
+        logger.debug("loudness: \(options.startLoudness.summary)")
     }
 
     /// The introspection document of the MPRIS object (`dbus/org.mpris.MediaPlayer2.xml`).
@@ -571,6 +578,7 @@ final class Daemon {
             source.resume()
             signalSources.append(source)
         }
+        signalSources.append(makeReloadSource())
     }
 
     /// Releases the bus name, stops the pipeline and exits.
@@ -579,6 +587,7 @@ final class Daemon {
         loadsInProgress = 0
         saveState()
         finishSaving()
+        player.gainCache?.flush()
         mpris.unregister()
         connection?.flush()
         // Exits once GStreamer has let go of the pipeline (a process exiting under its

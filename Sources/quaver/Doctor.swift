@@ -315,12 +315,27 @@ struct DoctorReport {
             }
         }
         do {
-            _ = try Config.load()
+            let config = try Config.load()
             let exists = FileManager.default.fileExists(atPath: Config.defaultFile.path)
             add("configuration", .ok, exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
+            checkLoudness(config.loudness)
         } catch {
             add("configuration", .failed, "\(error)", fix: "correct that line (see data/quaver.conf.example)")
         }
+    }
+
+    /// The loudness settings, whether GStreamer has the ReplayGain elements, and how many
+    /// gains have been measured.
+    private mutating func checkLoudness(_ settings: LoudnessSettings) {
+        let missing = ["rgvolume", "rglimiter", "rganalysis"].filter { !GStreamer.hasElement($0) }
+        guard missing.isEmpty else {
+            add("loudness", .warning, "\(missing.joined(separator: ", ")) missing: tracks play without ReplayGain",
+                fix: "install gstreamer1.0-plugins-good")
+            return
+        }
+        let cache = Paths.cache.appendingPathComponent(GainCache.fileName)
+        let lines = (try? String(contentsOf: cache, encoding: .utf8))?.split(separator: "\n").count ?? 0
+        add("loudness", .ok, "\(settings.summary); \(max(lines - 1, 0)) measured gains in \(cache.path) (quaver --log-level debug logs the gain of each track)")
     }
 
     private mutating func checkProblems() {

@@ -94,6 +94,25 @@ struct Quaver: ParsableCommand {
     @Option(help: ArgumentHelp("Start volume, 0 to 1 on the mixer (cubic) scale.", valueName: "level"))
     var volume: Double?
 
+    @Option(help: ArgumentHelp(
+        "Loudness levelling (ReplayGain): 'auto' (the default) plays an album in order at its album gain and anything else at track gain; 'album', 'track', or 'off'.",
+        valueName: "auto|album|track|off"))
+    var replaygain: LoudnessSettings.Mode?
+
+    @Option(help: ArgumentHelp("Added to every track's gain, in dB (-15 to 15; default 0).", valueName: "dB"))
+    var replaygainPreamp: Double?
+
+    @Option(help: ArgumentHelp(
+        "How a gain is kept from clipping: 'peak' (the default) lowers it to the track's peak, 'limiter' applies it whole through rglimiter, 'off' does neither.",
+        valueName: "peak|limiter|off"))
+    var replaygainClipping: LoudnessSettings.Clipping?
+
+    @Option(help: ArgumentHelp("Gain of a track without ReplayGain tags until it has been measured, in dB (-30 to 15; default 0).", valueName: "dB"))
+    var replaygainFallback: Double?
+
+    @Flag(help: "Do not measure tracks without ReplayGain tags while they play.")
+    var noReplaygainAnalysis = false
+
     @Option(help: ArgumentHelp("Log detail: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: Logger.Level = .info
 
@@ -119,6 +138,12 @@ struct Quaver: ParsableCommand {
     func validate() throws {
         if let volume, !(volume.isFinite && (0...1).contains(volume)) { throw ValidationError("--volume must be between 0 and 1") }
         if paused && play { throw ValidationError("--paused and --play contradict each other") }
+        if let replaygainPreamp, Config.decibels("\(replaygainPreamp)", in: LoudnessSettings.preampRange) == nil {
+            throw ValidationError("--replaygain-preamp must be from \(LoudnessSettings.preampRange.lowerBound) to \(LoudnessSettings.preampRange.upperBound) dB")
+        }
+        if let replaygainFallback, Config.decibels("\(replaygainFallback)", in: LoudnessSettings.fallbackRange) == nil {
+            throw ValidationError("--replaygain-fallback must be from \(LoudnessSettings.fallbackRange.lowerBound) to \(LoudnessSettings.fallbackRange.upperBound) dB")
+        }
         guard !name.isEmpty, name.utf8.count < 100,
             name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
             !(name.first?.isNumber ?? true)
@@ -154,23 +179,28 @@ struct Quaver: ParsableCommand {
         options.rates = config.minimumRate...config.maximumRate
         options.instance = newInstance ? .new : instance ?? config.instance
         options.playlistsFolder = config.playlistsFolder ?? Paths.music.appendingPathComponent("Playlists", isDirectory: true)
+        options.loudness = LoudnessOverrides(
+            mode: replaygain, preamp: replaygainPreamp, clipping: replaygainClipping, fallbackGain: replaygainFallback,
+            noAnalysis: noReplaygainAnalysis)
+        options.startLoudness = options.loudness.applied(to: config.loudness)
         if printIntrospection {
             MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
             return
         }
-        try MainActor.assumeIsolated {
+        let started = try MainActor.assumeIsolated { () throws -> Bool in
             var connection: Connection?
             if options.instance != .new {
                 switch HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger) {
-                case .done: return
+                case .done: return false
                 case .start(let asked): connection = asked
                 }
             }
             let daemon = try Daemon(options: options, logger: logger)
             try daemon.start(on: connection)
             Daemon.current = daemon
+            return true
         }
-        dispatchMain()
+        if started { dispatchMain() }
     }
 }
 
@@ -216,3 +246,5 @@ extension Quaver {
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension Config.InstancePolicy: ExpressibleByArgument {}
 extension TrackGenerator.Format: ExpressibleByArgument {}
+extension LoudnessSettings.Mode: ExpressibleByArgument {}
+extension LoudnessSettings.Clipping: ExpressibleByArgument {}

@@ -74,5 +74,13 @@ uint64_t cshims_byte_counter_read(const cshims_byte_counter *counter);
 // every URI it opens, from `source-setup` on): how much a server has sent, whatever the
 // decoders make of it. Returns the handler id (for cshims_disconnect).
 gulong cshims_playbin_count_source_bytes(GstElement *playbin, cshims_byte_counter *counter);
+// gst_tag_list_new() is variadic: a new list of the four ReplayGain values.
+GstTagList *cshims_replaygain_tags(double track_gain, double track_peak, double album_gain, double album_peak);
+// A new TAG event like `event` without its ReplayGain values (the gains, the peaks and the
+// reference level); NULL when it holds none, so that the event goes on as it is.
+GstEvent *cshims_tag_event_without_replaygain(GstEvent *event);
+// The Opus R128 gain named `key` ("R128_TRACK_GAIN") among the extended comments of
+// `list`, as the Q7.8 integer the comment holds; FALSE when absent or not a number.
+gboolean cshims_r128_gain(const GstTagList *list, const char *key, gint *value);
 
 #endif

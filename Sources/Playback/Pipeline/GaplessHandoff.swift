@@ -7,10 +7,16 @@ final class GaplessHandoff: Sendable {
     struct Item: Sendable, Equatable {
         var entryID: UInt64
         var uri: String
+        /// The gain the stream plays at, applied when it starts.
+        var loudness: LoudnessPlan?
     }
     private struct State {
         var prepared: Item?
         var committed: Item?
+        /// The loudness of the streams that start next, in the order they start: the loaded
+        /// one's (until its stream starts), then the one handed over. playbin can take the
+        /// next URI before the loaded stream has reached the audio filter.
+        var upcomingLoudness: [LoudnessPlan?] = []
     }
     private let state = Locked(State())
 
@@ -23,6 +29,7 @@ final class GaplessHandoff: Sendable {
             guard let item = state.prepared else { return nil }
             state.committed = item
             state.prepared = nil
+            state.upcomingLoudness.append(item.loudness)
             return item.uri
         }
     }
@@ -43,5 +50,17 @@ final class GaplessHandoff: Sendable {
 
     /// Main actor: forget everything (a new track is loaded by hand).
     func reset() { state.withLock { $0 = State() } }
+
+    /// Pipeline queue, once a stream is loaded: its loudness comes first.
+    func loaded(loudness: LoudnessPlan?) { state.withLock { $0.upcomingLoudness = [loudness] } }
+
+    /// Streaming thread, as a stream starts in the audio filter: its loudness (`known` false
+    /// when none was given for it, and the one applied goes on).
+    func streamStarts() -> (known: Bool, plan: LoudnessPlan?) {
+        state.withLock { state in
+            guard !state.upcomingLoudness.isEmpty else { return (false, nil) }
+            return (true, state.upcomingLoudness.removeFirst())
+        }
+    }
 }
 

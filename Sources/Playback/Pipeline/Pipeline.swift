@@ -73,6 +73,12 @@ final class Pipeline: @unchecked Sendable {
         /// The factory names of the elements the loaded stream is played with, once it
         /// prerolled (for diagnostics and tests).
         case elements([String])
+        /// A stream started at this gain (`rgvolume`'s result, in dB), as `plan` set it.
+        /// Reported from the streaming thread, whatever load it belongs to.
+        case loudnessApplied(LoudnessPlan, gain: Double)
+        /// `rganalysis` measured a whole track that has no tags. Reported from the streaming
+        /// thread, whatever load it belongs to.
+        case loudnessMeasured(TrackSignature, MeasuredGain)
         /// A call into GStreamer did not return within `stuckLimit`: the pipeline is stuck
         /// (a deadlock inside GStreamer) and must be replaced. Nothing else is reported after it.
         case stuck
@@ -120,6 +126,8 @@ final class Pipeline: @unchecked Sendable {
     var bus: UnsafeMutablePointer<GstBus>?
     private var busSource: (any DispatchSourceRead)?
     private var handlers: [gulong] = []
+    /// The audio filter with the ReplayGain elements; nil when they are not installed.
+    private var loudness: LoudnessChain?
     var loadNumber = 0
     /// The URI of the load in progress (nil once it is taken down).
     var loadedURI: String?
@@ -181,8 +189,12 @@ final class Pipeline: @unchecked Sendable {
         // default, refilled after every seek; a fifth of a second is ample ahead of a sink
         // that buffers on its own, and makes each seek decode less.
         cshims_playbin_limit_audio_queue(element, 200_000_000)
-        if let scaletempo = gst_element_factory_make("scaletempo", nil) {
-            cshims_object_set_object(element, "audio-filter", scaletempo)  // keeps pitch when the rate changes
+        // scaletempo keeps pitch when the rate changes; the ReplayGain elements go before it.
+        if let chain = LoudnessChain.make(handoff: handoff, report: { [weak self] event in self?.postFromStream(event) }) {
+            cshims_object_set_object(element, "audio-filter", chain.bin)
+            loudness = chain
+        } else if let scaletempo = gst_element_factory_make("scaletempo", nil) {
+            cshims_object_set_object(element, "audio-filter", scaletempo)
         }
         let sink: UnsafeMutablePointer<GstElement>?
         if let audioSink {
@@ -238,10 +250,12 @@ final class Pipeline: @unchecked Sendable {
     /// READY, not NULL, by default: the file is closed all the same, and GStreamer 1.22's
     /// playsink leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure,
     /// NULL: every element of the failed stream goes, not only its data.
-    func load(_ uri: String, state: State, number: Int, fresh: Bool) {
+    /// `loudness`: the gain the stream plays at.
+    func load(_ uri: String, state: State, number: Int, fresh: Bool, loudness: LoudnessPlan? = nil) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
+            pipeline.handoff.loaded(loudness: loudness)
             pipeline.loadNumber = number
             pipeline.loadedURI = uri
             pipeline.wantsElements = true
@@ -395,6 +409,13 @@ final class Pipeline: @unchecked Sendable {
     /// The watchdog reports a stuck pipeline whatever load it was at.
     private var loadNumberForWatchdog: Int { .max }
 
+    /// Reports an event from a streaming thread, outside the order of the bus and of any load.
+    private func postFromStream(_ event: Event) {
+        let silenced = control.withLock { $0.retired || $0.stuck }
+        guard !silenced else { return }
+        deliver(Delivery(load: loadNumberForWatchdog, event: event))
+    }
+
     func post(_ event: Event) {
         let silenced = control.withLock { $0.retired || $0.stuck }
         guard !silenced else { return }
@@ -404,6 +425,7 @@ final class Pipeline: @unchecked Sendable {
     private func tearDown(_ playbin: UnsafeMutablePointer<GstElement>, fresh: Bool) {
         gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
         handoff.reset()
+        loudness?.reset()
         // What is still queued describes the stream just taken down.
         if let bus {
             gst_bus_set_flushing(bus, 1)

@@ -9,6 +9,8 @@ extension Player {
         case .stuck: return pipelineGotStuck()
         case .requestState(let state): return handleStateRequest(state)
         case .outputVolumeChanged(let heard): return outputVolumeChanged(heard)
+        case .loudnessApplied(let plan, let gain): return loudnessApplied(plan, gain: gain)
+        case .loudnessMeasured(let signature, let gain): return loudnessMeasured(signature, gain)
         default: break
         }
         guard delivery.load == loadNumber else { return }  // about a stream taken down since
@@ -71,7 +73,7 @@ extension Player {
             if let entry = transport.loadedEntry.flatMap({ entry(id: $0) }) {
                 logger.debug("pipeline for \(MediaSources.displayName(entry.uri)): \(names.joined(separator: " "))")
             }
-        case .stuck, .requestState, .outputVolumeChanged:
+        case .stuck, .requestState, .outputVolumeChanged, .loudnessApplied, .loudnessMeasured:
             break  // handled above, whatever load they come with
         }
     }

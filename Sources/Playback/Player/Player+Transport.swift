@@ -67,7 +67,7 @@ extension Player {
                 seeks.loaded()
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
-                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh)
+                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudnessPlan(for: load.entry))
                 if prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) { watchPreroll(of: load) } else { prerollTimer.cancel() }
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
@@ -293,7 +293,12 @@ extension Player {
     func prepareNext() {
         let next = requestedStatus == .stopped ? nil : selectedIndex.flatMap { neighbour(of: $0, forward: true, automatic: true) }
         let plan = selectedIndex.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
-        if case .handOver(let item) = plan { pipeline.prepareNext(item) } else { pipeline.prepareNext(nil) }
+        if case .handOver(var item) = plan {
+            item.loudness = loudnessPlan(for: item.entryID)
+            pipeline.prepareNext(item)
+        } else {
+            pipeline.prepareNext(nil)
+        }
         guard case .readFirst(let id, let uri) = plan else { return }
         prefetch.readAhead(id, uri: uri) { [weak self] result in
             guard let self, let index = queue.index(of: id) else { return }

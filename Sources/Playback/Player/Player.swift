@@ -44,6 +44,15 @@ public final class Player {
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
+    /// How loudness is levelled: a change applies from the next track on.
+    public var loudness = LoudnessSettings() {
+        didSet {
+            // The track handed over already keeps the gain it was given.
+            if loudness != oldValue, !pipeline.handoff.hasCommitted { prepareNext() }
+        }
+    }
+    /// The gains measured for tracks without tags (nil: none are kept).
+    public var gainCache: GainCache?
 
     var transport = Transport()
     var selection = Selection()
