@@ -115,7 +115,7 @@ struct EngineDefectTests {
     /// return from: the pipeline is replaced once. Its replacement never prerolls either, and
     /// Quaver must then say so and publish the truth, not wait or retry without a word. Every
     /// call is answered throughout (the 2 s bound is generous: the benchmark measures speed).
-    @Test("a sink that never takes audio: replaced once, then the truth and a log line; every call answered")
+    @Test("a sink that never takes audio: replaced, then the truth and a log line, no retry without Play; every call answered")
     func stuckTwice() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
         let session = try await Session()
@@ -146,16 +146,19 @@ struct EngineDefectTests {
         }
         let replaced = "going on in a new pipeline"
         #expect(try await readUntil(.seconds(15)) { !session.logLines(containing: replaced).isEmpty }, "replaced: \(session.log())")
-        let gaveUp = try await readUntil(.seconds(15)) {
-            !session.logLines(containing: "stuck twice").isEmpty || session.log().lowercased().contains("gave up")
-                || session.log().lowercased().contains("giving up")
+        // The replacement's preroll has the output limit (15 s), is retried once, and then the
+        // output counts as failed (or the retry's teardown sticks, which is the second stuck).
+        let gaveUp = try await readUntil(.seconds(30)) {
+            !session.logLines(containing: "stuck twice").isEmpty || !session.logLines(containing: "took no audio").isEmpty
         }
-        withKnownIssue("a replacement that never prerolls is waited on for ever, without a word") {
-            #expect(gaveUp, "Quaver says it gave up: \(session.log())")
-        }
+        #expect(gaveUp, "Quaver says it gave up: \(session.log())")
         let status = try await timer.time { try await session.get("PlaybackStatus") }
         #expect(status == .string("Paused") || status == .string("Stopped"), "the truth: nothing plays (\(status))")
-        #expect(session.logLines(containing: replaced).count == 1, "replaced once, not again and again: \(session.log())")
+        // The stuck pipeline is replaced; when the replacement sticks too, it is replaced by one
+        // that holds nothing, and nothing is tried again until Play.
+        #expect(session.logLines(containing: replaced).count <= 2, "not replaced again and again: \(session.log())")
+        await session.waiter.elapse(.seconds(10))
+        #expect(session.logLines(containing: replaced).count <= 2, "nothing is tried again without Play: \(session.log())")
         let shown = try await session.metadata()["xesam:title"]?.string ?? "-"
         print("stuck sink: \(timer.count) calls, slowest reply \(timer.slowest); status \(status), showing \(shown)")
         #expect(timer.slowest < .seconds(2), "every call answered: the slowest took \(timer.slowest)")

@@ -25,22 +25,32 @@ struct PlayerPartsTests {
         #expect(after { schedule.next { needed.contains($0) } } == 1, "requests dropped before can be asked again")
     }
 
-    @Test func aReloadAfterAFailedHandOverIsTimedRetriedOnceThenGivenUp() {
+    @Test func aReloadAfterAFailedHandOverIsTimedRetriedOnceThenSkipped() {
         var watch = PrerollWatch()
-        #expect(!after { watch.loadStarted(1, isLocal: true) }, "an ordinary load is not timed")
         watch.handOverFailed()
-        #expect(after { watch.loadStarted(1, isLocal: true) })
+        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.limit)
         #expect(after { watch.timedOut() } == .retry)
-        #expect(after { watch.loadStarted(1, isLocal: true) }, "the retry is timed too")
-        #expect(after { watch.timedOut() } == .giveUp)
+        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.limit, "the retry is timed too")
+        #expect(after { watch.timedOut() } == .skip)
         #expect(watch.stage == .off)
         #expect(after { watch.timedOut() } == nil)
+    }
+
+    @Test func anOrdinaryLoadThatNeverPrerollsIsRetriedOnceThenTheOutputFails() {
+        var watch = PrerollWatch()
+        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit, "every local load is timed, generously")
+        #expect(PrerollWatch.outputLimit > PrerollWatch.limit)
+        #expect(after { watch.timedOut() } == .retry)
+        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit)
+        #expect(after { watch.timedOut() } == .outputFailed, "the track is not at fault: the output is")
+        #expect(after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "the next load is timed afresh")
+        #expect(after { watch.loadStarted(3, isLocal: false) } == nil, "a stream has its stall watch")
     }
 
     @Test func aPrerollOrAnotherLoadEndsThePrerollWatch() {
         var watch = PrerollWatch()
         watch.handOverFailed()
-        #expect(!after { watch.loadStarted(1, isLocal: false) }, "a stream has its stall watch")
+        #expect(after { watch.loadStarted(1, isLocal: false) } == nil, "a stream has its stall watch")
         #expect(watch.stage == .off)
         watch.handOverFailed()
         _ = watch.loadStarted(1, isLocal: true)
@@ -49,7 +59,8 @@ struct PlayerPartsTests {
         watch.handOverFailed()
         _ = watch.loadStarted(1, isLocal: true)
         #expect(after { watch.timedOut() } == .retry)
-        #expect(!after { watch.loadStarted(2, isLocal: true) }, "another entry: the retry is moot")
+        #expect(after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "another entry: the retry is moot")
+        #expect(watch.stage == .watching(entry: 2, retried: false, afterHandOver: false))
         watch.handOverFailed()
         watch.prerolled()
         #expect(watch.stage == .reloadAfterHandOver, "a seek's completion does not forget the reload to come")

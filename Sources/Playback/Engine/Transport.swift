@@ -360,6 +360,16 @@ struct Transport: Sendable, Equatable {
     /// playbin switched, gaplessly, to the stream handed over: `load` is what is heard now.
     mutating func switched(to load: Load) -> [Action] {
         guard loadedOrNil() != nil else { return [] }
+        // The preroll is over (its stream played to the end): a load asked for meanwhile is
+        // what the listener wants, whatever playbin switched to.
+        if case .prerolling(_, _, let queued?) = phase { return start(queued) }
+        // Pause came during the preroll, and a switch happens only while playing: the
+        // pipeline is asked to pause, and clients hear of the new entry once it has.
+        if case .prerolling = phase, intent == .paused, rate == 1 {
+            retryingAfterStuck = nil
+            phase = .loaded(load, reached: nil)
+            return [.setState(.paused)]
+        }
         var reached: Player.Status? = nil
         if case .loaded(_, let confirmed) = phase { reached = confirmed }
         retryingAfterStuck = nil

@@ -68,7 +68,11 @@ extension Player {
                 beginStream(load.entry)
                 clock.set(load.position ?? .zero, rate: 0)
                 pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudnessPlan(for: load.entry))
-                if prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) { watchPreroll(of: load) } else { prerollTimer.cancel() }
+                if let limit = prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) {
+                    watchPreroll(of: load, limit: limit)
+                } else {
+                    prerollTimer.cancel()
+                }
                 // playbin asks for the next URI as soon as it has read this one, which for a
                 // short file is during preroll: the answer is ready before it starts.
                 prepareNext()
@@ -101,15 +105,19 @@ extension Player {
     }
 
     /// Times the preroll of `load` (see ``PrerollWatch``).
-    private func watchPreroll(of load: Transport.Load) {
+    private func watchPreroll(of load: Transport.Load, limit: Duration) {
         let number = loadNumber
-        prerollTimer.start(after: PrerollWatch.limit) { [weak self] in
+        prerollTimer.start(after: limit) { [weak self] in
             guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut() else { return }
+            let name = MediaSources.displayName(load.uri)
             switch decision {
-            case .giveUp:
-                run(transport.failed(reason: "it did not start within \(StreamWatch.seconds(PrerollWatch.limit))", inOutput: false, position: .zero))
+            case .skip:
+                run(transport.failed(reason: "it did not start within \(StreamWatch.seconds(limit))", inOutput: false, position: .zero))
+            case .outputFailed:
+                streamFailed("it took no audio of \(name) within \(StreamWatch.seconds(limit)), twice", debug: nil, source: "quaver-audio-sink",
+                             uri: load.uri, inOutput: true)
             case .retry:
-                logger.warning("\(MediaSources.displayName(load.uri)) did not start within \(StreamWatch.seconds(PrerollWatch.limit)); loading it again")
+                logger.warning("\(name) did not start within \(StreamWatch.seconds(limit)); loading it again")
                 run(transport.prerollTimedOut())
             }
         }
