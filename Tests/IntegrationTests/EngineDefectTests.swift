@@ -59,23 +59,14 @@ struct EngineDefectTests {
     /// it only with a Seeked(0).
     @Test("a loop of one track: Previous restarts only with Seeked(0), Next does nothing, neither is offered")
     func loopOfOnePreviousAndNext() async throws {
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try await Session()
+        let session = try await Session.playingLoopOfOne(seconds: 30)
         defer { session.stop() }
-        try await session.launch(["--paused"] + tracks.map(\.path))
-        try await session.waitForStatus("Paused")
-        var mark = session.signals.count
-        try await session.set("LoopStatus", .string("Playlist"))
-        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
-        mark = session.signals.count
-        _ = try await session.call("Play")
-        try await session.waitForStatus("Playing", after: mark)
         #expect(try await session.get("CanGoNext") == .boolean(false))
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
         let track = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
 
         // Two seconds in: early, where Previous goes back a track rather than restarting it.
-        mark = session.signals.count
+        var mark = session.signals.count
         _ = try await session.call("SetPosition", [.objectPath(track), .int64(2_000_000)])
         try await session.waitForSignal(after: mark, "Seeked(2 s)") { $0.member == "Seeked" }
         mark = session.signals.count

@@ -77,18 +77,9 @@ struct EngineEdgeTests {
     func loopOfOne() async throws {
         // Long enough that the loop is set before the track ends on a machine busy with other
         // tests; its restart comes after that.
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 8)
-        let session = try await Session()
+        let session = try await Session.playingLoopOfOne(seconds: 8)
         defer { session.stop() }
-        // The loop is set before the track plays, so that it is what follows from the start.
-        try await session.launch(["--paused"] + tracks.map(\.path))
-        try await session.waitForStatus("Paused")
-        var mark = session.signals.count
-        try await session.set("LoopStatus", .string("Playlist"))
-        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
-        mark = session.signals.count
-        _ = try await session.call("Play")
-        try await session.waitForStatus("Playing", after: mark)
+        let mark = session.signals.count
         #expect(try await session.get("CanGoNext") == .boolean(false))
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
         let track = try await session.metadata()["mpris:trackid"]
@@ -99,5 +90,28 @@ struct EngineEdgeTests {
         #expect((restart.arguments.first?.int64 ?? -1) < 300_000, "\(restart)")
         #expect(try await session.metadata()["mpris:trackid"] == track, "the same track")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
+    }
+}
+
+extension Session {
+    /// Quaver playing one track of `seconds` on LoopStatus Playlist. The loop is set before
+    /// the track plays, so that it is what follows from the start.
+    static func playingLoopOfOne(seconds: Double) async throws -> Session {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: seconds)
+        let session = try await Session()
+        do {
+            try await session.launch(["--paused"] + tracks.map(\.path))
+            try await session.waitForStatus("Paused")
+            var mark = session.signals.count
+            try await session.set("LoopStatus", .string("Playlist"))
+            try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+            mark = session.signals.count
+            _ = try await session.call("Play")
+            try await session.waitForStatus("Playing", after: mark)
+            return session
+        } catch {
+            session.stop()
+            throw error
+        }
     }
 }
