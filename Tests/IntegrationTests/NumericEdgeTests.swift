@@ -83,12 +83,15 @@ struct NumericEdgeTests {
         #expect(minimum >= 0.25 && minimum <= 1 && maximum >= 1 && maximum <= 4, "rates \(minimum)...\(maximum) from \(key) = \(value)")
     }
 
-    /// Answers within a second, plays the queue's first track when asked, and has not crashed.
+    /// Answers at once, plays the queue's first track when asked, and has not crashed. "At
+    /// once" is 3 s: what it guards against is a value that sends the daemon into a long
+    /// computation or read (a 2 GiB state file once held the name back 10 s), and the suite
+    /// runs beside others that load the machine (speed is the benchmark's to measure).
     static func expectHealthyAndPlaying(_ session: Session, _ count: Int, _ what: String) async throws {
         #expect(session.daemonStatus == nil, "quaver exited with \(what): \(session.log())")
         let asked = ContinuousClock.now
         _ = try await session.get("PlaybackStatus")
-        #expect(ContinuousClock.now - asked < .seconds(1), "a Get took \(ContinuousClock.now - asked) with \(what)")
+        #expect(ContinuousClock.now - asked < .seconds(3), "a Get took \(ContinuousClock.now - asked) with \(what)")
         let tracks = try await session.get("Tracks", interface: MPRISNames.trackList).objectPaths
         #expect(tracks.count == count, "\(tracks.count) tracks queued with \(what)")
         let mark = session.signals.count
