@@ -69,6 +69,8 @@ final class Daemon {
     /// The entry whose artwork was last looked for again: once per entry, never in a loop.
     private var artworkLookedForAgain: UInt64?
     private var nameRequested = false
+    /// The demo playlist is being rendered (see `demoNameOwnershipDeadline`).
+    private var makingDemo = false
     /// When the daemon was made: how long the first state took is logged with the name.
     private let startedAt = ContinuousClock.now
     /// Owns the name should the start take long (cancelled once it is owned: an idle daemon
@@ -170,7 +172,7 @@ final class Daemon {
             try ownName()
         } else {
             let deadline = DispatchSource.makeTimerSource(queue: .main)
-            deadline.schedule(deadline: .now() + Self.nameOwnershipDeadline)
+            deadline.schedule(deadline: .now() + (makingDemo ? Self.demoNameOwnershipDeadline : Self.nameOwnershipDeadline))
             deadline.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.ownNameOrExit() } }
             deadline.resume()
             nameDeadline = deadline
@@ -188,6 +190,10 @@ final class Daemon {
 
     /// How long the start may take before the name is owned whatever the state.
     static let nameOwnershipDeadline: Double = 2
+    /// The same when the demo playlist is rendered first (a first run with no music): three
+    /// tracks take seconds to render on a busy machine, and a client that reads the state
+    /// meanwhile would see Stopped with no track.
+    static let demoNameOwnershipDeadline: Double = 15
 
     /// Whether what plays first is still being found or loaded.
     private var isStarting: Bool {
@@ -254,6 +260,7 @@ final class Daemon {
         let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
         let generation = loadGeneration
         loadsInProgress += 1
+        makingDemo = true
         Self.loadQueue.async {
             let result = Result { () throws -> [String] in
                 // The cache folder is Quaver's own: never written through a symbolic link.
@@ -269,6 +276,7 @@ final class Daemon {
 
     private func demoMade(_ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int) {
         loadsInProgress -= 1
+        makingDemo = false
         defer {
             syncNowPlaying(republishTiming: false)
             if mpris.busName == nil, !isStarting { ownNameOrExit() }
