@@ -1,4 +1,3 @@
-import CSystem
 import DBus
 import Dispatch
 import FoundationEssentials
@@ -40,20 +39,20 @@ final class Daemon {
     let commands = RemoteCommandCenter()
     let info = NowPlayingInfoCenter()
     let mpris: MPRISServer
-    private var connection: Connection?
+    var connection: Connection?
     private var signalSources: [any DispatchSourceSignal] = []
     /// Pauses before the system sleeps (nil without a system bus).
     private var sleepGuard: SleepGuard?
     let store: StateStore
     /// What was last written, so that nothing is rewritten when nothing changed.
-    private var savedState: SavedState?
-    private var savedQueueRevision: Int?
+    var savedState: SavedState?
+    var savedQueueRevision: Int?
     private var saveScheduled = false
     /// Writes the session in order, off the main queue.
-    private let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
-    private var isWritingSave = false
-    private var queueSaveDue = false
-    private var stateSaveDue: SavedState?
+    let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
+    var isWritingSave = false
+    var queueSaveDue = false
+    var stateSaveDue: SavedState?
     /// Media being expanded in the background; the session is saved once it is all in.
     var loadsInProgress = 0
     var loadGeneration = 0
@@ -423,72 +422,6 @@ final class Daemon {
                 self.saveScheduled = false
                 self.saveState()
             }
-        }
-    }
-
-    // MARK: - Saved session
-
-    /// Saves the queue (when it changed) and the playback state (when it changed), off the
-    /// main queue. Called at the moments that change them: never on a timer; not while media
-    /// is still being queued (once it is all in). While a save is being written, further
-    /// changes only mark what is due; the newest queue and state are written, in that
-    /// order, as soon as it is done (a burst of 2,000 AddTrack calls is a few writes).
-    func saveState() {
-        guard connection != nil, loadsInProgress == 0 else { return }  // not before the session is restored
-        if player.queueRevision != savedQueueRevision {
-            savedQueueRevision = player.queueRevision
-            queueSaveDue = true
-        }
-        let position = player.status == .stopped ? .zero : (player.position ?? .zero)
-        let state = SavedState(
-            queueCount: player.count, current: player.currentIndex,
-            position: position.microseconds, volume: player.volume, rate: player.rate,
-            loop: player.repeatMode.rawValue, shuffle: player.shuffle)
-        if state != savedState {
-            savedState = state
-            stateSaveDue = state
-        }
-        writeDueSaves()
-    }
-
-    private func writeDueSaves() {
-        guard !isWritingSave, queueSaveDue || stateSaveDue != nil else { return }
-        isWritingSave = true
-        let queue = queueSaveDue ? player.entries : nil
-        let state = stateSaveDue
-        queueSaveDue = false
-        stateSaveDue = nil
-        let store = self.store, logger = self.logger
-        saveQueue.async {
-            Self.write(queue: queue, state: state, store: store, logger: logger)
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { [weak self] in
-                    self?.isWritingSave = false
-                    self?.writeDueSaves()
-                }
-            }
-        }
-    }
-
-    nonisolated private static func write(queue: [Player.Entry]?, state: SavedState?, store: StateStore, logger: Logger) {
-        do {
-            if let queue { try store.saveQueue(queue.map(\.uri)) }
-            if let state { try store.save(state) }
-        } catch {
-            logger.warning("could not save the session (playback goes on): \(error)")
-        }
-        // Writing a long queue builds its text in memory: the pages it freed go back to the
-        // system, or a daemon that runs all day keeps them.
-        if let queue, queue.count >= 10_000 { csystem_trim_heap() }
-    }
-
-    /// Writes what is still due, waiting for a write under way first (before exit).
-    func finishSaving() {
-        saveQueue.sync {}
-        if queueSaveDue || stateSaveDue != nil {
-            Self.write(queue: queueSaveDue ? player.entries : nil, state: stateSaveDue, store: store, logger: logger)
-            queueSaveDue = false
-            stateSaveDue = nil
         }
     }
 
