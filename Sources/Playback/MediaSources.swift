@@ -449,6 +449,9 @@ public enum MediaSources {
         return candidate.lowercased()
     }
 
+    /// Whether a URI names a local file (anything else is a network stream).
+    static func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
+
     /// A readable name for a URI in log lines: the path for files, the URI otherwise.
     public static func displayName(_ uri: String) -> String {
         if let url = URL(string: uri), url.isFileURL { return url.path }

@@ -58,7 +58,7 @@ extension Player {
         selectedIndex = queue.isEmpty ? nil : min(index, queue.count - 1)
         current = nil
         onChange?(.queue)
-        run(transport.stop())
+        engine.stop()
         discoverCurrentIfNeeded()
         return true
     }
@@ -71,7 +71,7 @@ extension Player {
         queue.removeAll()
         selection.reset()
         current = nil
-        run(transport.stop())
+        engine.stop()
         // The first entry is shown at once, as Play would start it, while its tags are read:
         // clients hear of the new list and of its current entry together.
         let added = insert(uris, at: 0, announce: false)

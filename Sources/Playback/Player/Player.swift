@@ -5,16 +5,13 @@ public import Logging
 /// A play queue and its transport over a GStreamer pipeline.
 ///
 /// The façade wires the parts together: the queue and what is selected in it
-/// (``Selection``, over ``PlayOrder``), the transport state machine (``Transport``), the
-/// pipeline that alone touches GStreamer, a position clock and when it asks the pipeline
-/// (``PositionFollow``), tag reads (``TagPrefetch``), the gapless hand-over
-/// (``HandOverPlan``), and the watches and policies that decide for it: ``StreamWatch``,
-/// ``PrerollWatch``, ``SeeksInFlight``, ``Interruption``, ``ErrorAttribution`` and
-/// ``VolumeEchoes``. Each decides purely; the façade carries out what they decide. Commands
-/// return at once; `status` is the settled truth, changed only when
-/// the pipeline confirms it (or at once for stop, errors and the end of the queue). The
-/// observer is told after each settled change, never about transient pipeline states (a
-/// seek's flush, a gapless switch, buffering).
+/// (``Selection``, over ``PlayOrder``), the engine that plays one entry at a time and alone
+/// owns the pipeline (``Engine``, over the ``Transport`` state machine), tag reads
+/// (``TagPrefetch``), the gapless hand-over (``HandOverPlan``), loudness plans and the
+/// interruptions a sound server asks for (``Interruption``). Commands return at once;
+/// `status` is the settled truth, changed only when the pipeline confirms it (or at once for
+/// stop, errors and the end of the queue). The observer is told after each settled change,
+/// never about transient pipeline states (a seek's flush, a gapless switch, buffering).
 @MainActor
 public final class Player {
     /// The queue in order.
@@ -25,7 +22,7 @@ public final class Player {
     public var count: Int { queue.count }
     var queue = PlayQueue()
     /// What clients are told: changes only once the pipeline confirms it.
-    public var status: Status { transport.status }
+    public var status: Status { engine.status }
     /// The entry the pipeline plays (or, when stopped, the one Play would start).
     public internal(set) var current: Entry? {
         didSet {
@@ -33,9 +30,9 @@ public final class Player {
         }
     }
     /// The playback rate (1: normal speed).
-    public var rate: Double { transport.rate }
+    public var rate: Double { engine.rate }
     /// The volume, on the cubic scale of desktop mixers (0...1).
-    public internal(set) var volume: Double = 1
+    public var volume: Double { engine.volume }
     /// What follows the last entry, or the current one at its end.
     public var repeatMode: RepeatMode { selection.order.repeatMode }
     /// Whether entries play in a random order.
@@ -48,22 +45,17 @@ public final class Player {
     public var loudness = LoudnessSettings() {
         didSet {
             // The track handed over already keeps the gain it was given.
-            if loudness != oldValue, !pipeline.handoff.hasCommitted { prepareNext() }
+            if loudness != oldValue, !engine.hasHandedOver { prepareNext() }
         }
     }
     /// The gains measured for tracks without tags (nil: none are kept).
     public var gainCache: GainCache?
 
-    var transport = Transport()
+    /// Plays one entry at a time: the only owner of the pipeline.
+    let engine: Engine
+    /// The transport state of the engine.
+    var transport: Transport { engine.transport }
     var selection = Selection()
-    var clock = PositionClock()
-    var pipeline: Pipeline!
-    /// Which pipeline's events are heard: a replaced one's are not.
-    var pipelineNumber = 0
-    /// Which load's events are heard: those of a stream taken down are not.
-    var loadNumber = 0
-    let audioSink: String?
-    let stuckLimit: Duration
     /// Reads the tags of entries off the main actor.
     let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
@@ -82,32 +74,15 @@ public final class Player {
     /// because someone stopped it: tracks queued now may go on from there.
     public internal(set) var ranOut = false
     var consecutiveFailures = 0
-    /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
-    var facts = Pipeline.Facts()
     /// The factory names of the elements the loaded stream plays through.
-    public internal(set) var pipelineElementNames: [String] = []
-    /// The next STREAM_START of this load is its own stream's, not a gapless switch.
-    var awaitingOwnStreamStart = false
+    public var pipelineElementNames: [String] { engine.pipelineElementNames }
     /// How many pipelines GStreamer got stuck in and were replaced.
-    public internal(set) var pipelinesReplaced = 0
-    var positionFollow = PositionFollow()
-    var seeks = SeeksInFlight()
-    var errors = ErrorAttribution()
+    public var pipelinesReplaced: Int { engine.pipelinesReplaced }
     var interruption = Interruption()
-    var volumeEchoes = VolumeEchoes()
-    var prerollWatch = PrerollWatch()
-    let prerollTimer = Countdown()
-    /// Runs while a load waits for the preroll in progress.
-    let prerollWait = Countdown()
-
-    // Network streams.
-    var streamTags = StreamTags()
-    var streamWatch = StreamWatch()
-    let stallTimer = Countdown()
     /// How long a network stream may send nothing before it is reported and skipped.
     public var streamStallTimeout: Duration {
-        get { streamWatch.stallLimit }
-        set { streamWatch.stallLimit = newValue }
+        get { engine.streamWatch.stallLimit }
+        set { engine.streamWatch.stallLimit = newValue }
     }
 
     /// A load that waits for its entry's tags.
@@ -128,32 +103,14 @@ public final class Player {
     ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
-        self.audioSink = audioSink
-        self.stuckLimit = stuckLimit
         prefetch = TagPrefetch(artwork: artwork)
-        do {
-            try Pipeline.validate(audioSink: audioSink)
-        } catch {
-            throw MediaError(error.description)
-        }
-        pipeline = makePipeline()
+        engine = try Engine(audioSink: audioSink, stuckLimit: stuckLimit, logger: logger)
+        engine.owner = self
         prefetch.uriToRead = { [weak self] id in
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri
         }
         prefetch.finished = { [weak self] id, result, kind in self?.read(id, result, kind) }
-    }
-
-    isolated deinit {
-        pipeline?.release()  // nil when init threw
-    }
-
-    func makePipeline() -> Pipeline {
-        pipelineNumber += 1
-        let number = pipelineNumber
-        return Pipeline(audioSink: audioSink, volume: volume, stuckLimit: stuckLimit) { [weak self] delivery in
-            self?.receive(delivery, fromPipeline: number)
-        }
     }
 
     /// The index of the selected entry in `entries`.
@@ -168,14 +125,7 @@ public final class Player {
     /// The position, extrapolated from the pipeline's last report: zero when stopped. Reads
     /// never wait on GStreamer; while playing, one read a second asks the pipeline in the
     /// background, so that a drift (an output slower than real time) is corrected.
-    public var position: Duration? {
-        if case .outputLost(_, let at) = transport.phase { return at }
-        guard status != .stopped, transport.loadedEntry != nil else { return .zero }
-        refreshPositionIfDue()
-        let position = clock.position()
-        positionFollow.shown(position, load: loadNumber)
-        return position
-    }
+    public var position: Duration? { engine.position }
 
     /// The status the commands received so far lead to (`status` follows once the pipeline
     /// has settled in it).
@@ -214,9 +164,7 @@ public final class Player {
         let id = queue[index].id
         if pendingRead?.entry == id {
             pendingRead?.intent = .playing
-        } else if transport.upcomingEntry == id, case let (true, actions) = transport.play() {
-            run(actions)
-        } else {
+        } else if transport.upcomingEntry != id || !engine.resume() {
             load(index, intent: .playing)
         }
         return true
@@ -246,7 +194,7 @@ public final class Player {
         interruption.userActed()
         if pendingRead != nil, pendingRead?.intent == .playing { pendingRead?.intent = .paused }
         guard transport.intent == .playing || status == .playing else { return }
-        run(transport.pause())
+        engine.pause()
     }
 
     /// Pauses when playing or about to, else plays.
@@ -259,7 +207,7 @@ public final class Player {
         interruption.userActed()
         ranOut = false
         pendingRead = nil
-        run(transport.stop())
+        engine.stop()
     }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
@@ -304,13 +252,7 @@ public final class Player {
             return true
         }
         guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id else { return false }
-        let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.hasCommitted)
-        guard accepted else { return false }
-        positionFollow.loaded()
-        clock.set(target, rate: 0)
-        run(actions)
-        if actions.isEmpty { onChange?(.transport) }  // a position asked for while loading
-        return true
+        return engine.seek(to: target)
     }
 
     /// Sets the rate, clamped to `supportedRates`; NaN is ignored.
@@ -318,21 +260,14 @@ public final class Player {
         guard !newRate.isNaN else { return }
         let clamped = min(max(newRate, supportedRates.lowerBound), supportedRates.upperBound)
         guard clamped != rate else { return }
-        let position = requestedPosition
-        let actions = transport.setRate(clamped, position: position)
-        if actions.contains(where: { if case .seek = $0 { true } else { false } }) { clock.set(position, rate: 0) }
-        run(actions)
-        // Clients see the rate asked for at once; the seek that applies it follows.
-        if !actions.contains(.publish) { onChange?(.transport) }
+        engine.setRate(clamped, from: requestedPosition)
     }
 
     /// Sets the volume on the cubic (perceptual) scale of desktop mixers, clamped to 0...1.
     public func setVolume(_ newVolume: Double) {
         let clamped = min(max(newVolume.isFinite ? newVolume : 1, 0), 1)
         guard clamped != volume else { return }
-        volume = clamped
-        volumeEchoes.set(clamped, at: .now)
-        pipeline.setVolume(clamped)
+        engine.setVolume(clamped)
         onChange?(.volume)
     }
 
@@ -369,9 +304,7 @@ public final class Player {
     /// GStreamer has let go of it, so that the process does not exit under its threads.
     public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
         pendingRead = nil
-        prerollTimer.cancel()
-        _ = transport.stop()
-        pipeline.release(freed: done)
+        engine.shutdown(done: done)
     }
 
     // MARK: - Play order
@@ -389,5 +322,5 @@ public final class Player {
         selection.neighbour(of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
 
-    func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
+    func isLocal(_ uri: String) -> Bool { MediaSources.isLocal(uri) }
 }

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 internal import CSystem
 
-/// Loading entries, and carrying out what the transport decides.
+/// Loading entries, and what follows when one settles, ends or cannot play.
 extension Player {
     func go(to index: Int, forward: Bool = true) {
         selection.move(from: selectedEntry?.id, to: index, in: queue, forward: forward)
@@ -55,88 +55,11 @@ extension Player {
     private func start(_ entry: Entry, at position: Duration?, intent: Status) {
         guard intent != .stopped else { return }
         logger.trace("loading \(MediaSources.displayName(entry.uri))")
-        run(transport.load(.init(entry: entry.id, uri: entry.uri, position: position), intent: intent))
-    }
-
-    /// Carries out the transport's actions, in order.
-    func run(_ actions: [Transport.Action]) {
-        for action in actions {
-            switch action {
-            case .load(let load, let state, let fresh):
-                loadNumber += 1
-                seeks.loaded()
-                beginStream(load.entry)
-                clock.set(load.position ?? .zero, rate: 0)
-                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudnessPlan(for: load.entry))
-                if let limit = prerollWatch.loadStarted(load.entry, isLocal: isLocal(load.uri)) {
-                    watchPreroll(of: load, limit: limit)
-                } else {
-                    prerollTimer.cancel()
-                }
-                // playbin asks for the next URI as soon as it has read this one, which for a
-                // short file is during preroll: the answer is ready before it starts.
-                prepareNext()
-            case .unload(let fresh):
-                loadNumber += 1
-                disarmStallWatch()
-                pipeline.unload(number: loadNumber, fresh: fresh)
-                clock.set(.zero, rate: 0)
-            case .setState(let state):
-                pipeline.setState(state)
-                if state == .paused { clock.changeRate(to: 0) }
-            case .reselectClock:
-                pipeline.setState(.paused)
-                pipeline.setState(.playing)
-            case .seek(let target):
-                seeks.sent()
-                pipeline.seek(to: target, rate: rate)
-            case .awaitPreroll:
-                awaitPreroll()
-            case .replacePipeline:
-                replacePipeline()
-            case .publish:
-                settle()
-            case .skip(let id, let reason):
-                skip(id, reason: reason)
-            case .advance(let id):
-                advance(from: id)
-            }
-        }
-    }
-
-    /// Times the preroll of `load` (see ``PrerollWatch``).
-    private func watchPreroll(of load: Transport.Load, limit: Duration) {
-        let number = loadNumber
-        prerollTimer.start(after: limit) { [weak self] in
-            guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut() else { return }
-            let name = MediaSources.displayName(load.uri)
-            switch decision {
-            case .skip:
-                run(transport.failed(reason: "it did not start within \(StreamWatch.seconds(limit))", inOutput: false, position: .zero))
-            case .outputFailed:
-                streamFailed("it took no audio of \(name) within \(StreamWatch.seconds(limit)), twice", debug: nil, source: "quaver-audio-sink",
-                             uri: load.uri, inOutput: true)
-            case .retry:
-                logger.warning("\(name) did not start within \(StreamWatch.seconds(limit)); loading it again")
-                run(transport.prerollTimedOut())
-            }
-        }
-    }
-
-    /// A load waits for the preroll in progress, at most a second.
-    private func awaitPreroll() {
-        prerollWait.start(after: .seconds(1)) { [weak self] in
-            guard let self else { return }
-            let actions = transport.prerollOverdue()
-            if !actions.isEmpty {
-                logger.debug("the previous track did not preroll within a second; loading the next one anyway")
-            }
-            run(actions)
-        }
+        engine.load(.init(entry: entry.id, uri: entry.uri, position: position), intent: intent)
     }
 
     /// Tells the observer what the transport settled in.
-    func settle() {
+    func settled() {
         if status == .stopped {
             // An entry found unplayable is never shown as the current one.
             current = selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil }
@@ -147,48 +70,28 @@ extension Player {
             fillInInfo(at: index)
             current = queue[index]
         }
-        if status == .playing || status == .paused {
-            clock.changeRate(to: transport.isPlaying ? rate : 0)
-        }
-        if transport.isPlaying { checkPositionSoon() }
         prepareNext()
         onChange?(.transport)
-    }
-
-    /// An output with latency of its own (a sound server) starts its clock a moment after
-    /// the pipeline reports PLAYING: the position is asked for twice in the first second and a
-    /// half, so that the clock follows the output from the start, not from the first read.
-    private func checkPositionSoon() {
-        let load = loadNumber
-        for delay in [0.4, 1.5] {
-            DispatchQueue.main.asyncAfter(deadline: .now() + delay) { [weak self] in
-                MainActor.assumeIsolated {
-                    guard let self, self.loadNumber == load, self.transport.isPlaying else { return }
-                    self.pipeline.queryPosition()
-                }
-            }
-        }
     }
 
     /// An entry never read ahead (a stream, a file read too slowly) gets what the pipeline
     /// knows of it once it settles.
     private func fillInInfo(at index: Int) {
         if !isLocal(queue[index].uri) {
-            disarmStallWatch()  // it played: the server sent what was awaited
-            let info = streamTags.info(known: queue[index].info, facts: facts)
+            let info = engine.streamTags.info(known: queue[index].info, facts: engine.facts)
             if info != queue[index].info {
                 queue[index].info = info
                 onChange?(.entryInfo(queue[index].id))
             }
         } else if queue[index].info == nil {
-            record(TrackInfo(facts: facts), at: index)
+            record(TrackInfo(facts: engine.facts), at: index)
         }
     }
 
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
     /// (in the direction of travel), or stop at the end. An entry that is no longer the
     /// selected one is only marked.
-    func skip(_ id: UInt64, reason: String, intent: Status? = nil) {
+    func skip(_ id: UInt64, reason: String, intent: Status?) {
         if let index = queue.index(of: id) { recordFailure(reason, at: index) }
         guard pendingRead == nil, selectedEntry?.id == id || transport.upcomingEntry == nil else { return }
         let intent = intent ?? requestedStatus
@@ -205,7 +108,7 @@ extension Player {
                 onChange?(.entryInfo(id))
             }
             ranOut = true  // before clients hear of the stop, so that they see why
-            run(transport.stop())
+            engine.stop()
             return
         }
         if let index = queue.index(of: id) { selection.recordMove(from: queue[index].id, to: queue[target].id, forward: selection.travelsForward) }
@@ -228,7 +131,7 @@ extension Player {
         }
         logger.debug("end of the queue")
         ranOut = true
-        run(transport.stop())
+        engine.stop()
     }
 
     /// Keeps what was read of an entry; the observer hears of an entry's tags (or of its
@@ -285,15 +188,13 @@ extension Player {
     /// gapless switch (it asks early, during preroll for a short track), the current entry
     /// is loaded again where it is, so that the change applies to its end.
     func nextMayHaveChanged() {
-        guard let committed = pipeline.handoff.committedEntryID, let index = selectedIndex, transport.loadedEntry != nil else {
+        guard let committed = engine.pipeline.handoff.committedEntryID, let index = selectedIndex, transport.loadedEntry != nil else {
             return prepareNext()
         }
         let wanted = neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
         guard wanted != committed else { return }
         logger.debug("what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it")
-        let position = requestedPosition
-        clock.set(position, rate: 0)
-        run(transport.seek(to: position, nextTaken: true).actions)
+        engine.reload(at: requestedPosition)
     }
 
     /// Tells the pipeline which URI follows the current one, for a gapless switch (see
@@ -303,9 +204,9 @@ extension Player {
         let plan = selectedIndex.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
         if case .handOver(var item) = plan {
             item.loudness = loudnessPlan(for: item.entryID)
-            pipeline.prepareNext(item)
+            engine.prepareNext(item)
         } else {
-            pipeline.prepareNext(nil)
+            engine.prepareNext(nil)
         }
         guard case .readFirst(let id, let uri) = plan else { return }
         prefetch.readAhead(id, uri: uri) { [weak self] result in
@@ -328,48 +229,5 @@ extension Player {
         guard current?.id == queue[index].id else { return }
         current = queue[index]
         onChange?(.metadata)
-    }
-
-    // MARK: - A stuck pipeline
-
-    /// GStreamer did not return from a call into the pipeline in time (a deadlock inside it).
-    func pipelineGotStuck() {
-        let stuckEntry = transport.loaded.flatMap { self.entry(id: $0.entry) }
-        run(transport.stuck(position: clock.position()))
-        if case .outputLost(_, let at) = transport.phase, let entry = stuckEntry {
-            logger.error(
-                "GStreamer got stuck twice on \(MediaSources.displayName(entry.uri)); paused at \(at.clock) until Play tries again")
-        }
-    }
-
-    /// A new pipeline takes the stuck one's place, so that the daemon goes on answering and
-    /// playing; the stuck one is freed if GStreamer ever lets go of it.
-    func replacePipeline() {
-        let stuck = pipeline!
-        pipelinesReplaced += 1
-        logger.error("GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)")
-        let since = ContinuousClock.now
-        let limit = stuckLimit
-        stuck.release { [logger] in
-            let tenths = Int(((ContinuousClock.now - since + limit) / .milliseconds(100)).rounded())
-            logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
-        }
-        pipeline = makePipeline()
-        loadNumber += 1
-    }
-
-    /// What the new pipeline does, as the transport decided before it is made: the track
-    /// loaded again, where; or kept, paused, until Play; or nothing.
-    private var replacementPlan: String {
-        switch transport.phase {
-        case .prerolling(let load, _, _):
-            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
-            return "going on in a new pipeline, loading \(name) again at \((load.position ?? .zero).clock)"
-        case .outputLost(let load, let at):
-            let name = entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
-            return "going on in a new pipeline, with \(name) paused at \(at.clock)"
-        default:
-            return "going on in a new pipeline, with nothing loaded"
-        }
     }
 }

@@ -1,0 +1,280 @@
+import FoundationEssentials
+
+/// What the pipeline reports, fed to the transport and to the parts that follow streams,
+/// the volume and the position.
+extension Engine {
+    func receive(_ delivery: Pipeline.Delivery, fromPipeline number: Int) {
+        guard number == pipelineNumber else { return }  // a replaced pipeline's
+        switch delivery.event {
+        case .stuck: return pipelineGotStuck()
+        case .requestState(let state): return owner?.stateRequested(state) ?? ()
+        case .outputVolumeChanged(let heard): return outputVolumeChanged(heard)
+        case .loudnessApplied(let plan, let gain): return owner?.loudnessApplied(plan, gain: gain) ?? ()
+        case .loudnessMeasured(let signature, let gain): return owner?.loudnessMeasured(signature, gain) ?? ()
+        default: break
+        }
+        guard delivery.load == loadNumber else { return }  // about a stream taken down since
+        handle(delivery.event)
+    }
+
+    private func handle(_ event: Pipeline.Event) {
+        switch event {
+        case .stateChanged(_, let new, let pending, let position, let at):
+            guard pending == .voidPending else { return }
+            let actions = transport.stateReached(new)
+            // The clock takes the pipeline's word as of when it spoke, however late that is read.
+            if let position, transport.isSettledLoad, (new == .playing) == transport.isPlaying {
+                clock.set(position, rate: transport.isPlaying ? rate : 0, at: at)
+            }
+            run(actions)
+        case .asyncDone(let facts):
+            prerollTimer.cancel()
+            prerollWatch.prerolled()
+            let seeking = transport.isSeeking
+            if seeking, !seeks.completed(landed: facts.position, target: transport.pendingPosition) { return }
+            self.facts = facts
+            let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
+            if seeking || transport.isSettledLoad, let position = facts.position {
+                clock.set(position, rate: transport.isPlaying ? rate : 0, at: facts.at)
+            }
+            run(actions)
+        case .streamStart:
+            streamStarted()
+        case .endOfStream:
+            run(transport.endOfStream())
+        case .error(let message, let debug, let source, let uri, let inOutput):
+            streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
+        case .warning(let message, let source):
+            warned(message, source: source)
+        case .buffering(let percent):
+            streamBuffering(percent)
+        case .tags(let tags):
+            streamTagsArrived(tags)
+        case .clockLost:
+            run(transport.clockLost())
+        case .durationChanged(let facts):
+            self.facts.duration = facts.duration
+            self.facts.isSeekable = facts.isSeekable
+            if let id = transport.loadedEntry { owner?.streamDurationChanged(id) }
+        case .nextURITaken:
+            watchHandedOverStream()
+        case .stateChangeFailed:
+            run(transport.stateChangeFailed())
+        case .seekRefused(let target):
+            logger.warning("seek to \(target.clock) refused by the pipeline")
+            pipeline.queryPosition()
+            run(transport.seekRefused())
+        case .position(let reported, let at):
+            positionReported(reported, at: at)
+        case .elements(let names):
+            pipelineElementNames = names
+            // Once per load, at debug level: what the stream plays through (tests read it to
+            // check that no video decoder is ever made).
+            if let load = transport.loaded, transport.loadedEntry != nil {
+                logger.debug("pipeline for \(name(of: load)): \(names.joined(separator: " "))")
+            }
+        case .stuck, .requestState, .outputVolumeChanged, .loudnessApplied, .loudnessMeasured:
+            break  // handled above, whatever load they come with
+        }
+    }
+
+    /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.
+    func beginStream(_ id: UInt64, uri: String, handedOver: Bool = false) {
+        streamTags = StreamTags()
+        streamWatch.streamBegan()
+        if !handedOver {
+            awaitingOwnStreamStart = true
+            positionFollow.loaded()
+            facts = Pipeline.Facts()
+        }
+        if !MediaSources.isLocal(uri) && !handedOver { armStallWatch(for: id) } else { disarmStallWatch() }
+    }
+
+    /// STREAM_START: the loaded stream's own, or a gapless switch to the handed-over one.
+    private func streamStarted() {
+        if awaitingOwnStreamStart {
+            awaitingOwnStreamStart = false
+            return
+        }
+        guard let switched = pipeline.handoff.takeCommitted(),
+            owner?.switches(from: transport.loadedEntry, to: switched.entryID) == true
+        else { return }
+        positionFollow.switched(at: .now)
+        clock.set(.zero, rate: transport.isPlaying ? rate : 0)
+        beginStream(switched.entryID, uri: switched.uri, handedOver: true)
+        run(transport.switched(to: .init(entry: switched.entryID, uri: switched.uri, position: nil)))
+        if logger.logLevel <= .debug { pipeline.describeElements() }
+    }
+
+    /// An error: the handed-over next stream's (the current one goes on), the output's (paused
+    /// until Play), or the loaded stream's (skipped).
+    ///
+    /// The warning that follows (a track skipped, the output lost) says what failed and why
+    /// in the user's terms; GStreamer's debug string (source file, function, element path) is
+    /// for developers, so it goes to the debug level, with the URI it was about.
+    func streamFailed(_ message: String, debug: String?, source: String, uri: String?, inOutput: Bool) {
+        let name = uri.map { MediaSources.displayName($0) } ?? "nothing loaded"
+        logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
+        if errors.isEcho(source) {
+            logger.debug("ignoring a further error of a skipped stream: \(message)")
+            return
+        }
+        if !inOutput, let handedOver = pipeline.handoff.takeCommitted(), transport.loadedEntry != nil,
+            owner?.handedOverFailed(handedOver.entryID, reason: message) == true
+        {
+            // The URI handed over for gapless playback failed while the current one was still
+            // playing: that one is skipped, and the current one goes on where it was.
+            errors.handOverFailed(source: source)
+            let position = clock.position()
+            prerollWatch.handOverFailed()
+            run(transport.handOverFailed(position: position))
+            return
+        }
+        let failed = transport.loaded.flatMap { transport.loadedEntry != nil ? self.name(of: $0) : nil }
+        var position = transport.pendingPosition ?? clock.position()
+        if inOutput, let shown = positionFollow.furthestShown(load: loadNumber) { position = max(position, shown) }
+        let actions = transport.failed(reason: message, inOutput: inOutput, position: position)
+        if inOutput, let failed, case .outputLost = transport.phase {
+            logger.warning("the audio output failed (\(message)); paused at \(position.clock) of \(failed) until Play")
+        } else if inOutput {
+            logger.warning("the audio output failed: \(message)")
+        }
+        run(actions)
+    }
+
+    private func warned(_ message: String, source: String) {
+        switch errors.classify(warning: message, source: source) {
+        case .noOutput:
+            logger.warning(
+                "no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
+        case .noOutputAgain:
+            break
+        case .notDecoded:
+            logger.debug("not decoded, as intended: \(message)")
+        case .other:
+            logger.warning("GStreamer warning from \(source): \(message)")
+        }
+    }
+
+    /// The output's volume changed: a mixer changed the stream's volume, or Quaver's own
+    /// change came back from the sound server (then not a change).
+    private func outputVolumeChanged(_ heard: Double) {
+        guard volumeEchoes.isChange(heard, current: volume, at: .now) else { return }
+        volume = min(max(heard, 0), 1)
+        logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
+        owner?.engineChanged(.volume)
+    }
+
+    /// The pipeline said where it is: a clock that drifted from it takes its word, and
+    /// clients are told the new timing.
+    private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
+        guard let reported, transport.isSettledLoad, at >= clock.stamp else { return }
+        let predicted = clock.position(at: at)
+        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return }
+        logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
+        clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
+        owner?.engineChanged(.transport)
+    }
+}
+
+/// Network streams: buffering, their tags, and the watch (``StreamWatch``) that skips a stream
+/// sending nothing.
+extension Engine {
+    /// The loaded network stream, if the loaded entry is one.
+    private var loadedStream: Transport.Load? {
+        guard let load = transport.loaded, transport.loadedEntry != nil, !MediaSources.isLocal(load.uri) else { return nil }
+        return load
+    }
+
+    /// The loaded stream has settled (Playing or Paused) and is the one shown.
+    private func isSettled(_ id: UInt64) -> Bool {
+        transport.settledEntry == id && status != .stopped
+    }
+
+    /// Buffering of a network stream: only a stream pauses while its buffer fills (not a
+    /// file, nor the stream that follows it before it starts: playing on is right then).
+    private func streamBuffering(_ percent: Int) {
+        guard owner?.requestedStatus == .playing, let stream = loadedStream else { return }
+        switch streamWatch.buffering(percent, isSettled: isSettled(stream.entry)) {
+        case .arm: armStallWatch(for: stream.entry)
+        case .disarm: disarmStallWatch()
+        case .keep: break
+        }
+        let actions = transport.buffering(percent: percent)
+        if !actions.isEmpty {
+            logger.debug(
+                percent < 100
+                    ? "buffering \(name(of: stream)) (\(percent)%); paused until it is full"
+                    : "buffered \(name(of: stream)); playing on")
+        }
+        run(actions)
+    }
+
+    /// Tags of what is heard now: a stream's title and the like (a file's tags were read
+    /// before it played: one Metadata per file).
+    private func streamTagsArrived(_ tags: StreamTags) {
+        guard let stream = loadedStream else { return }
+        var tags = tags
+        let picture = tags.takePicture()
+        streamTags.merge(tags)
+        owner?.streamTagsChanged(stream.entry, picture: picture)
+    }
+
+    /// When playbin holds a stream to follow the current track: it has until the stall limit
+    /// to start once this track ends.
+    private func watchHandedOverStream() {
+        guard let id = pipeline.handoff.committedEntryID, let next = owner?.entry(id: id), !MediaSources.isLocal(next.uri)
+        else { return }
+        armStallWatch(for: id)
+    }
+
+    /// (Re)starts the countdown after which the stream `id` counts as stalled (see
+    /// ``StreamWatch/arm(_:bytes:now:since:)``).
+    func armStallWatch(for id: UInt64, since began: ContinuousClock.Instant? = nil) {
+        streamWatch.arm(id, bytes: pipeline.bytesFromSources, now: .now, since: began)
+        stallTimer.start(after: streamWatch.stallLimit, leeway: .milliseconds(100)) { [weak self] in
+            self?.streamStalled()
+        }
+    }
+
+    func disarmStallWatch() {
+        stallTimer.cancel()
+        streamWatch.disarm()
+    }
+
+    /// The stall limit passed: the stream is skipped (one log line naming it and why) rather
+    /// than shown Playing, or stuck loading, for ever, unless the watch says to wait again.
+    private func streamStalled() {
+        guard let wait = streamWatch.wait, let owner else { return }
+        let id = wait.entry
+        let bytes = pipeline.bytesFromSources
+        disarmStallWatch()
+        let place: StreamWatch.Place
+        if owner.entry(id: id) == nil {
+            place = .elsewhere
+        } else if transport.loadedEntry == id {
+            place = .loaded(isSettled: isSettled(id))
+        } else if pipeline.handoff.committedEntryID == id, let playing = transport.loadedEntry.flatMap({ owner.entry(id: $0) }) {
+            let end = playing.info?.duration.map { $0 - .milliseconds(500) }
+            place = .handedOver(previousPlays: end.map { clock.position() < $0 } ?? false)
+        } else {
+            place = .elsewhere
+        }
+        let playing = owner.requestedStatus == .playing
+        switch streamWatch.verdict(on: wait, at: place, playing: playing, bytes: bytes, now: .now) {
+        case .leave:
+            break
+        case .waitAgain(let since):
+            armStallWatch(for: id, since: since)
+        case .stalled(let reason):
+            if case .loaded = place {
+                // Its source may still wait on the socket: the transport takes it all down.
+                return run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
+            }
+            // The track before it has ended: the stream is what the queue is at, and is
+            // skipped from there (or stays current, when nothing follows it).
+            transport.noteFailure()
+            owner.handedOverStalled(id, reason: reason)
+        }
+    }
+}

@@ -1,0 +1,368 @@
+import Dispatch
+import FoundationEssentials
+public import Logging
+
+/// Plays one entry at a time: the only owner of the ``Pipeline``, and of what follows it.
+///
+/// The engine carries out what the ``Transport`` decides, feeds it what the pipeline reports,
+/// and keeps the position clock, the volume, and the watches that turn a silent pipeline into
+/// an event (``PrerollWatch``, ``StreamWatch``, and the replacement of a stuck pipeline). It
+/// knows entries only by id and URI; what an entry is, what follows it and what to do when
+/// one fails are its owner's (``EngineOwner``, the ``Player``). No call waits on GStreamer:
+/// the pipeline runs each command on its own queue and answers with events.
+@MainActor
+final class Engine {
+    /// The transport state: what is loaded, and what clients are told of it.
+    var transport = Transport()
+    /// Where playback is, extrapolated from the pipeline's last report.
+    var clock = PositionClock()
+    /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
+    var facts = Pipeline.Facts()
+    /// The tags heard in the loaded network stream so far.
+    var streamTags = StreamTags()
+    /// The factory names of the elements the loaded stream plays through.
+    var pipelineElementNames: [String] = []
+    /// How many pipelines GStreamer got stuck in and were replaced.
+    private(set) var pipelinesReplaced = 0
+    /// The volume, on the cubic scale of desktop mixers (0...1).
+    var volume: Double = 1
+    weak var owner: (any EngineOwner)?
+
+    var pipeline: Pipeline!
+    /// Which pipeline's events are heard: a replaced one's are not.
+    var pipelineNumber = 0
+    /// Which load's events are heard: those of a stream taken down are not.
+    var loadNumber = 0
+    /// The next STREAM_START of this load is its own stream's, not a gapless switch.
+    var awaitingOwnStreamStart = false
+    let audioSink: String?
+    let stuckLimit: Duration
+    let logger: Logger
+
+    var positionFollow = PositionFollow()
+    var seeks = SeeksInFlight()
+    var errors = ErrorAttribution()
+    var volumeEchoes = VolumeEchoes()
+    var prerollWatch = PrerollWatch()
+    let prerollTimer = Countdown()
+    /// Runs while a load waits for the preroll in progress.
+    let prerollWait = Countdown()
+    var streamWatch = StreamWatch()
+    let stallTimer = Countdown()
+
+    /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
+    /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
+    ///   taken for stuck and replaced.
+    init(audioSink: String?, stuckLimit: Duration, logger: Logger) throws {
+        self.audioSink = audioSink
+        self.stuckLimit = stuckLimit
+        self.logger = logger
+        do {
+            try Pipeline.validate(audioSink: audioSink)
+        } catch {
+            throw MediaError(error.description)
+        }
+        pipeline = makePipeline()
+    }
+
+    isolated deinit {
+        pipeline?.release()  // nil when init threw
+    }
+
+    private func makePipeline() -> Pipeline {
+        pipelineNumber += 1
+        let number = pipelineNumber
+        return Pipeline(audioSink: audioSink, volume: volume, stuckLimit: stuckLimit) { [weak self] delivery in
+            self?.receive(delivery, fromPipeline: number)
+        }
+    }
+
+    // MARK: - What the owner reads
+
+    /// What clients are told: changes only once the pipeline confirms it.
+    var status: Player.Status { transport.status }
+    /// The playback rate (1: normal speed).
+    var rate: Double { transport.rate }
+    /// The entry whose stream is loaded (or being loaded).
+    var loadedEntry: UInt64? { transport.loadedEntry }
+    /// Whether playbin holds the next entry's URI for a gapless switch.
+    var hasHandedOver: Bool { pipeline.handoff.hasCommitted }
+
+    /// The position, extrapolated from the pipeline's last report: zero when nothing is
+    /// loaded. While playing, one read a second asks the pipeline in the background, so that
+    /// a drift (an output slower than real time) is corrected.
+    var position: Duration {
+        if case .outputLost(_, let at) = transport.phase { return at }
+        guard status != .stopped, transport.loadedEntry != nil else { return .zero }
+        if positionFollow.shouldQuery(now: .now, isPlaying: transport.isPlaying) { pipeline.queryPosition() }
+        let position = clock.position()
+        positionFollow.shown(position, load: loadNumber)
+        return position
+    }
+
+    // MARK: - Commands
+
+    /// Loads `load` toward `intent` (the pipeline reports when it is there).
+    func load(_ load: Transport.Load, intent: Player.Status) {
+        run(transport.load(load, intent: intent))
+    }
+
+    /// Plays the entry loaded or being loaded; false when the transport has none to play.
+    func resume() -> Bool {
+        guard case (true, let actions) = transport.play() else { return false }
+        run(actions)
+        return true
+    }
+
+    func pause() { run(transport.pause()) }
+
+    /// Unloads the stream; the position goes back to zero.
+    func stop() { run(transport.stop()) }
+
+    /// Seeks in the loaded stream; false when there is nothing to seek in.
+    func seek(to target: Duration) -> Bool {
+        let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.hasCommitted)
+        guard accepted else { return false }
+        positionFollow.loaded()
+        clock.set(target, rate: 0)
+        run(actions)
+        if actions.isEmpty { owner?.engineChanged(.transport) }  // a position asked for while loading
+        return true
+    }
+
+    /// Loads the current stream again at `position`, so that a new next entry (playbin took
+    /// another one already) applies at its end.
+    func reload(at position: Duration) {
+        clock.set(position, rate: 0)
+        run(transport.seek(to: position, nextTaken: true).actions)
+    }
+
+    /// Sets the rate (already clamped), applied from `position`.
+    func setRate(_ rate: Double, from position: Duration) {
+        let actions = transport.setRate(rate, position: position)
+        if actions.contains(where: { if case .seek = $0 { true } else { false } }) { clock.set(position, rate: 0) }
+        run(actions)
+        // Clients see the rate asked for at once; the seek that applies it follows.
+        if !actions.contains(.publish) { owner?.engineChanged(.transport) }
+    }
+
+    /// Sets the volume (already clamped to 0...1).
+    func setVolume(_ volume: Double) {
+        self.volume = volume
+        volumeEchoes.set(volume, at: .now)
+        pipeline.setVolume(volume)
+    }
+
+    /// Tells playbin which entry follows the loaded one, for a gapless switch.
+    func prepareNext(_ item: GaplessHandoff.Item?) { pipeline.prepareNext(item) }
+
+    /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
+    func noteFailure() { transport.noteFailure() }
+
+    /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
+    func shutdown(done: (@MainActor @Sendable () -> Void)?) {
+        prerollTimer.cancel()
+        _ = transport.stop()
+        pipeline.release(freed: done)
+    }
+
+    // MARK: - Carrying out the transport's actions
+
+    /// Carries out the transport's actions, in order.
+    func run(_ actions: [Transport.Action]) {
+        for action in actions {
+            switch action {
+            case .load(let load, let state, let fresh):
+                loadNumber += 1
+                seeks.loaded()
+                beginStream(load.entry, uri: load.uri)
+                clock.set(load.position ?? .zero, rate: 0)
+                let loudness = owner?.loudnessPlan(for: load.entry)
+                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudness)
+                if let limit = prerollWatch.loadStarted(load.entry, isLocal: MediaSources.isLocal(load.uri)) {
+                    watchPreroll(of: load, limit: limit)
+                } else {
+                    prerollTimer.cancel()
+                }
+                // playbin asks for the next URI as soon as it has read this one, which for a
+                // short file is during preroll: the answer is ready before it starts.
+                owner?.prepareNext()
+            case .unload(let fresh):
+                loadNumber += 1
+                disarmStallWatch()
+                pipeline.unload(number: loadNumber, fresh: fresh)
+                clock.set(.zero, rate: 0)
+            case .setState(let state):
+                pipeline.setState(state)
+                if state == .paused { clock.changeRate(to: 0) }
+            case .reselectClock:
+                pipeline.setState(.paused)
+                pipeline.setState(.playing)
+            case .seek(let target):
+                seeks.sent()
+                pipeline.seek(to: target, rate: rate)
+            case .awaitPreroll:
+                awaitPreroll()
+            case .replacePipeline:
+                replacePipeline()
+            case .publish:
+                settle()
+            case .skip(let id, let reason):
+                owner?.skip(id, reason: reason, intent: nil)
+            case .advance(let id):
+                owner?.advance(from: id)
+            }
+        }
+    }
+
+    /// The transport settled: the clock runs at its rate, a stream that plays is no longer
+    /// watched for a stall, and the owner tells its observer.
+    private func settle() {
+        if status != .stopped, let id = transport.settledEntry, let loaded = transport.loaded, loaded.entry == id,
+            !MediaSources.isLocal(loaded.uri)
+        {
+            disarmStallWatch()  // it played: the server sent what was awaited
+        }
+        if status == .playing || status == .paused {
+            clock.changeRate(to: transport.isPlaying ? rate : 0)
+        }
+        if transport.isPlaying { checkPositionSoon() }
+        owner?.settled()
+    }
+
+    /// Times the preroll of `load` (see ``PrerollWatch``).
+    private func watchPreroll(of load: Transport.Load, limit: Duration) {
+        let number = loadNumber
+        prerollTimer.start(after: limit) { [weak self] in
+            guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut()
+            else { return }
+            let name = MediaSources.displayName(load.uri)
+            let seconds = StreamWatch.seconds(limit)
+            switch decision {
+            case .skip:
+                run(transport.failed(reason: "it did not start within \(seconds)", inOutput: false, position: .zero))
+            case .outputFailed:
+                streamFailed(
+                    "it took no audio of \(name) within \(seconds), twice", debug: nil, source: "quaver-audio-sink",
+                    uri: load.uri, inOutput: true)
+            case .retry:
+                logger.warning("\(name) did not start within \(seconds); loading it again")
+                run(transport.prerollTimedOut())
+            }
+        }
+    }
+
+    /// A load waits for the preroll in progress, at most a second.
+    private func awaitPreroll() {
+        prerollWait.start(after: .seconds(1)) { [weak self] in
+            guard let self else { return }
+            let actions = transport.prerollOverdue()
+            if !actions.isEmpty {
+                logger.debug("the previous track did not preroll within a second; loading the next one anyway")
+            }
+            run(actions)
+        }
+    }
+
+    /// An output with latency of its own (a sound server) starts its clock a moment after
+    /// the pipeline reports PLAYING: the position is asked for twice in the first second and a
+    /// half, so that the clock follows the output from the start, not from the first read.
+    private func checkPositionSoon() {
+        let load = loadNumber
+        for delay in [0.4, 1.5] {
+            DispatchQueue.main.asyncAfter(deadline: .now() + delay) { [weak self] in
+                MainActor.assumeIsolated {
+                    guard let self, self.loadNumber == load, self.transport.isPlaying else { return }
+                    self.pipeline.queryPosition()
+                }
+            }
+        }
+    }
+
+    // MARK: - A stuck pipeline
+
+    /// GStreamer did not return from a call into the pipeline in time (a deadlock inside it).
+    func pipelineGotStuck() {
+        let stuckEntry = transport.loaded.map { name(of: $0) }
+        run(transport.stuck(position: clock.position()))
+        if case .outputLost(_, let at) = transport.phase, let stuckEntry {
+            logger.error("GStreamer got stuck twice on \(stuckEntry); paused at \(at.clock) until Play tries again")
+        }
+    }
+
+    /// A new pipeline takes the stuck one's place, so that the daemon goes on answering and
+    /// playing; the stuck one is freed if GStreamer ever lets go of it.
+    private func replacePipeline() {
+        let stuck = pipeline!
+        pipelinesReplaced += 1
+        logger.error(
+            "GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)"
+        )
+        let since = ContinuousClock.now
+        let limit = stuckLimit
+        stuck.release { [logger] in
+            let tenths = Int(((ContinuousClock.now - since + limit) / .milliseconds(100)).rounded())
+            logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
+        }
+        pipeline = makePipeline()
+        loadNumber += 1
+    }
+
+    /// What the new pipeline does, as the transport decided before it is made: the track
+    /// loaded again, where; or kept, paused, until Play; or nothing.
+    private var replacementPlan: String {
+        switch transport.phase {
+        case .prerolling(let load, _, _):
+            "going on in a new pipeline, loading \(name(of: load)) again at \((load.position ?? .zero).clock)"
+        case .outputLost(let load, let at):
+            "going on in a new pipeline, with \(name(of: load)) paused at \(at.clock)"
+        default:
+            "going on in a new pipeline, with nothing loaded"
+        }
+    }
+
+    /// How the log names a load: its entry's display name, else its URI.
+    func name(of load: Transport.Load) -> String {
+        owner?.entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+    }
+}
+
+/// What the engine asks of, and tells, the one that owns it (the ``Player``).
+@MainActor
+protocol EngineOwner: AnyObject {
+    /// The status the commands received so far lead to, loads waiting on tags included.
+    var requestedStatus: Player.Status { get }
+    /// The queued entry with `id`, if any.
+    func entry(id: UInt64) -> Player.Entry?
+    /// The gain the entry with `id` plays at.
+    func loudnessPlan(for id: UInt64) -> LoudnessPlan?
+    /// A load started: playbin may ask for what follows it at any moment.
+    func prepareNext()
+    /// The transport settled in a new state (see ``Transport/Action/publish``).
+    func settled()
+    /// The entry `id` cannot play, for `reason`: what follows it plays.
+    func skip(_ id: UInt64, reason: String, intent: Player.Status?)
+    /// The loaded entry ended.
+    func advance(from id: UInt64)
+    /// playbin switched gaplessly from `previous` to `next`; false when `next` is no longer
+    /// queued (the switch is then not followed).
+    func switches(from previous: UInt64?, to next: UInt64) -> Bool
+    /// The stream handed over to follow the loaded one failed before it started; false when
+    /// the failure is the loaded stream's after all (the entry was read, and is a file).
+    func handedOverFailed(_ id: UInt64, reason: String) -> Bool
+    /// The stream handed over to follow the loaded one sent nothing within the stall limit
+    /// after the loaded one ended.
+    func handedOverStalled(_ id: UInt64, reason: String)
+    /// The timing or the volume changed without a settled transition.
+    func engineChanged(_ change: Player.Change)
+    /// The sound server asks for a state (it corks a stream while a call plays).
+    func stateRequested(_ state: Pipeline.State)
+    /// The loaded network stream's tags changed; `picture`: one it carries.
+    func streamTagsChanged(_ id: UInt64, picture: StreamTags.Picture?)
+    /// The loaded network stream's duration became known.
+    func streamDurationChanged(_ id: UInt64)
+    /// A stream started at its gain.
+    func loudnessApplied(_ plan: LoudnessPlan, gain: Double)
+    /// A track without tags was measured whole.
+    func loudnessMeasured(_ signature: TrackSignature, _ gain: MeasuredGain)
+}
