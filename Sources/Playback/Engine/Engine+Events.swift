@@ -47,9 +47,9 @@ extension Engine {
         case .warning(let message, let source):
             warned(message, source: source)
         case .buffering(let percent):
-            streamBuffering(percent)
+            streams.buffering(percent)
         case .tags(let tags):
-            streamTagsArrived(tags)
+            streams.tagsArrived(tags)
         case .clockLost:
             run(transport.clockLost())
         case .durationChanged(let facts):
@@ -57,7 +57,7 @@ extension Engine {
             self.facts.isSeekable = facts.isSeekable
             if let id = transport.loadedEntry { owner?.streamDurationChanged(id) }
         case .nextURITaken:
-            watchHandedOverStream()
+            streams.handedOverTaken()
         case .stateChangeFailed:
             run(transport.stateChangeFailed())
         case .seekRefused(let target):
@@ -80,14 +80,12 @@ extension Engine {
 
     /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.
     func beginStream(_ id: UInt64, uri: String, handedOver: Bool = false) {
-        streamTags = StreamTags()
-        streamWatch.streamBegan()
         if !handedOver {
             awaitingOwnStreamStart = true
             positionFollow.loaded()
             facts = Pipeline.Facts()
         }
-        if !MediaSources.isLocal(uri) && !handedOver { armStallWatch(for: id) } else { disarmStallWatch() }
+        streams.began(id, isStream: !MediaSources.isLocal(uri), handedOver: handedOver)
     }
 
     /// STREAM_START: the loaded stream's own, or a gapless switch to the handed-over one.
@@ -174,107 +172,5 @@ extension Engine {
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
         clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
         owner?.engineChanged(.transport)
-    }
-}
-
-/// Network streams: buffering, their tags, and the watch (``StreamWatch``) that skips a stream
-/// sending nothing.
-extension Engine {
-    /// The loaded network stream, if the loaded entry is one.
-    private var loadedStream: Transport.Load? {
-        guard let load = transport.loaded, transport.loadedEntry != nil, !MediaSources.isLocal(load.uri) else { return nil }
-        return load
-    }
-
-    /// The loaded stream has settled (Playing or Paused) and is the one shown.
-    private func isSettled(_ id: UInt64) -> Bool {
-        transport.settledEntry == id && status != .stopped
-    }
-
-    /// Buffering of a network stream: only a stream pauses while its buffer fills (not a
-    /// file, nor the stream that follows it before it starts: playing on is right then).
-    private func streamBuffering(_ percent: Int) {
-        guard owner?.requestedStatus == .playing, let stream = loadedStream else { return }
-        switch streamWatch.buffering(percent, isSettled: isSettled(stream.entry)) {
-        case .arm: armStallWatch(for: stream.entry)
-        case .disarm: disarmStallWatch()
-        case .keep: break
-        }
-        let actions = transport.buffering(percent: percent)
-        if !actions.isEmpty {
-            logger.debug(
-                percent < 100
-                    ? "buffering \(name(of: stream)) (\(percent)%); paused until it is full"
-                    : "buffered \(name(of: stream)); playing on")
-        }
-        run(actions)
-    }
-
-    /// Tags of what is heard now: a stream's title and the like (a file's tags were read
-    /// before it played: one Metadata per file).
-    private func streamTagsArrived(_ tags: StreamTags) {
-        guard let stream = loadedStream else { return }
-        var tags = tags
-        let picture = tags.takePicture()
-        streamTags.merge(tags)
-        owner?.streamTagsChanged(stream.entry, picture: picture)
-    }
-
-    /// When playbin holds a stream to follow the current track: it has until the stall limit
-    /// to start once this track ends.
-    private func watchHandedOverStream() {
-        guard let id = pipeline.handoff.committedEntryID, let next = owner?.entry(id: id), !MediaSources.isLocal(next.uri)
-        else { return }
-        armStallWatch(for: id)
-    }
-
-    /// (Re)starts the countdown after which the stream `id` counts as stalled (see
-    /// ``StreamWatch/arm(_:bytes:now:since:)``).
-    func armStallWatch(for id: UInt64, since began: ContinuousClock.Instant? = nil) {
-        streamWatch.arm(id, bytes: pipeline.bytesFromSources, now: .now, since: began)
-        stallTimer.start(after: streamWatch.stallLimit, leeway: .milliseconds(100)) { [weak self] in
-            self?.streamStalled()
-        }
-    }
-
-    func disarmStallWatch() {
-        stallTimer.cancel()
-        streamWatch.disarm()
-    }
-
-    /// The stall limit passed: the stream is skipped (one log line naming it and why) rather
-    /// than shown Playing, or stuck loading, for ever, unless the watch says to wait again.
-    private func streamStalled() {
-        guard let wait = streamWatch.wait, let owner else { return }
-        let id = wait.entry
-        let bytes = pipeline.bytesFromSources
-        disarmStallWatch()
-        let place: StreamWatch.Place
-        if owner.entry(id: id) == nil {
-            place = .elsewhere
-        } else if transport.loadedEntry == id {
-            place = .loaded(isSettled: isSettled(id))
-        } else if pipeline.handoff.committedEntryID == id, let playing = transport.loadedEntry.flatMap({ owner.entry(id: $0) }) {
-            let end = playing.info?.duration.map { $0 - .milliseconds(500) }
-            place = .handedOver(previousPlays: end.map { clock.position() < $0 } ?? false)
-        } else {
-            place = .elsewhere
-        }
-        let playing = owner.requestedStatus == .playing
-        switch streamWatch.verdict(on: wait, at: place, playing: playing, bytes: bytes, now: .now) {
-        case .leave:
-            break
-        case .waitAgain(let since):
-            armStallWatch(for: id, since: since)
-        case .stalled(let reason):
-            if case .loaded = place {
-                // Its source may still wait on the socket: the transport takes it all down.
-                return run(transport.failed(reason: reason, inOutput: false, position: clock.position()))
-            }
-            // The track before it has ended: the stream is what the queue is at, and is
-            // skipped from there (or stays current, when nothing follows it).
-            transport.noteFailure()
-            owner.handedOverStalled(id, reason: reason)
-        }
     }
 }

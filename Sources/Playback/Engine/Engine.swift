@@ -18,8 +18,6 @@ final class Engine {
     var clock = PositionClock()
     /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
     var facts = Pipeline.Facts()
-    /// The tags heard in the loaded network stream so far.
-    var streamTags = StreamTags()
     /// The factory names of the elements the loaded stream plays through.
     var pipelineElementNames: [String] = []
     /// How many pipelines GStreamer got stuck in and were replaced.
@@ -47,8 +45,8 @@ final class Engine {
     let prerollTimer = Countdown()
     /// Runs while a load waits for the preroll in progress.
     let prerollWait = Countdown()
-    var streamWatch = StreamWatch()
-    let stallTimer = Countdown()
+    /// Network streams: their buffering, their tags, and whether they stall.
+    private(set) lazy var streams = StreamFollow(engine: self)
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
@@ -189,7 +187,7 @@ final class Engine {
                 owner?.prepareNext()
             case .unload(let fresh):
                 loadNumber += 1
-                disarmStallWatch()
+                streams.disarm()
                 pipeline.unload(number: loadNumber, fresh: fresh)
                 clock.set(.zero, rate: 0)
             case .setState(let state):
@@ -221,7 +219,7 @@ final class Engine {
         if status != .stopped, let id = transport.settledEntry, let loaded = transport.loaded, loaded.entry == id,
             !MediaSources.isLocal(loaded.uri)
         {
-            disarmStallWatch()  // it played: the server sent what was awaited
+            streams.disarm()  // it played: the server sent what was awaited
         }
         if status == .playing || status == .paused {
             clock.changeRate(to: transport.isPlaying ? rate : 0)
@@ -325,44 +323,4 @@ final class Engine {
     func name(of load: Transport.Load) -> String {
         owner?.entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
     }
-}
-
-/// What the engine asks of, and tells, the one that owns it (the ``Player``).
-@MainActor
-protocol EngineOwner: AnyObject {
-    /// The status the commands received so far lead to, loads waiting on tags included.
-    var requestedStatus: Player.Status { get }
-    /// The queued entry with `id`, if any.
-    func entry(id: UInt64) -> Player.Entry?
-    /// The gain the entry with `id` plays at.
-    func loudnessPlan(for id: UInt64) -> LoudnessPlan?
-    /// A load started: playbin may ask for what follows it at any moment.
-    func prepareNext()
-    /// The transport settled in a new state (see ``Transport/Action/publish``).
-    func settled()
-    /// The entry `id` cannot play, for `reason`: what follows it plays.
-    func skip(_ id: UInt64, reason: String, intent: Player.Status?)
-    /// The loaded entry ended.
-    func advance(from id: UInt64)
-    /// playbin switched gaplessly from `previous` to `next`; false when `next` is no longer
-    /// queued (the switch is then not followed).
-    func switches(from previous: UInt64?, to next: UInt64) -> Bool
-    /// The stream handed over to follow the loaded one failed before it started; false when
-    /// the failure is the loaded stream's after all (the entry was read, and is a file).
-    func handedOverFailed(_ id: UInt64, reason: String) -> Bool
-    /// The stream handed over to follow the loaded one sent nothing within the stall limit
-    /// after the loaded one ended.
-    func handedOverStalled(_ id: UInt64, reason: String)
-    /// The timing or the volume changed without a settled transition.
-    func engineChanged(_ change: Player.Change)
-    /// The sound server asks for a state (it corks a stream while a call plays).
-    func stateRequested(_ state: Pipeline.State)
-    /// The loaded network stream's tags changed; `picture`: one it carries.
-    func streamTagsChanged(_ id: UInt64, picture: StreamTags.Picture?)
-    /// The loaded network stream's duration became known.
-    func streamDurationChanged(_ id: UInt64)
-    /// A stream started at its gain.
-    func loudnessApplied(_ plan: LoudnessPlan, gain: Double)
-    /// A track without tags was measured whole.
-    func loudnessMeasured(_ signature: TrackSignature, _ gain: MeasuredGain)
 }

@@ -78,7 +78,7 @@ extension Player {
     /// knows of it once it settles.
     private func fillInInfo(at index: Int) {
         if !isLocal(queue[index].uri) {
-            let info = engine.streamTags.info(known: queue[index].info, facts: engine.facts)
+            let info = engine.streams.tags.info(known: queue[index].info, facts: engine.facts)
             if info != queue[index].info {
                 queue[index].info = info
                 onChange?(.entryInfo(queue[index].id))

@@ -23,7 +23,7 @@ extension Player {
     func updateStreamInfo(at index: Int, facts: TrackInfo? = nil) {
         let before = queue[index].info
         if let facts { queue[index].info = facts }
-        let info = engine.streamTags.info(known: queue[index].info, facts: engine.facts)
+        let info = engine.streams.tags.info(known: queue[index].info, facts: engine.facts)
         guard info != before else { return }
         let id = queue[index].id
         queue[index].info = info
@@ -41,10 +41,10 @@ extension Player {
             let url = picture.bytes.flatMap { artwork.store($0) }
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
-                    guard let self, let url, self.transport.loadedEntry == id, self.engine.streamTags.artworkURL != url,
+                    guard let self, let url, self.transport.loadedEntry == id, self.engine.streams.tags.artworkURL != url,
                         let index = self.queue.index(of: id)
                     else { return }
-                    self.engine.streamTags.artworkURL = url
+                    self.engine.streams.tags.artworkURL = url
                     if self.isSettled(id) { self.updateStreamInfo(at: index) }
                 }
             }

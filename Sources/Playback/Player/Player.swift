@@ -81,8 +81,8 @@ public final class Player {
     var interruption = Interruption()
     /// How long a network stream may send nothing before it is reported and skipped.
     public var streamStallTimeout: Duration {
-        get { engine.streamWatch.stallLimit }
-        set { engine.streamWatch.stallLimit = newValue }
+        get { engine.streams.watch.stallLimit }
+        set { engine.streams.watch.stallLimit = newValue }
     }
 
     /// A load that waits for its entry's tags.
