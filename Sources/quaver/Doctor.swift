@@ -26,7 +26,7 @@ struct Doctor: ParsableCommand {
             var report = DoctorReport()
             await report.runAll(playerName: name)
             print(report.rendered(), terminator: "")
-            Glibc.exit(report.hasFailures ? 1 : 0)
+            Exit.now(report.hasFailures ? .failure : .success)
         }
         dispatchMain()
     }

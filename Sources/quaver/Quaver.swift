@@ -213,6 +213,7 @@ struct Play: ParsableCommand {
             if options.instance != .new {
                 switch HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger) {
                 case .done: return false
+                case .refused: throw ExitCode.failure
                 case .start(let asked): connection = asked
                 }
             }
