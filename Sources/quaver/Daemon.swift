@@ -1,3 +1,4 @@
+import ArgumentParser
 import DBus
 import Dispatch
 import FoundationEssentials
@@ -88,7 +89,7 @@ final class Daemon {
         configuration.supportedMIMETypes = MediaTypes.supported()
         configuration.errorNamespace = "org.mpris.MediaPlayer2.quaver.Error"
         mpris = MPRISServer(commandCenter: commands, infoCenter: info, configuration: configuration, logger: logger)
-        mpris.quitHandler = { [weak self] in self?.shutdown(status: 0, reason: "asked to quit over D-Bus") }
+        mpris.quitHandler = { [weak self] in self?.shutdown(status: .success, reason: "asked to quit over D-Bus") }
         bindCommands()
         mpris.trackList = self
         info.positionProvider = { [weak self] in self?.player.position }
@@ -133,7 +134,7 @@ final class Daemon {
         connection.onDisconnect = { [weak self] in
             self?.logger.critical("lost the connection to the D-Bus session bus; exiting")
             self?.player.shutdown()
-            exit(1)
+            Exit.now(.failure)
         }
 
         let restored = options.items.isEmpty && options.resume ? store.load() : nil
@@ -183,7 +184,7 @@ final class Daemon {
             try ownName()
         } catch {
             logger.critical("cannot own the MPRIS name: \(error.message)")
-            exit(1)
+            Exit.now(.failure)
         }
     }
 
@@ -209,7 +210,7 @@ final class Daemon {
         syncNowPlaying(republishTiming: true)
         guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
             logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
-            exit(0)
+            Exit.now(.success)
         }
         let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
         logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start")
@@ -513,7 +514,7 @@ final class Daemon {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
             source.setEventHandler { [weak self] in
                 MainActor.assumeIsolated {
-                    self?.shutdown(status: 0, reason: signalNumber == SIGINT ? "interrupted" : "terminated")
+                    self?.shutdown(status: .success, reason: signalNumber == SIGINT ? "interrupted" : "terminated")
                 }
             }
             source.resume()
@@ -523,7 +524,7 @@ final class Daemon {
     }
 
     /// Releases the bus name, stops the pipeline and exits.
-    func shutdown(status: Int32, reason: String) {
+    func shutdown(status: ExitCode, reason: String) {
         logger.info("stopping: \(reason)")
         loadsInProgress = 0
         saveState()
@@ -531,10 +532,8 @@ final class Daemon {
         player.gainCache?.flush()
         mpris.unregister()
         connection?.flush()
-        // Exits once GStreamer has let go of the pipeline (a process exiting under its
-        // threads can trip GStreamer's assertions), or after a second whatever it does.
-        player.shutdown { exit(status) }
-        DispatchQueue.main.asyncAfter(deadline: .now() + 1) { exit(status) }
+        // Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
+        Exit.after({ [player] in player.shutdown(done: $0) }, status: status)
     }
 }
 

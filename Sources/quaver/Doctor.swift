@@ -8,6 +8,7 @@ import Playback
 /// `quaver doctor`: the "Now Playing does not show up" checklist, for Linux.
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "doctor",
         abstract: "Check why Quaver might not show up in media controls, and say how to fix it.",
         discussion: """
             Checks the session bus, the running player and its MPRIS properties, the desktop \
@@ -25,7 +26,7 @@ struct Doctor: ParsableCommand {
             var report = DoctorReport()
             await report.runAll(playerName: name)
             print(report.rendered(), terminator: "")
-            Glibc.exit(report.hasFailures ? 1 : 0)
+            Exit.now(report.hasFailures ? .failure : .success)
         }
         dispatchMain()
     }

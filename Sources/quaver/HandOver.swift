@@ -1,6 +1,5 @@
 import DBus
 import FoundationEssentials
-import Glibc
 import Logging
 import NowPlaying
 import Playback
@@ -15,12 +14,14 @@ enum HandOver {
         /// Another process owns the bus name and this one is done (the paths were handed
         /// over, or there were none).
         case done
+        /// The running Quaver refused every path: this one exits 1.
+        case refused
         /// No Quaver runs: start one, on this connection (nil when the bus cannot be reached;
         /// starting reports why).
         case start(Connection?)
     }
 
-    /// Hands the paths to a running Quaver if there is one; exits 1 when it refused them all.
+    /// Hands the paths to a running Quaver if there is one.
     static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Outcome {
         let busName = "org.mpris.MediaPlayer2." + name
         guard let connection = try? Connection(bus: .session, logger: logger) else { return .start(nil) }
@@ -57,7 +58,7 @@ enum HandOver {
                 logger.error("\(item): the running Quaver refused it: \(error.message)")
             }
         }
-        guard accepted > 0 else { exit(1) }
+        guard accepted > 0 else { return .refused }
         if play { _ = try? call(MPRISServer.playerInterface, "Play") }
         logger.notice("handed \(accepted) of \(items.count) to the running Quaver (\(busName))")
         return .done

@@ -14,15 +14,10 @@ enum Main {
     /// reports a value only a never-ending frame refers to as leaked.
     static let arguments = Array(CommandLine.arguments.dropFirst())
 
-    /// `quaver doctor ...` is the checklist; anything else is the player. (A subcommand of a
-    /// command that takes paths would be read as a path, so the word is checked first.)
+    /// Runs the command the arguments name: the player, or `quaver doctor`.
     static func main() {
         limitMallocArenas()
-        if arguments.first == "doctor" {
-            Doctor.main(Array(arguments.dropFirst()))
-        } else {
-            Quaver.main(arguments)
-        }
+        Quaver.main(arguments)
     }
 }
 
@@ -37,10 +32,16 @@ private func limitMallocArenas() {
     }
 }
 
+/// The command line: `play`, the default subcommand (so that `quaver PATH...` plays), and
+/// `doctor`. The man page and the shell completions are generated from it.
 struct Quaver: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "quaver",
         abstract: "Play music in the background and publish it to every desktop media control (MPRIS).",
+        usage: """
+            quaver [play] [<options>] [<path-or-uri> ...]
+            quaver doctor [--name <name>]
+            """,
         discussion: """
             Quaver plays the files, folders, playlists (.m3u, .m3u8, .pls) and http(s) streams you \
             name, in order. Folders are searched recursively. With nothing named, it comes back to \
@@ -55,12 +56,32 @@ struct Quaver: ParsableCommand {
 
             When Quaver does not show up in a media widget, run: quaver doctor
 
+            Playing is the default subcommand: quaver PATH... is quaver play PATH..., and \
+            quaver help play lists its options. A file or folder named doctor, play or help is \
+            played as ./doctor, ./play or ./help.
+
             Examples:
               quaver ~/Music/Albums/Blue            play a folder
               quaver --paused party.m3u             load a playlist, wait for Play
               quaver --audio-sink "fakesink sync=true"   play silently (no sound card needed)
+              quaver ./doctor                       play a folder named doctor
             """,
-        version: "0.1.0"
+        version: "0.1.0",
+        subcommands: [Play.self, Doctor.self],
+        defaultSubcommand: Play.self
+    )
+}
+
+/// `quaver [play] [options] [path-or-uri ...]`: the player, a daemon until asked to quit.
+struct Play: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "play",
+        abstract: "Play files, folders, playlists and streams, and publish them over MPRIS (the default).",
+        discussion: """
+            quaver PATH... and quaver play PATH... are the same. With nothing named, Quaver comes \
+            back to the last session (paused), or plays the music folder, or a short built-in demo \
+            playlist.
+            """
     )
 
     @Argument(help: ArgumentHelp("Files, folders, playlists or file/http/https URIs to play.", valueName: "path-or-uri"))
@@ -192,6 +213,7 @@ struct Quaver: ParsableCommand {
             if options.instance != .new {
                 switch HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger) {
                 case .done: return false
+                case .refused: throw ExitCode.failure
                 case .start(let asked): connection = asked
                 }
             }
@@ -204,7 +226,7 @@ struct Quaver: ParsableCommand {
     }
 }
 
-extension Quaver {
+extension Play {
     /// Writes the tracks the tests play and prints their paths (with `--track-covers`, each
     /// followed by a tab and the path of a copy of its cover, in `covers/` beside them).
     func makeTestTracks(in folder: URL) throws {

@@ -113,6 +113,28 @@ struct DesktopIntegrationTests {
         text.split(separator: "\n").first { $0.contains(" \(title) ") }.map(String.init) ?? "(no \(title) line)"
     }
 
+    @Test("doctor is a subcommand of the parser: quaver --help lists it, its --help and its errors are the parser's")
+    func doctorIsASubcommand() async throws {
+        let session = try await Session()
+        defer { session.stop() }
+        let root = try await Tools.run(Tools.quaver, ["--help"], environment: session.environment)
+        #expect(root.status == 0, "\(root.error)")
+        let subcommands = root.output.components(separatedBy: "SUBCOMMANDS:").dropFirst().first ?? ""
+        #expect(subcommands.contains("\n  doctor ") && subcommands.contains("\n  play (default) "), "\(root.output)")
+
+        let help = try await Tools.run(Tools.quaver, ["doctor", "--help"], environment: session.environment)
+        #expect(help.status == 0, "\(help.error)")
+        #expect(help.output.contains("USAGE: quaver doctor [--name <name>]"), "\(help.output)")
+        #expect(help.output.contains("--name <name>"), "\(help.output)")
+        #expect(help.output.contains("Bus name suffix of the player to check."), "\(help.output)")
+        #expect(!help.output.contains("Quaver doctor\n"), "the checks ran: \(help.output)")
+
+        // An option of the player is not one of doctor's: a usage error, status 64 (EX_USAGE).
+        let wrong = try await Tools.run(Tools.quaver, ["doctor", "--paused"], environment: session.environment)
+        #expect(wrong.status == 64, "\(wrong.status): \(wrong.error)")
+        #expect(wrong.error.contains("Unknown option '--paused'"), "\(wrong.error)")
+    }
+
     @Test("doctor on a healthy setup: every check ok or a warning, exit 0")
     func doctorHealthy() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)

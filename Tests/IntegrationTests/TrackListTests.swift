@@ -481,4 +481,17 @@ struct TrackListTests {
         #expect(session.statusesSignalled(after: mark).isEmpty)
         #expect(session.owners.keys.filter { $0.hasPrefix(session.busName + ".instance") }.isEmpty, "\(session.owners)")
     }
+
+    @Test("quaver with paths the running one refuses, every one, exits 1 and changes nothing")
+    func handOverRefused() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
+        let (session, _) = try await start(tracks.map(\.path), status: "Playing", queued: tracks.count)
+        defer { session.stop() }
+        let ids = try await session.trackListTracks()
+        let run = try await session.runQuaver(["ftp://example.invalid/a.flac"])
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("the running Quaver refused it"), "\(run.output)")
+        #expect(session.daemonStatus == nil, "the running quaver goes on")
+        #expect(try await session.trackListTracks() == ids)
+    }
 }
