@@ -302,7 +302,7 @@ struct HostileBusTests {
         let pid = try #require(session.daemon?.pid)
         let runner = HostileRunner(connection: session.client, destination: session.busName)
         _ = try await session.call("Ping", interface: "org.freedesktop.DBus.Peer")
-        let before = HostileFixture.openDescriptors(pid)
+        let before = ProcessProbe.openDescriptorCount(of: pid)
         let fd = Value.unixFD(fixture.descriptor)
         var calls: [HostileCall] = []
         for _ in 0..<100 {
@@ -321,7 +321,7 @@ struct HostileBusTests {
             if let why = result.verdict { Issue.record("\(call.label): \(why)"); break }
         }
         _ = try await session.call("Ping", interface: "org.freedesktop.DBus.Peer")
-        let after = HostileFixture.openDescriptors(pid)
+        let after = ProcessProbe.openDescriptorCount(of: pid)
         #expect(before > 0 && after - before < 20, "the daemon had \(before) descriptors open before \(calls.count) calls carried \(calls.count * 3 / 2) descriptors to it, \(after) after")
         try await fixture.expectHealthy(try await fixture.planner())
     }

@@ -120,8 +120,4 @@ final class HostileFixture {
         }
         throw HarnessError("the daemon's state did not settle")
     }
-
-    static func openDescriptors(_ pid: Int32) -> Int {
-        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? -1
-    }
 }
