@@ -152,6 +152,11 @@ extension Session {
         return maps.map { $0.stringVariantDictionary ?? [:] }
     }
 
+    /// Whether the tags of every track in `ids` are read (each has its length).
+    func tagsRead(_ ids: [ObjectPath]) async throws -> Bool {
+        try await !tracksMetadata(ids).contains(where: { $0["mpris:length"] == nil })
+    }
+
     /// The `xesam:url` of each id, in order (ids not queued are left out by the daemon).
     func trackURLs(_ ids: [ObjectPath]) async throws -> [String] {
         try await tracksMetadata(ids).map { $0["xesam:url"]?.string ?? "?" }
