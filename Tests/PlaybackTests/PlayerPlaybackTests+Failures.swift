@@ -14,8 +14,6 @@ extension PlayerPlaybackTests {
     /// hold the player: after the limit it goes on in a new pipeline, where the command left
     /// it, and frees the stuck one once GStreamer lets go of it.
     @Test func stuckPipelineIsReplacedAndPlaybackGoesOn() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 3, in: folder)
         let probe = try PlayerProbe.make(audioSink: "identity sleep-time=3000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let player = probe.player
@@ -49,8 +47,6 @@ extension PlayerPlaybackTests {
     }
 
     @Test func aBrokenFileInTheMiddleIsSkipped() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let good = try await Media.tracks(durations: [2, 1], in: folder)
         let broken = try folder.write("broken.flac", data: garbageBytes)
         let probe = try PlayerProbe.make()
@@ -69,8 +65,6 @@ extension PlayerPlaybackTests {
     }
 
     @Test func aBrokenFileIsSkippedWhenSkippingByHand() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let good = try await Media.tracks(2, seconds: 3, in: folder)
         let broken = try folder.write("broken.flac", data: Data())
         let probe = try PlayerProbe.make()
@@ -89,8 +83,6 @@ extension PlayerPlaybackTests {
     }
 
     @Test func aBrokenFirstFileIsSkipped() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let good = try await Media.tracks(1, seconds: 2, in: folder)
         let broken = try folder.write("broken.mp3", "not an mp3")
         let probe = try PlayerProbe.make()
@@ -104,8 +96,6 @@ extension PlayerPlaybackTests {
     }
 
     @Test func aQueueOfBrokenFilesStops() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let broken = [
             try folder.write("garbage.flac", data: garbageBytes), try folder.write("empty.ogg", data: Data()),
         ]
@@ -124,8 +114,6 @@ extension PlayerPlaybackTests {
     /// `ranOut` says why playback stopped: it holds only while stopped for running out, so
     /// that tracks queued later go on from there and never interrupt what plays since.
     @Test func runningOutHoldsOnlyUntilPlaybackGoesOn() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let good = try await Media.tracks(1, seconds: 2, in: folder)
         let broken = try folder.write("broken.mp3", "not an mp3")
         let probe = try PlayerProbe.make()
@@ -144,8 +132,6 @@ extension PlayerPlaybackTests {
     /// The next URI fails only once playbin opens it (a stream is not read ahead): the error
     /// arrives while the current track still plays.
     @Test func aDeadStreamAfterALocalTrackIsBlamedOnTheStream() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 2, in: folder)
         let dead = "http://127.0.0.1:9/quaver-test-nothing-here.mp3"
         let probe = try PlayerProbe.make()

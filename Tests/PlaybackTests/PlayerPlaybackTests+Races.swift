@@ -15,8 +15,6 @@ extension PlayerPlaybackTests {
     /// Nexts ended two or three tracks short). The selection is only ever what the
     /// commands made it.
     @Test func nextsDuringAPrerollAndATagReadKeepTheSelection() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(12, seconds: 10, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -53,8 +51,6 @@ extension PlayerPlaybackTests {
     /// being read: the failed one is marked, the selection stays (it used to move on from
     /// the failed track), and its further errors do not stop playback.
     @Test func aTrackOnItsWayOutFailsWithoutMovingTheSelection() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(4, seconds: 10, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -79,8 +75,6 @@ extension PlayerPlaybackTests {
 
     // The first track lasts 2 s: a shorter one trips the stream-start race tested below.
     @Test func theQueueEndsStopped() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(durations: [2, 1], in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -107,8 +101,6 @@ extension PlayerPlaybackTests {
     /// STREAM_START is handled only after the next URI was handed over, and is taken for the
     /// gapless switch: the next entry is reported while the first one plays.
     @Test func aShortFirstTrackIsReportedWhileItPlaysEvenWhenTheMainActorIsBusy() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 1, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player

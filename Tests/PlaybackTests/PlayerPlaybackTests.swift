@@ -10,10 +10,16 @@ import Testing
 /// serially: each test times real playback).
 @Suite("Player: real playback", .serialized)
 @MainActor
-struct PlayerPlaybackTests {
+final class PlayerPlaybackTests {
+    /// The test's own folder for the media it plays. Swift Testing makes an instance of the
+    /// suite for each test and releases it after, which removes the folder.
+    let folder: TemporaryFolder
+
+    init() throws { folder = try TemporaryFolder(Test.current?.name ?? "PlayerPlaybackTests") }
+
+    deinit { folder.remove() }
+
     @Test func playSettlesInPlayingWithTheFirstEntryCurrent() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         // Long enough that a loaded machine cannot reach the second track before the checks.
         let files = try await Media.tracks(2, seconds: 8, in: folder)
         let probe = try PlayerProbe.make()
@@ -32,8 +38,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func pauseHoldsThePositionAndPlayResumes() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -62,8 +66,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func prerollLoadsPaused() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 1, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -77,8 +79,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func seekWhilePausedLandsOnTheTargetAndIsAnnounced() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -98,8 +98,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func seekWhilePlaying() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 4, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -116,8 +114,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func nextAndPreviousWhilePlaying() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(3, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -139,8 +135,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func nextWhilePausedStaysPaused() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 2, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -154,8 +148,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func previousAtTheFirstEntryRestartsIt() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 3, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -171,8 +163,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func openQueuesAfterTheCurrentEntryAndPlaysIt() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(3, seconds: 2, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -185,8 +175,6 @@ struct PlayerPlaybackTests {
     }
 
     @Test func rateOneAndAHalfPlaysFaster() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 4, in: folder)
         let probe = try PlayerProbe.make()
         let player = probe.player
@@ -217,8 +205,6 @@ struct PlayerPlaybackTests {
 
     @Test
     func aFileWithVideoPlaysAudioOnly() async throws {
-        let folder = try TemporaryFolder()
-        defer { folder.remove() }
         let file = folder.path("clip.ogv")
         try await Media.videoWithAudio(file, seconds: 2)
         let probe = try PlayerProbe.make()
