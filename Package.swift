@@ -67,7 +67,7 @@ let package = Package(
         .target(name: "CSpawn", path: "Tests/CSpawn"),
         .target(name: "ChildProcess", dependencies: ["CSpawn"], path: "Tests/ChildProcess"),
         // What every test target shares: a private bus, waiting for a condition without
-        // sleeping, temporary folders, finding and running programs.
+        // sleeping, temporary folders, finding and running programs, reading /proc.
         .target(name: "TestKit", dependencies: ["ChildProcess"], path: "Tests/TestKit"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),

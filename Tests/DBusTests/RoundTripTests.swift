@@ -6,16 +6,7 @@ import Testing
 /// Every D-Bus type written into a real libdbus message and read back.
 @Suite("Value round trips through libdbus")
 struct RoundTripTests {
-    /// Named values so parameterized test output says which case failed.
-    struct Case: CustomTestStringConvertible, Sendable {
-        var name: String
-        var value: Value
-        init(_ name: String, _ value: Value) {
-            self.name = name
-            self.value = value
-        }
-        var testDescription: String { name }
-    }
+    typealias Case = ValueCase
 
     static let sv = DataType.dictionary(key: .string, value: .variant)
 

@@ -56,6 +56,19 @@ func libdbusAcceptsSignature(_ signature: String) -> Bool {
     dbus_signature_validate(signature, nil) != 0
 }
 
+// MARK: - Parameterized cases
+
+/// A named value, so that a parameterized test's output says which case failed.
+struct ValueCase: CustomTestStringConvertible, Sendable {
+    var name: String
+    var value: Value
+    init(_ name: String, _ value: Value) {
+        self.name = name
+        self.value = value
+    }
+    var testDescription: String { name }
+}
+
 // MARK: - Nesting builders
 
 /// `n` arrays around `element`: `aa…ai`.

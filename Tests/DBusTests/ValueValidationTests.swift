@@ -9,15 +9,7 @@ import Testing
 /// both by `validate()` and by the message constructors.
 @Suite("Value validation")
 struct ValueValidationTests {
-    struct Case: CustomTestStringConvertible, Sendable {
-        var name: String
-        var value: Value
-        init(_ name: String, _ value: Value) {
-            self.name = name
-            self.value = value
-        }
-        var testDescription: String { name }
-    }
+    typealias Case = ValueCase
 
     static let mistyped: [Case] = [
         Case("as holding an int32", .array(.string, [.string("ok"), .int32(1)])),

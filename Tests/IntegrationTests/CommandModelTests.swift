@@ -44,11 +44,10 @@ struct CommandModelTests {
         try #require(ids.count == Self.trackCount, "Tracks: \(ids)")
         // Every track's tags are read (in the background, from start-up): the commands act on
         // known lengths. (A Seek on a track not read yet is ignored: its end is unknown.)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await session.tracksMetadata(ids).contains(where: { $0["mpris:length"] == nil }) {
-            guard ContinuousClock.now < deadline else { throw HarnessError("the tracks' tags were not read; log:\n\(session.log())") }
-            try await Task.sleep(for: .milliseconds(50))
+        let tagsRead = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+            try await session.tagsRead(ids)
         }
+        guard tagsRead else { throw HarnessError("the tracks' tags were not read; log:\n\(session.log())") }
 
         var random = SplitMix(seed: seed)
         var model = Model(ids: ids, trackSeconds: Double(Self.trackSeconds), position: Double(try await session.position()) / 1_000_000)

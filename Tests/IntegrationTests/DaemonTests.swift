@@ -29,8 +29,7 @@ struct DaemonTests {
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
         let pid = try #require(session.daemon?.pid)
-        // Read whole: String(contentsOfFile:) stops after the first page of a /proc file.
-        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readToEnd() ?? Data(), as: UTF8.self)
+        let maps = try #require(try ProcessProbe.memoryMaps(of: pid))
         let banned = ["libFoundation.so", "libFoundationInternationalization.so", "lib_FoundationICU.so"]
         let mapped = Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) })
             .filter { name in banned.contains { name.hasPrefix($0) } }

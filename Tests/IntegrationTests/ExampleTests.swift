@@ -26,10 +26,9 @@ struct ExampleTests {
 
         // What the program costs and loads while it waits on the bus with nothing running.
         #expect(try await session.playerctl("status") == "Stopped")
-        let rss = try #require(LoadTests.residentBytes(pid))
+        let rss = try #require(ProcessProbe.residentBytes(of: pid))
         print("countdown, idle on the bus: VmRSS \(rss >> 10) KiB")
-        // Read whole: String(contentsOfFile:) stops after the first page of a /proc file.
-        let maps = String(decoding: try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps")).readToEnd() ?? Data(), as: UTF8.self)
+        let maps = try #require(try ProcessProbe.memoryMaps(of: pid))
         let loaded = Set(maps.split(separator: "\n").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).last }
             .map { String($0.split(separator: "/").last ?? "") }.filter { $0.contains(".so") })
         #expect(loaded.contains { $0.hasPrefix("libdbus-1.so") }, "\(loaded.sorted())")

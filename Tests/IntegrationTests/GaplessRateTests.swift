@@ -40,8 +40,6 @@ enum GaplessMedia {
 @Suite("gapless playback and rate")
 @MainActor
 struct GaplessRateTests {
-    let clock = ContinuousClock()
-
     private func title(of signal: Session.RecordedSignal) -> String? {
         signal.changed["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string
     }
@@ -122,11 +120,10 @@ struct GaplessRateTests {
     /// Waits until Position has reached `seconds` of the current track (after a load or a
     /// switch, so that the measurement starts on settled playback).
     private func waitForPosition(_ session: Session, atLeast seconds: Double) async throws {
-        let deadline = clock.now + .seconds(20)
-        while try await session.position() < Int64(seconds * 1_000_000) {
-            guard clock.now < deadline else { throw HarnessError("Position did not reach \(seconds) s; log:\n\(session.log())") }
-            try await Task.sleep(for: .milliseconds(50))
+        let reached = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+            try await session.position() >= Int64(seconds * 1_000_000)
         }
+        guard reached else { throw HarnessError("Position did not reach \(seconds) s; log:\n\(session.log())") }
     }
 
     @Test("Rate 1.5 keeps Position exact over 10 s, and still applies after Next and after a gapless switch")

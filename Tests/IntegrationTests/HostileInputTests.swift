@@ -145,7 +145,7 @@ struct HostileInputTests {
         defer { if session.daemonStatus == nil { kill(pid, SIGKILL) } }
         var peak = 0
         let watch = await Self.watch(session, timeout: .seconds(90)) {
-            peak = max(peak, Self.statusField("VmHWM", of: pid) ?? 0)
+            peak = max(peak, ProcessProbe.kibibytes("VmHWM", of: pid) ?? 0)
             return Playback(session.signals).playedTitles.contains(titles.last!)
         }
         // A busy machine reads the huge picture's tags too slowly to wait for before playing:
@@ -155,7 +155,7 @@ struct HostileInputTests {
         }
         // The heap is trimmed two seconds after the picture was parsed.
         try await Task.sleep(for: .seconds(3))
-        let resident = Self.statusField("VmRSS", of: pid) ?? 0
+        let resident = ProcessProbe.kibibytes("VmRSS", of: pid) ?? 0
         let log = session.log()
         let playback = Playback(session.signals)
         Self.expectAnswered(watch, session, log: log, else: "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
@@ -192,15 +192,6 @@ struct HostileInputTests {
         #expect(pictureLines.count == 1 && pictureLines.first?.contains("huge-picture.ogg") == true, "\(pictureLines)\n\(log)")
         #expect(Self.repeatedWarnings(log).isEmpty, "\(Self.repeatedWarnings(log))")
         print("absurd tags: peak RSS \(peak / 1024) MiB, \(resident / 1024) MiB 3 s after \(titles.last!) plays and the picture is refused; slowest answer \(watch.slowest)")
-    }
-
-    /// A field of /proc/PID/status in kB (`VmRSS`, `VmHWM`).
-    static func statusField(_ name: String, of pid: Int32) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
-            return Int(line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
-        }
-        return nil
     }
 
     // MARK: - FIFOs by every way in

@@ -76,15 +76,6 @@ struct HostileMediaTests {
         return result
     }
 
-    /// The open file descriptors of a process: number and target.
-    static func openDescriptors(of pid: Int32) -> [String] {
-        let folder = "/proc/\(pid)/fd"
-        let numbers = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return numbers.sorted { Int($0) ?? 0 < Int($1) ?? 0 }.map { number in
-            "\(number) -> \((try? FileManager.default.destinationOfSymbolicLink(atPath: folder + "/" + number)) ?? "?")"
-        }
-    }
-
     /// What the recorded PropertiesChanged signals say happened: the titles that were current
     /// while playing (in order, each run once), the URLs ever published, and whether the
     /// queue ended (a Stopped after a Playing).
@@ -183,7 +174,7 @@ struct HostileMediaTests {
         }
         try #require(baselineDone && session.daemonStatus == nil, "one good file did not play to its end:\n\(session.log())")
         _ = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
-        let baseline = Self.openDescriptors(of: session.daemon!.pid)
+        let baseline = ProcessProbe.openDescriptors(of: session.daemon!.pid)
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
 
@@ -260,7 +251,7 @@ struct HostileMediaTests {
 
         // No file descriptor leaked: as many as after one good file, give or take a few.
         _ = try await session.metadata()
-        let after = Self.openDescriptors(of: pid)
+        let after = ProcessProbe.openDescriptors(of: pid)
         #expect(after.count <= baseline.count + 3, "\(after.count) descriptors after the corpus, \(baseline.count) after one file\nafter:\n\(after.joined(separator: "\n"))\nbaseline:\n\(baseline.joined(separator: "\n"))")
 
         #expect(runTime < .seconds(30), "the corpus took \(runTime) to play")

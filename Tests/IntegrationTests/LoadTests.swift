@@ -74,7 +74,7 @@ struct LoadTests {
         board.deadline = loadStarted + Self.duration
         let warmUpSample = Task { @MainActor () -> Int? in
             try? await Task.sleep(for: Self.warmUp)
-            return Self.residentBytes(pid)
+            return ProcessProbe.residentBytes(of: pid)
         }
         // VmRSS and the call rate every few seconds, to tell steady growth from a plateau
         // and see whether the daemon slows down as the load goes on.
@@ -84,16 +84,16 @@ struct LoadTests {
             var calls = board.calls
             while ContinuousClock.now < board.deadline {
                 try? await Task.sleep(for: .seconds(interval))
-                samples.append("\((Self.residentBytes(pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
+                samples.append("\((ProcessProbe.residentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
                 calls = board.calls
             }
             return samples
         }
-        let cpuBefore = Self.cpuSeconds(pid)
+        let cpuBefore = ProcessProbe.cpuSeconds(of: pid)
         let workers = clients.map { client in Task { @MainActor in await client.run() } }
         for worker in workers { await worker.value }
         let loadTook = ContinuousClock.now - loadStarted
-        let cpuDuring = Self.cpuSeconds(pid).flatMap { after in cpuBefore.map { after - $0 } }
+        let cpuDuring = ProcessProbe.cpuSeconds(of: pid).flatMap { after in cpuBefore.map { after - $0 } }
         let rssWarm = await warmUpSample.value
 
         // No deadlock: a Get from another connection is answered within 1 s.
@@ -109,7 +109,7 @@ struct LoadTests {
         }
         let getTook = ContinuousClock.now - getStarted
         #expect(answeredGet && getTook < .seconds(1), "after the load, Get(PlaybackStatus) took \(getTook)")
-        let rssEnd = Self.residentBytes(pid)
+        let rssEnd = ProcessProbe.residentBytes(of: pid)
         print("load: VmRSS and calls/s every \(interval) s: \(await series.value.joined(separator: ", "))")
 
         // The totals.
@@ -189,7 +189,7 @@ struct LoadTests {
         // Memory: resident size after the warm-up and at the end of the load.
         let warm = try #require(rssWarm, "no VmRSS after the warm-up")
         let end = try #require(rssEnd, "no VmRSS at the end")
-        let settledRSS = Self.residentBytes(pid) ?? 0
+        let settledRSS = ProcessProbe.residentBytes(of: pid) ?? 0
         print("load: VmRSS after the \(Self.warmUp) warm-up \(warm >> 10) KiB, at the end \(end >> 10) KiB (\(end - warm >= 0 ? "+" : "")\((end - warm) >> 10) KiB; limit +\(Self.rssGrowthLimit >> 10) KiB), after the checks \(settledRSS >> 10) KiB")
         if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil {
             // AddressSanitizer keeps freed memory in a quarantine of 256 MiB, so resident
@@ -216,28 +216,6 @@ struct LoadTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         throw HarnessError("the queue of \(count) tracks did not come in; log:\n\(session.log())")
-    }
-
-    /// VmRSS of `pid` in bytes.
-    static func residentBytes(_ pid: Int32) -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count >= 2, let kilobytes = Int(fields[1]) else { return nil }
-            return kilobytes << 10
-        }
-        return nil
-    }
-
-    /// User and system CPU time of `pid`, in seconds.
-    static func cpuSeconds(_ pid: Int32) -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        // After "pid (comm)": state is field 3; utime and stime are fields 14 and 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// What the checks compare: one GetAll of the Player interface and the Tracks property.

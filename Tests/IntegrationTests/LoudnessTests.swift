@@ -81,10 +81,7 @@ struct LoudnessTests {
         // before, and the reload between them would reopen the file sink and lose what was
         // rendered before. The levels, not this wait, are what the tests check.
         let ids = try await session.trackListTracks()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline, try await session.tracksMetadata(ids).contains(where: { $0["mpris:length"] == nil }) {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(100)) { try await session.tagsRead(ids) }
         try await beforePlay(session)
         let mark = session.signals.count
         _ = try await session.call("Play")

@@ -30,14 +30,6 @@ struct SavedStateEdgeTests {
         try await session.get("Tracks", interface: trackList).objectPaths
     }
 
-    /// The daemon's peak resident memory, in KiB (`VmHWM`).
-    static func peakMemory(of pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
-        else { return nil }
-        return line.split(separator: " ").compactMap { Int($0) }.first
-    }
-
     @Test("a saved position of Int64.max, a negative volume, a tiny rate and an unknown loop are dropped; the rest is restored")
     func outOfRangeFieldsAreDropped() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
@@ -94,7 +86,7 @@ struct SavedStateEdgeTests {
         try session.writeConfig("music-folder = \(tracks[0].deletingLastPathComponent().path)\n")
         try await session.launch([])
         try await session.waitForStatus("Playing")
-        let peak = try #require(Self.peakMemory(of: session.daemon!.pid))
+        let peak = try #require(ProcessProbe.kibibytes("VmHWM", of: session.daemon!.pid))
         #expect(peak < 300 * 1024, "peak RSS \(peak) KiB")
         let log = session.log()
         #expect(log.contains("state.json is 2147483648 bytes, more than the 1048576"), "\(log)")
@@ -114,7 +106,7 @@ struct SavedStateEdgeTests {
         try session.writeConfig("music-folder = \(tracks[0].deletingLastPathComponent().path)\n")
         try await session.launch([])
         try await session.waitForStatus("Playing")
-        let peak = try #require(Self.peakMemory(of: session.daemon!.pid))
+        let peak = try #require(ProcessProbe.kibibytes("VmHWM", of: session.daemon!.pid))
         #expect(peak < 300 * 1024, "peak RSS \(peak) KiB")
         #expect(session.log().contains("queue.m3u8 is 2147483648 bytes"), "\(session.log())")
         #expect(FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("queue.m3u8.corrupt").path))

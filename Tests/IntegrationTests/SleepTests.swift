@@ -56,12 +56,7 @@ final class MockLogind {
 
     /// Waits (a short poll, bounded) until `quaverInhibits()` is `held`.
     func waitForInhibitor(held: Bool, timeout: Duration = .seconds(20)) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while try await quaverInhibits() != held {
-            guard ContinuousClock.now < deadline else { return false }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return true
+        try await Waiter.poll(timeout: timeout, every: .milliseconds(50)) { try await quaverInhibits() == held }
     }
 
     func prepareForSleep(_ sleeping: Bool) async throws {

@@ -152,6 +152,11 @@ extension Session {
         return maps.map { $0.stringVariantDictionary ?? [:] }
     }
 
+    /// Whether the tags of every track in `ids` are read (each has its length).
+    func tagsRead(_ ids: [ObjectPath]) async throws -> Bool {
+        try await !tracksMetadata(ids).contains(where: { $0["mpris:length"] == nil })
+    }
+
     /// The `xesam:url` of each id, in order (ids not queued are left out by the daemon).
     func trackURLs(_ ids: [ObjectPath]) async throws -> [String] {
         try await tracksMetadata(ids).map { $0["xesam:url"]?.string ?? "?" }
@@ -230,15 +235,20 @@ extension Session {
     }
 }
 
-/// Expects `body` to fail with the D-Bus error `name`.
+/// Expects `body` to fail with the D-Bus error `name`; `what`, when given, names the call in
+/// failure messages (its first 300 characters: a hostile argument may be megabytes long).
 @MainActor
-func expectMPRISError(_ name: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> Void) async {
+func expectMPRISError(
+    _ name: String, _ what: String? = nil, sourceLocation: SourceLocation = #_sourceLocation,
+    _ body: () async throws -> Void
+) async {
+    let call = what.map { "\($0.prefix(300)): " } ?? ""
     do {
         try await body()
-        Issue.record("expected \(name), got a reply", sourceLocation: sourceLocation)
+        Issue.record("\(call)expected \(name), got a reply", sourceLocation: sourceLocation)
     } catch let error as BusError {
-        #expect(error.name.rawValue == name, "\(error)", sourceLocation: sourceLocation)
+        #expect(error.name.rawValue == name, "\(call)\(error)", sourceLocation: sourceLocation)
     } catch {
-        Issue.record("expected \(name), got \(error)", sourceLocation: sourceLocation)
+        Issue.record("\(call)expected \(name), got \(error)", sourceLocation: sourceLocation)
     }
 }

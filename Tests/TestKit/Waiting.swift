@@ -1,5 +1,4 @@
 public import Dispatch
-public import Foundation
 
 /// Lets a test wait for a condition with a deadline, on the main actor, without sleeping.
 ///
@@ -58,6 +57,23 @@ open class Waiter {
                 if waiter.check() { self.finish(id, result: true) } else { self.poll(id, every: interval) }
             }
         }
+    }
+}
+
+extension Waiter {
+    /// Polls `check` every `interval` until it holds: true, or false once `timeout` has passed.
+    /// For what another process holds and announces to no one a test can hear (a property
+    /// read over D-Bus, an inhibitor held): unlike `wait`, the check suspends and may throw,
+    /// and each read ends before the next starts.
+    public static func poll(
+        timeout: Duration, every interval: Duration, until check: () async throws -> Bool
+    ) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while try await !check() {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: interval)
+        }
+        return true
     }
 }
 
