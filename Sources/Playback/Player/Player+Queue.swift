@@ -25,9 +25,9 @@ extension Player {
             // A local file becomes `current` once its tags are read, so that clients see
             // one Metadata for it, not a file name followed by the real title.
             if let selectedIndex, !queue[selectedIndex].needsRead { current = queue[selectedIndex] }
-            discoverCurrentIfNeeded()
+            catalog.discoverSelectedIfNeeded()
         }
-        nextMayHaveChanged()
+        conductor.nextMayHaveChanged()
         if announce { onChange?(.queue) }
         return new
     }
@@ -40,7 +40,7 @@ extension Player {
         guard index == selectedIndex else {
             queue.remove(at: index)
             selection.removed(at: index)
-            nextMayHaveChanged()
+            conductor.nextMayHaveChanged()
             onChange?(.queue)
             return true
         }
@@ -59,7 +59,7 @@ extension Player {
         current = nil
         onChange?(.queue)
         engine.stop()
-        discoverCurrentIfNeeded()
+        catalog.discoverSelectedIfNeeded()
         return true
     }
 

@@ -10,27 +10,6 @@ extension Player {
         prefetch.request(ids)
     }
 
-    /// What a background read, or a patient second read after a timeout, found. A timeout
-    /// in the background is no failure: the entry is read again when it plays.
-    func read(_ id: UInt64, _ result: Result<TrackInfo, MediaError>, _ kind: TagPrefetch.Kind) {
-        guard let index = queue.index(of: id), queue[index].needsRead else { return }
-        switch result {
-        case .success(let info):
-            record(info, at: index)
-            if kind == .patient, info.oversizedPictureBytes != nil { trimHeapSoon() }
-        case .failure(let error) where kind == .patient:
-            logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
-        case .failure(let error) where error.isTimeout:
-            return
-        case .failure(let error):
-            recordFailure(error.reason, at: index)
-        }
-        guard current?.id == id else { return }
-        current = queue[index]
-        onChange?(.metadata)
-        if kind == .patient { prepareNext() }
-    }
-
     /// Sets the artwork of an entry whose tags were read (found again after its cached image
     /// went, or a picture a stream sent); the observer hears of it when it is the current one.
     public func setArtworkURL(_ url: String?, forEntry id: UInt64) {
@@ -38,6 +17,6 @@ extension Player {
         info.artworkURL = url
         info.artworkSearched = true
         queue[index].info = info
-        showIfCurrent(index)
+        catalog.showIfCurrent(index)
     }
 }

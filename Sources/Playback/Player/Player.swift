@@ -5,10 +5,12 @@ public import Logging
 /// A play queue and its transport over a GStreamer pipeline.
 ///
 /// The façade wires the parts together: the queue and what is selected in it
-/// (``Selection``, over ``PlayOrder``), the engine that plays one entry at a time and alone
-/// owns the pipeline (``Engine``, over the ``Transport`` state machine), tag reads
-/// (``TagPrefetch``), the gapless hand-over (``HandOverPlan``), loudness plans and the
-/// interruptions a sound server asks for (``Interruption``). Commands return at once;
+/// (``Selection``, over ``PlayOrder``); the engine that plays one entry at a time and alone
+/// owns the pipeline (``Engine``, over the ``Transport`` state machine); the ``Conductor``,
+/// which answers the engine in terms of the queue (what follows, what is skipped, the
+/// gapless hand-over and its loudness plan); the ``Catalog`` of what is known of each entry;
+/// tag reads (``TagPrefetch``) and the interruptions a sound server asks for
+/// (``Interruption``). Commands return at once;
 /// `status` is the settled truth, changed only when the pipeline confirms it (or at once for
 /// stop, errors and the end of the queue). The observer is told after each settled change,
 /// never about transient pipeline states (a seek's flush, a gapless switch, buffering).
@@ -26,7 +28,7 @@ public final class Player {
     /// The entry the pipeline plays (or, when stopped, the one Play would start).
     public internal(set) var current: Entry? {
         didSet {
-            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil { trimHeapSoon() }
+            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil { catalog.trimHeapSoon() }
         }
     }
     /// The playback rate (1: normal speed).
@@ -45,7 +47,7 @@ public final class Player {
     public var loudness = LoudnessSettings() {
         didSet {
             // The track handed over already keeps the gain it was given.
-            if loudness != oldValue, !engine.hasHandedOver { prepareNext() }
+            if loudness != oldValue, !engine.hasHandedOver { conductor.prepareNext() }
         }
     }
     /// The gains measured for tracks without tags (nil: none are kept).
@@ -56,6 +58,10 @@ public final class Player {
     /// The transport state of the engine.
     var transport: Transport { engine.transport }
     var selection = Selection()
+    /// What the queue knows of its entries (see ``Catalog``).
+    private(set) lazy var catalog = Catalog(player: self)
+    /// What follows in the queue: the engine's owner (see ``Conductor``).
+    private(set) lazy var conductor = Conductor(player: self)
     /// Reads the tags of entries off the main actor.
     let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
@@ -73,7 +79,6 @@ public final class Player {
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
     /// because someone stopped it: tracks queued now may go on from there.
     public internal(set) var ranOut = false
-    var consecutiveFailures = 0
     /// The factory names of the elements the loaded stream plays through.
     public var pipelineElementNames: [String] { engine.pipelineElementNames }
     /// How many pipelines GStreamer got stuck in and were replaced.
@@ -105,12 +110,12 @@ public final class Player {
         self.supportedRates = supportedRates
         prefetch = TagPrefetch(artwork: artwork)
         engine = try Engine(audioSink: audioSink, stuckLimit: stuckLimit, logger: logger)
-        engine.owner = self
+        engine.owner = conductor
         prefetch.uriToRead = { [weak self] id in
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri
         }
-        prefetch.finished = { [weak self] id, result, kind in self?.read(id, result, kind) }
+        prefetch.finished = { [weak self] id, result, kind in self?.catalog.read(id, result, kind) }
     }
 
     /// The index of the selected entry in `entries`.
@@ -275,7 +280,7 @@ public final class Player {
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
         selection.setRepeatMode(mode)
-        nextMayHaveChanged()
+        conductor.nextMayHaveChanged()
         onChange?(.options)
     }
 
@@ -284,7 +289,7 @@ public final class Player {
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
         selection.setShuffle(on, in: queue)
-        nextMayHaveChanged()
+        conductor.nextMayHaveChanged()
         onChange?(.options)
     }
 

@@ -1,19 +1,20 @@
 import FoundationEssentials
 
 /// The gain each entry plays at, and what the pipeline reports of it.
-extension Player {
+extension Conductor {
     /// The plan for the entry with `id`, under the settings now: its tags, else what an
     /// earlier play measured, else the fallback gain (and a measurement while it plays).
     func loudnessPlan(for id: UInt64) -> LoudnessPlan? {
         guard let index = queue.index(of: id) else { return nil }
         let entry = queue[index]
-        let path = isLocal(entry.uri) ? URL(string: entry.uri).map(\.path) : nil
+        let loudness = player.loudness
+        let path = MediaSources.isLocal(entry.uri) ? URL(string: entry.uri).map(\.path) : nil
         let tags = entry.info?.replayGain
         var signature: TrackSignature?
         var measured: MeasuredGain?
         if loudness.mode != .off, tags == nil, let path {
             signature = TrackSignature.of(path: path)
-            measured = signature.flatMap { gainCache?.gain(for: $0) }
+            measured = signature.flatMap { player.gainCache?.gain(for: $0) }
         }
         let albumGain = Loudness.usesAlbumGain(loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
         var plan = Loudness.plan(loudness, tags: tags, albumGain: albumGain, measured: measured, signature: signature)
@@ -24,17 +25,17 @@ extension Player {
     /// Auto mode: whether the entry at `index` is part of an album played in order (see
     /// ``Loudness/playsAlbumInOrder(shuffle:track:previous:next:)``).
     private func playsAlbumInOrder(_ index: Int) -> Bool {
-        guard !shuffle else { return false }
+        guard !player.shuffle else { return false }
         // Without Shuffle the play order is the queue's, and reading it draws no random number.
-        let previous = neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
-        let next = neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
+        let previous = player.neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
+        let next = player.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
         func other(_ at: Int?) -> Loudness.AlbumIdentity? { at.flatMap { $0 == index ? nil : albumIdentity(at: $0) } }
         return Loudness.playsAlbumInOrder(shuffle: false, track: albumIdentity(at: index), previous: other(previous), next: other(next))
     }
 
     private func albumIdentity(at index: Int) -> Loudness.AlbumIdentity {
         let entry = queue[index]
-        let folder = isLocal(entry.uri) ? URL(string: entry.uri)?.deletingLastPathComponent().path : nil
+        let folder = MediaSources.isLocal(entry.uri) ? URL(string: entry.uri)?.deletingLastPathComponent().path : nil
         return Loudness.AlbumIdentity(
             album: entry.info?.album, albumArtist: entry.info?.albumArtists.first, folder: folder, tagsRead: entry.info != nil)
     }
@@ -54,6 +55,6 @@ extension Player {
     /// A track without tags was measured whole: its gain applies from its next play on.
     func loudnessMeasured(_ signature: TrackSignature, _ gain: MeasuredGain) {
         logger.debug("measured \(MediaSources.displayName(signature.path)): gain \(Loudness.describe(gain.gain)), peak \(gain.peak)")
-        gainCache?.store(gain, for: signature)
+        player.gainCache?.store(gain, for: signature)
     }
 }

@@ -1,0 +1,197 @@
+import FoundationEssentials
+import Logging
+
+/// What follows in the queue: the engine's owner.
+///
+/// The ``Engine`` plays one entry and reports what happens to it; the conductor answers in
+/// terms of the queue. It tells clients once the transport settles, skips an entry that
+/// cannot play (in the direction of travel), goes on at the end of one, follows playbin's
+/// gapless switches, hands the next entry over ahead of time with its loudness plan, and
+/// pauses for the sound server's interruptions. A part of the ``Player``, whose queue and
+/// selection it moves.
+@MainActor
+final class Conductor: EngineOwner {
+    unowned let player: Player
+    /// Failures in a row: once every entry has failed, playback stops.
+    private var consecutiveFailures = 0
+
+    init(player: Player) {
+        self.player = player
+    }
+
+    var queue: PlayQueue { player.queue }
+    var engine: Engine { player.engine }
+    var catalog: Catalog { player.catalog }
+    var logger: Logger { player.logger }
+
+    var requestedStatus: Player.Status { player.requestedStatus }
+
+    func entry(id: UInt64) -> Player.Entry? { player.entry(id: id) }
+
+    // MARK: - The transport settled, or an entry ended or failed
+
+    /// Tells the observer what the transport settled in.
+    func settled() {
+        let transport = engine.transport
+        if player.status == .stopped {
+            // An entry found unplayable is never shown as the current one.
+            player.current = player.selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil }
+        } else if let id = transport.settledEntry, let index = queue.index(of: id) {
+            consecutiveFailures = 0
+            player.ranOut = false
+            if player.pendingRead == nil, transport.upcomingEntry == id { player.selectedIndex = index }
+            catalog.fillInInfo(at: index)
+            player.current = queue[index]
+        }
+        prepareNext()
+        player.onChange?(.transport)
+    }
+
+    /// Skips an entry that cannot play: one log line naming it and why, then the next one
+    /// (in the direction of travel), or stop at the end. An entry that is no longer the
+    /// selected one is only marked. `intent`: where the skip leads (nil: where the commands
+    /// received so far do).
+    func skip(_ id: UInt64, reason: String, intent: Player.Status?) {
+        if let index = queue.index(of: id) { catalog.recordFailure(reason, at: index) }
+        guard player.pendingRead == nil, player.selectedEntry?.id == id || engine.transport.upcomingEntry == nil else { return }
+        let intent = intent ?? requestedStatus
+        consecutiveFailures += 1
+        let forward = player.selection.travelsForward
+        guard intent != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? player.selectedIndex,
+            let target = player.neighbour(of: index, forward: forward, automatic: true, allowRepeatOne: false)
+        else {
+            if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
+            if let index = queue.index(of: id), !MediaSources.isLocal(queue[index].uri) {
+                // A network stream stays current when nothing follows it: its server may answer
+                // next time, so it is shown, and Play tries it again.
+                player.queue[index].failure = nil
+                player.selectedIndex = index
+                player.onChange?(.entryInfo(id))
+            }
+            player.ranOut = true  // before clients hear of the stop, so that they see why
+            engine.stop()
+            return
+        }
+        if let index = queue.index(of: id) {
+            player.selection.recordMove(from: queue[index].id, to: queue[target].id, forward: forward)
+        }
+        player.load(target, intent: intent)
+    }
+
+    /// The loaded stream ended: what follows plays, or playback stops at the end of the queue.
+    func advance(from id: UInt64) {
+        catalog.reportEndIfStream(id)
+        guard player.pendingRead == nil else { return }  // the selected entry loads once read
+        if requestedStatus == .playing, let index = queue.index(of: id) ?? player.selectedIndex,
+            let next = player.neighbour(of: index, forward: true, automatic: true)
+        {
+            // playbin asked for the next track before there was one (a short first track
+            // while the rest of a folder was still being read): it plays now.
+            logger.debug("\(MediaSources.displayName(queue[index].uri)) ended; loading what follows")
+            player.selection.move(from: queue[index].id, to: next, in: queue, forward: true)
+            player.load(next, intent: .playing)
+            return
+        }
+        logger.debug("end of the queue")
+        player.ranOut = true
+        engine.stop()
+    }
+
+    /// playbin switched gaplessly to the handed-over entry: it becomes the selected one.
+    func switches(from previous: UInt64?, to next: UInt64) -> Bool {
+        guard let index = queue.index(of: next) else { return false }
+        logger.debug("gapless switch to \(MediaSources.displayName(queue[index].uri))")
+        if let previous {
+            catalog.reportEndIfStream(previous)
+            player.selection.recordMove(from: previous, to: next, forward: true)
+        }
+        player.selectedIndex = index
+        return true
+    }
+
+    /// The URI handed over for gapless playback failed while the current one was still
+    /// playing: it is marked unplayable, unless it is a file whose tags were read (then the
+    /// error is the loaded stream's).
+    func handedOverFailed(_ id: UInt64, reason: String) -> Bool {
+        guard let index = queue.index(of: id), queue[index].info == nil || !MediaSources.isLocal(queue[index].uri) else {
+            return false
+        }
+        catalog.recordFailure(reason, at: index)
+        return true
+    }
+
+    /// The stream handed over stalled after the track before it ended: the queue is at that
+    /// stream, and it is skipped from there (or stays current, when nothing follows it).
+    func handedOverStalled(_ id: UInt64, reason: String) {
+        guard let index = queue.index(of: id) else { return }
+        player.selection.move(from: engine.transport.loadedEntry, to: index, in: queue, forward: true)
+        skip(id, reason: reason, intent: requestedStatus)
+    }
+
+    // MARK: - What follows the current entry
+
+    /// After a change to what follows the current entry (loop, shuffle, an edit of the
+    /// queue): prepares the new next entry. When playbin already took another one for a
+    /// gapless switch (it asks early, during preroll for a short track), the current entry
+    /// is loaded again where it is, so that the change applies to its end.
+    func nextMayHaveChanged() {
+        guard let committed = engine.pipeline.handoff.committedEntryID, let index = player.selectedIndex,
+            engine.transport.loadedEntry != nil
+        else {
+            return prepareNext()
+        }
+        let wanted = player.neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
+        guard wanted != committed else { return }
+        logger.debug(
+            "what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it")
+        engine.reload(at: player.requestedPosition)
+    }
+
+    /// Tells the pipeline which URI follows the current one, for a gapless switch (see
+    /// ``HandOverPlan``), and reads that entry's tags ahead of time when they are needed first.
+    func prepareNext() {
+        let selected = player.selectedIndex
+        let next =
+            requestedStatus == .stopped ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
+        let plan = selected.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
+        if case .handOver(var item) = plan {
+            item.loudness = loudnessPlan(for: item.entryID)
+            engine.prepareNext(item)
+        } else {
+            engine.prepareNext(nil)
+        }
+        guard case .readFirst(let id, let uri) = plan else { return }
+        catalog.readAhead(id, uri: uri) { [weak self] in self?.prepareNext() }
+    }
+
+    // MARK: - What else the engine reports
+
+    func engineChanged(_ change: Player.Change) {
+        player.onChange?(change)
+    }
+
+    /// The sound server asks for a state: it corks a music stream (PAUSED) while a call or an
+    /// alarm plays, and uncorks it (PLAYING) when that ends. Quaver pauses, and plays again
+    /// only when it was playing when corked and nobody acted since.
+    func stateRequested(_ state: Pipeline.State) {
+        switch player.interruption.response(to: state, requested: requestedStatus) {
+        case .pause:
+            logger.info("the sound server asked to pause (another stream, such as a call, takes priority)")
+            player.pause()
+            player.interruption.interrupted()
+        case .resume:
+            logger.info("the interruption is over; playing again")
+            player.play()
+        case .nothing:
+            logger.debug("the sound server asked for state \(state); nothing to do")
+        }
+    }
+
+    func streamTagsChanged(_ id: UInt64, picture: StreamTags.Picture?) {
+        catalog.streamTagsChanged(id, picture: picture)
+    }
+
+    func streamDurationChanged(_ id: UInt64) {
+        catalog.streamDurationChanged(id)
+    }
+}
