@@ -12,92 +12,8 @@ import Glibc
 /// `stuckLimit` is reported as ``Event/stuck``; the pipeline is then replaced by its owner, and
 /// this one is freed whenever GStreamer lets go of it.
 final class Pipeline: @unchecked Sendable {
-    enum State: Int, Sendable, Comparable {
-        case voidPending = 0, null, ready, paused, playing
-        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
-        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
-        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
-    }
-
-    /// What the pipeline knows of the loaded stream at the moment of an event, read on its
-    /// queue so that the main actor never has to ask.
-    struct Facts: Sendable, Equatable {
-        /// When the pipeline was asked: a position is as of then, however late it is read.
-        var at = ContinuousClock.now
-        var position: Duration?
-        var duration: Duration?
-        var isSeekable = false
-        /// The state reached and the one pending.
-        var current: State = .voidPending
-        var pending: State = .voidPending
-    }
-
-    enum Event: Sendable {
-        /// The whole pipeline's state changed (not one of its elements').
-        /// `position`: where the stream was `at` that moment.
-        case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
-        /// A preroll or a flushing seek completed.
-        case asyncDone(Facts)
-        case endOfStream
-        /// `source` is the path of the element that failed, e.g.
-        /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
-        /// `uri`: the URI that failed: the one the failing decoder reads (the stream handed
-        /// over for a gapless switch, when it is that one's), else the one loaded; nil when
-        /// nothing is. `debug`: GStreamer's debug string, for the developer-level log.
-        /// `inOutput`: the audio output failed (the sound server went away, the device was
-        /// removed), not the track.
-        case error(message: String, debug: String?, source: String, uri: String?, inOutput: Bool)
-        case warning(message: String, source: String)
-        case streamStart
-        case durationChanged(Facts)
-        case buffering(percent: Int)
-        case clockLost
-        /// An element asks the application to change the pipeline's state: the sound server
-        /// corks the stream (PAUSED) for a call or an alarm, and uncorks it (PLAYING) after.
-        case requestState(State)
-        /// The output's volume changed (on the cubic scale of desktop mixers): a mixer changed
-        /// the stream's volume on the sound server, or Quaver did.
-        case outputVolumeChanged(Double)
-        /// Tags reached the sink (what is heard now): a stream's ICY title, a file's own tags.
-        /// Lists with nothing a listener sees (a bit rate, a codec) are not reported.
-        case tags(StreamTags)
-        /// playbin took the prepared next URI (`about-to-finish`): it starts once the current
-        /// stream ends. Posted from the streaming thread, so it arrives in order with the rest.
-        case nextURITaken
-        /// A state change GStreamer refused at once (after the errors it queued with it).
-        case stateChangeFailed(State)
-        /// A seek GStreamer refused.
-        case seekRefused(Duration)
-        /// The answer to ``queryPosition()``: where the stream was `at` that moment.
-        case position(Duration?, at: ContinuousClock.Instant)
-        /// The factory names of the elements the loaded stream is played with, once it
-        /// prerolled (for diagnostics and tests).
-        case elements([String])
-        /// A stream started at this gain (`rgvolume`'s result, in dB), as `plan` set it.
-        /// Reported from the streaming thread, whatever load it belongs to.
-        case loudnessApplied(LoudnessPlan, gain: Double)
-        /// `rganalysis` measured a whole track that has no tags. Reported from the streaming
-        /// thread, whatever load it belongs to.
-        case loudnessMeasured(TrackSignature, MeasuredGain)
-        /// A call into GStreamer did not return within `stuckLimit`: the pipeline is stuck
-        /// (a deadlock inside GStreamer) and must be replaced. Nothing else is reported after it.
-        case stuck
-    }
-
-    /// An event with the number of the load it belongs to: events of a stream taken down
-    /// can still be on their way when the next one is loaded.
-    struct Delivery: Sendable {
-        var load: Int
-        var event: Event
-    }
-
-    /// Why a pipeline could not be made.
-    struct SetupError: Error, CustomStringConvertible {
-        var description: String
-    }
-
     /// How long a call into the playbin may take before the pipeline counts as stuck.
-    let stuckLimit: Duration
+    var stuckLimit: Duration { jobs.limit }
     /// The gapless hand-over: the next URI, prepared by the main actor, read by
     /// `about-to-finish` on a streaming thread.
     let handoff = GaplessHandoff()
@@ -105,23 +21,11 @@ final class Pipeline: @unchecked Sendable {
     /// Bytes the sources of the playbin have sent on, counted on its streaming threads.
     private let sourceBytes = cshims_byte_counter_new()
 
-    private let queue = DispatchQueue(label: "quaver.pipeline")
-    private let watchdogQueue = DispatchQueue(label: "quaver.pipeline.watchdog")
+    /// Where every call into the playbin runs, timed (see ``WatchedQueue``).
+    private let jobs: WatchedQueue
     private let deliver: @Sendable (Delivery) -> Void
-    /// What the queue's jobs and the watchdog share.
-    private let control = Locked(Control())
 
-    private struct Control {
-        /// The job running on the queue, if any (its sequence number).
-        var running: UInt64?
-        var nextJob: UInt64 = 0
-        /// A job did not return in time: nothing more is reported.
-        var stuck = false
-        /// The owner let go of this pipeline: jobs still queued are skipped.
-        var retired = false
-    }
-
-    // Touched on `queue` only (here and in Pipeline+Bus.swift).
+    // Touched on `jobs.queue` only (here and in Pipeline+Bus.swift).
     var playbin: UnsafeMutablePointer<GstElement>?
     var bus: UnsafeMutablePointer<GstBus>?
     private var busSource: (any DispatchSourceRead)?
@@ -142,10 +46,12 @@ final class Pipeline: @unchecked Sendable {
         audioSink: String?, volume: Double, stuckLimit: Duration = .seconds(3),
         deliver: @escaping @MainActor @Sendable (Delivery) -> Void
     ) {
-        self.stuckLimit = stuckLimit
-        self.deliver = { delivery in
+        let deliver: @Sendable (Delivery) -> Void = { delivery in
             DispatchQueue.main.async { MainActor.assumeIsolated { deliver(delivery) } }
         }
+        self.deliver = deliver
+        // The watchdog reports a stuck pipeline whatever load it was at.
+        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) { deliver(Delivery(load: .max, event: .stuck)) }
         run { pipeline in
             do throws(SetupError) {
                 try pipeline.build(audioSink: audioSink, volume: volume)
@@ -229,7 +135,7 @@ final class Pipeline: @unchecked Sendable {
         // own descriptor when the pipeline goes, and a new pipeline can get the same number
         // before the old source is unregistered, which would leave the new one deaf.
         let watched = dup(pollFD.fd)
-        let source = DispatchSource.makeReadSource(fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: queue)
+        let source = DispatchSource.makeReadSource(fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: jobs.queue)
         source.setEventHandler { [weak self] in self?.drainBus() }
         if watched >= 0 { source.setCancelHandler { close(watched) } }
         source.resume()
@@ -297,8 +203,8 @@ final class Pipeline: @unchecked Sendable {
     /// What follows the loaded stream, for a gapless switch (nil: nothing, let it end). In
     /// order with the loads: a stream about to be taken down never takes it.
     func prepareNext(_ item: GaplessHandoff.Item?) {
-        queue.async { [self] in
-            guard !control.withLock({ $0.retired }) else { return }
+        jobs.queue.async { [self] in
+            guard !jobs.isRetired else { return }
             handoff.prepare(item)
         }
     }
@@ -359,8 +265,8 @@ final class Pipeline: @unchecked Sendable {
     /// and the playbin is freed on the pipeline's queue, once GStreamer lets go of it after a
     /// stuck call. `freed` is called (on the main actor) when it is.
     func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
-        control.withLock { $0.retired = true }
-        queue.async { [self] in
+        jobs.retire()
+        jobs.queue.async { [self] in
             busSource?.cancel()
             busSource = nil
             if let playbin {
@@ -375,50 +281,19 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` on the queue under the watchdog: should it not return within `stuckLimit`,
-    /// ``Event/stuck`` is reported once.
+    /// Runs `body` on the pipeline's queue, timed (see ``WatchedQueue/run(_:)``).
     private func run(_ body: @escaping @Sendable (Pipeline) -> Void) {
-        queue.async { [self] in
-            let job: UInt64? = control.withLock { control in
-                guard !control.retired, !control.stuck else { return nil }
-                control.nextJob += 1
-                control.running = control.nextJob
-                return control.nextJob
-            }
-            guard let job else { return }
-            // A timer cancelled when the call returns, so that an idle pipeline wakes nobody.
-            let watchdog = DispatchSource.makeTimerSource(queue: watchdogQueue)
-            watchdog.schedule(deadline: .now() + stuckLimit.dispatchInterval)
-            watchdog.setEventHandler { [weak self] in self?.checkProgress(of: job) }
-            watchdog.resume()
-            body(self)
-            watchdog.cancel()
-            control.withLock { $0.running = nil }
-        }
+        jobs.run { [self] in body(self) }
     }
-
-    private func checkProgress(of job: UInt64) {
-        let stuck = control.withLock { control -> Bool in
-            guard control.running == job, !control.stuck else { return false }
-            control.stuck = true
-            return !control.retired
-        }
-        if stuck { deliver(Delivery(load: loadNumberForWatchdog, event: .stuck)) }
-    }
-
-    /// The watchdog reports a stuck pipeline whatever load it was at.
-    private var loadNumberForWatchdog: Int { .max }
 
     /// Reports an event from a streaming thread, outside the order of the bus and of any load.
     private func postFromStream(_ event: Event) {
-        let silenced = control.withLock { $0.retired || $0.stuck }
-        guard !silenced else { return }
-        deliver(Delivery(load: loadNumberForWatchdog, event: event))
+        guard !jobs.isSilenced else { return }
+        deliver(Delivery(load: .max, event: event))
     }
 
     func post(_ event: Event) {
-        let silenced = control.withLock { $0.retired || $0.stuck }
-        guard !silenced else { return }
+        guard !jobs.isSilenced else { return }
         deliver(Delivery(load: loadNumber, event: event))
     }
 
@@ -446,30 +321,6 @@ final class Pipeline: @unchecked Sendable {
     }
 }
 
-extension Pipeline {
-    /// Whether an element path names the audio output: a sink (`GstPulseSink:…`,
-    /// `GstAlsaSink:…`, a file sink) inside playbin's sink bin or the `audio-sink` given.
-    /// A converter in front of it failing is the track's problem (a format it cannot take),
-    /// not the output's.
-    static func isOutput(_ source: String) -> Bool {
-        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
-        return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
-    }
-
-    /// What the log says of an error: GStreamer's message and, for a network source, the
-    /// cause its debug string ends with ("Could not connect: Connection refused"), which the
-    /// message ("Could not establish connection to server.") leaves out.
-    static func reason(_ message: String, debug: String?, source: String) -> String {
-        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
-        guard element.lowercased().hasSuffix("httpsrc"),
-            let detail = debug?.split(separator: "\n").last?.trimmingSpaces(),
-            !detail.isEmpty, detail.count <= 200,
-            !detail.hasPrefix(message.trimming(while: \.isPunctuation))
-        else { return message }
-        return "\(message) (\(detail))"
-    }
-}
-
 private let aboutToFinishThunk: cshims_element_callback = { element, data in
     guard let element, let data else { return }
     let handoff = Unmanaged<GaplessHandoff>.fromOpaque(data).takeUnretainedValue()
@@ -487,26 +338,4 @@ let nextURITakenMessage = "quaver-next-uri-taken"
 private let releaseHandoffThunk: GClosureNotify = { data, _ in
     guard let data else { return }
     Unmanaged<GaplessHandoff>.fromOpaque(data).release()
-}
-
-extension OpaquePointer {
-    var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
-    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
-    var object: UnsafeMutablePointer<GstObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self) }
-}
-
-extension Duration {
-    /// `m:ss` (`1:05`), as log lines give a place in a track.
-    public var clock: String {
-        let seconds = max(Int(components.seconds), 0)
-        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
-    }
-
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
-    /// The same length as Dispatch takes it (a deadline's offset, a timeout).
-    var dispatchInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
 }

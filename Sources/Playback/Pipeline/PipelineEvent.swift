@@ -1,0 +1,113 @@
+internal import CGStreamer
+
+/// The values a ``Pipeline`` speaks in: its states, what it knows of the loaded stream, and
+/// the events it reports.
+extension Pipeline {
+    enum State: Int, Sendable, Comparable {
+        case voidPending = 0, null, ready, paused, playing
+        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
+        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
+        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
+    }
+
+    /// What the pipeline knows of the loaded stream at the moment of an event, read on its
+    /// queue so that the main actor never has to ask.
+    struct Facts: Sendable, Equatable {
+        /// When the pipeline was asked: a position is as of then, however late it is read.
+        var at = ContinuousClock.now
+        var position: Duration?
+        var duration: Duration?
+        var isSeekable = false
+        /// The state reached and the one pending.
+        var current: State = .voidPending
+        var pending: State = .voidPending
+    }
+
+    enum Event: Sendable {
+        /// The whole pipeline's state changed (not one of its elements').
+        /// `position`: where the stream was `at` that moment.
+        case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
+        /// A preroll or a flushing seek completed.
+        case asyncDone(Facts)
+        case endOfStream
+        /// `source` is the path of the element that failed, e.g.
+        /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
+        /// `uri`: the URI that failed: the one the failing decoder reads (the stream handed
+        /// over for a gapless switch, when it is that one's), else the one loaded; nil when
+        /// nothing is. `debug`: GStreamer's debug string, for the developer-level log.
+        /// `inOutput`: the audio output failed (the sound server went away, the device was
+        /// removed), not the track.
+        case error(message: String, debug: String?, source: String, uri: String?, inOutput: Bool)
+        case warning(message: String, source: String)
+        case streamStart
+        case durationChanged(Facts)
+        case buffering(percent: Int)
+        case clockLost
+        /// An element asks the application to change the pipeline's state: the sound server
+        /// corks the stream (PAUSED) for a call or an alarm, and uncorks it (PLAYING) after.
+        case requestState(State)
+        /// The output's volume changed (on the cubic scale of desktop mixers): a mixer changed
+        /// the stream's volume on the sound server, or Quaver did.
+        case outputVolumeChanged(Double)
+        /// Tags reached the sink (what is heard now): a stream's ICY title, a file's own tags.
+        /// Lists with nothing a listener sees (a bit rate, a codec) are not reported.
+        case tags(StreamTags)
+        /// playbin took the prepared next URI (`about-to-finish`): it starts once the current
+        /// stream ends. Posted from the streaming thread, so it arrives in order with the rest.
+        case nextURITaken
+        /// A state change GStreamer refused at once (after the errors it queued with it).
+        case stateChangeFailed(State)
+        /// A seek GStreamer refused.
+        case seekRefused(Duration)
+        /// The answer to ``queryPosition()``: where the stream was `at` that moment.
+        case position(Duration?, at: ContinuousClock.Instant)
+        /// The factory names of the elements the loaded stream is played with, once it
+        /// prerolled (for diagnostics and tests).
+        case elements([String])
+        /// A stream started at this gain (`rgvolume`'s result, in dB), as `plan` set it.
+        /// Reported from the streaming thread, whatever load it belongs to.
+        case loudnessApplied(LoudnessPlan, gain: Double)
+        /// `rganalysis` measured a whole track that has no tags. Reported from the streaming
+        /// thread, whatever load it belongs to.
+        case loudnessMeasured(TrackSignature, MeasuredGain)
+        /// A call into GStreamer did not return within `stuckLimit`: the pipeline is stuck
+        /// (a deadlock inside GStreamer) and must be replaced. Nothing else is reported after it.
+        case stuck
+    }
+
+    /// An event with the number of the load it belongs to: events of a stream taken down
+    /// can still be on their way when the next one is loaded.
+    struct Delivery: Sendable {
+        var load: Int
+        var event: Event
+    }
+
+    /// Why a pipeline could not be made.
+    struct SetupError: Error, CustomStringConvertible {
+        var description: String
+    }
+}
+
+extension Pipeline {
+    /// Whether an element path names the audio output: a sink (`GstPulseSink:…`,
+    /// `GstAlsaSink:…`, a file sink) inside playbin's sink bin or the `audio-sink` given.
+    /// A converter in front of it failing is the track's problem (a format it cannot take),
+    /// not the output's.
+    static func isOutput(_ source: String) -> Bool {
+        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
+    }
+
+    /// What the log says of an error: GStreamer's message and, for a network source, the
+    /// cause its debug string ends with ("Could not connect: Connection refused"), which the
+    /// message ("Could not establish connection to server.") leaves out.
+    static func reason(_ message: String, debug: String?, source: String) -> String {
+        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        guard element.lowercased().hasSuffix("httpsrc"),
+            let detail = debug?.split(separator: "\n").last?.trimmingSpaces(),
+            !detail.isEmpty, detail.count <= 200,
+            !detail.hasPrefix(message.trimming(while: \.isPunctuation))
+        else { return message }
+        return "\(message) (\(detail))"
+    }
+}
