@@ -59,7 +59,12 @@ let package = Package(
         .target(name: "AudioCheck"),
         // The library's adopter's model: a program that is not a music player (kitchen timers).
         .executableTarget(name: "countdown", dependencies: ["NowPlaying", "DBus"], path: "Examples/Countdown"),
-        .executableTarget(name: "quaver-bench", dependencies: ["DBus", "SeededRandom", "AudioCheck", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        .executableTarget(
+            name: "quaver-bench",
+            dependencies: [
+                "DBus", "SeededRandom", "AudioCheck",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
 
         // MARK: - Tests
         // How every test starts a program: descriptors and signals handled so that one
@@ -77,9 +82,11 @@ let package = Package(
     swiftLanguageModes: [.v6]
 )
 
-for target in package.targets where target.type != .system && !["CGStreamerShims", "CSystem", "CSpawn"].contains(target.name) {
-    target.swiftSettings = (target.swiftSettings ?? []) + [
-        .enableUpcomingFeature("ExistentialAny"),
-        .enableUpcomingFeature("InternalImportsByDefault"),
-    ]
+for target in package.targets
+where target.type != .system && !["CGStreamerShims", "CSystem", "CSpawn"].contains(target.name) {
+    target.swiftSettings =
+        (target.swiftSettings ?? []) + [
+            .enableUpcomingFeature("ExistentialAny"),
+            .enableUpcomingFeature("InternalImportsByDefault"),
+        ]
 }

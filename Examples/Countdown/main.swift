@@ -72,20 +72,25 @@ final class Countdown {
         // calls a handler only while its command is enabled, so none has to check.
         commands.playCommand.addTarget { [unowned self] _ in change(state: .playing) }
         commands.pauseCommand.addTarget { [unowned self] _ in change(state: .paused) }
-        commands.togglePlayPauseCommand.addTarget { [unowned self] _ in change(state: state == .playing ? .paused : .playing) }
+        commands.togglePlayPauseCommand.addTarget { [unowned self] _ in
+            change(state: state == .playing ? .paused : .playing)
+        }
         commands.stopCommand.addTarget { [unowned self] _ in change(state: .stopped) }
         commands.nextTrackCommand.addTarget { [unowned self] _ in change(timer: index + 1) }
         commands.previousTrackCommand.addTarget { [unowned self] _ in change(timer: index - 1) }
         // MPRIS Seek and SetPosition both arrive here, resolved and within the timer; a Seek
         // past the end arrives as Next (or Stop on the last timer).
-        commands.changePlaybackPositionCommand.addTarget { [unowned self] event in change(position: event.positionTime) }
+        commands.changePlaybackPositionCommand.addTarget { [unowned self] event in change(position: event.positionTime)
+        }
         change(state: .stopped)
     }
 
     /// The one way the countdown changes: from a command or when a timer runs out. Moving to
     /// another timer starts it from zero; stopping rewinds the current one.
     @discardableResult
-    private func change(timer: Int? = nil, position: Duration? = nil, state newState: PlaybackState? = nil) -> RemoteCommandHandlerStatus {
+    private func change(timer: Int? = nil, position: Duration? = nil, state newState: PlaybackState? = nil)
+        -> RemoteCommandHandlerStatus
+    {
         // The new mark: another timer starts at zero, a seek where it asked, anything else
         // (play, pause) where the timer has run to.
         elapsedAtMark = timer != nil ? .zero : position ?? elapsed
@@ -153,10 +158,13 @@ if let flag = arguments.firstIndex(of: "--name") {
     arguments.removeSubrange(flag...flag + 1)
 }
 /// The timers given, else the kitchen's three.
-let presets = arguments.isEmpty
+let presets =
+    arguments.isEmpty
     ? [Preset("Tea", minutes: 3), Preset("Eggs", minutes: 6), Preset("Pasta", minutes: 9)]
     : arguments.enumerated().map { offset, argument in
-        guard let preset = Preset(argument: argument, number: offset + 1) else { fail("'\(argument)' is not LABEL=SECONDS") }
+        guard let preset = Preset(argument: argument, number: offset + 1) else {
+            fail("'\(argument)' is not LABEL=SECONDS")
+        }
         return preset
     }
 

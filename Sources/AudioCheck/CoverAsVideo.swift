@@ -43,13 +43,16 @@ public enum CoverAsVideo: String, CaseIterable, Sendable, CustomStringConvertibl
     /// 440 Hz tone) to `file`; the picture is one frame lasting one second. (With more than
     /// about 5 s of audio, qtmux's file no longer shows its picture track to qtdemux.)
     public func gstLaunchArguments(file: URL, seconds: Int) -> [String] {
-        let (picture, mux, rate, encoder) = switch self {
-        case .jpegInMatroska: ("jpegenc", "matroskamux", 44100, "flacenc")
-        case .pngInQuickTime: ("pngenc", "qtmux", 48000, "opusenc")
-        }
-        return ["-q", "videotestsrc", "num-buffers=1", "!", "video/x-raw,width=64,height=64,framerate=1/1", "!", picture,
-                "!", mux, "name=mux", "!", "filesink", "location=\(file.path)",
-                "audiotestsrc", "freq=440", "volume=0.25", "samplesperbuffer=\(rate / 10)", "num-buffers=\(seconds * 10)",
-                "!", "audio/x-raw,rate=\(rate),channels=1", "!", "audioconvert", "!", encoder, "!", "mux."]
+        let (picture, mux, rate, encoder) =
+            switch self {
+            case .jpegInMatroska: ("jpegenc", "matroskamux", 44100, "flacenc")
+            case .pngInQuickTime: ("pngenc", "qtmux", 48000, "opusenc")
+            }
+        return [
+            "-q", "videotestsrc", "num-buffers=1", "!", "video/x-raw,width=64,height=64,framerate=1/1", "!", picture,
+            "!", mux, "name=mux", "!", "filesink", "location=\(file.path)",
+            "audiotestsrc", "freq=440", "volume=0.25", "samplesperbuffer=\(rate / 10)", "num-buffers=\(seconds * 10)",
+            "!", "audio/x-raw,rate=\(rate),channels=1", "!", "audioconvert", "!", encoder, "!", "mux.",
+        ]
     }
 }

@@ -28,7 +28,10 @@ public enum Gapless {
 
         /// The length of each part, in seconds.
         public var partSeconds: [Double] {
-            [Double(splitAt) / Double(Gapless.sampleRate), Double(reference.count - splitAt) / Double(Gapless.sampleRate)]
+            [
+                Double(splitAt) / Double(Gapless.sampleRate),
+                Double(reference.count - splitAt) / Double(Gapless.sampleRate),
+            ]
         }
     }
 
@@ -47,12 +50,20 @@ public enum Gapless {
         public var headerComplete: Bool
 
         public var summary: String {
-            var text = "\(renderedSamples) samples rendered for \(expectedSamples) (\(renderedSamples - expectedSamples >= 0 ? "+" : "")\(renderedSamples - expectedSamples)); "
-            text += "\(inserted >= 0 ? "+" : "")\(inserted) at the joint, \(leading >= 0 ? "+" : "")\(leading) at the start"
-            if let firstDeparture { text += "; first departs from the original at sample \(firstDeparture) (joint at \(Gapless.firstPartSamples))" }
-            else { text += "; follows the original sample for sample throughout" }
+            var text =
+                "\(renderedSamples) samples rendered for \(expectedSamples) (\(renderedSamples - expectedSamples >= 0 ? "+" : "")\(renderedSamples - expectedSamples)); "
+            text +=
+                "\(inserted >= 0 ? "+" : "")\(inserted) at the joint, \(leading >= 0 ? "+" : "")\(leading) at the start"
+            if let firstDeparture {
+                text +=
+                    "; first departs from the original at sample \(firstDeparture) (joint at \(Gapless.firstPartSamples))"
+            } else {
+                text += "; follows the original sample for sample throughout"
+            }
             text += "; largest sample difference \(largestDifference) LSB"
-            text += headerComplete ? "; WAV header finalized" : "; WAV header not finalized (length taken from the file size)"
+            text +=
+                headerComplete
+                ? "; WAV header finalized" : "; WAV header not finalized (length taken from the file size)"
             return text
         }
     }
@@ -70,7 +81,10 @@ public enum Gapless {
         let caps = "audio/x-raw,rate=\(sampleRate),channels=1,format=S16LE"
         let length = ["samplesperbuffer=\(samplesPerBuffer)", "num-buffers=\(buffers)"]
         let made = try await run(
-            [gstLaunch, "-q", "audiomixer", "name=mix", "!", caps, "!", "wavenc", "!", "filesink", "location=\(full.path)"]
+            [
+                gstLaunch, "-q", "audiomixer", "name=mix", "!", caps, "!", "wavenc", "!", "filesink",
+                "location=\(full.path)",
+            ]
                 + ["audiotestsrc", "wave=sine", "freq=\(frequency)", "volume=0.5"] + length + ["!", caps, "!", "mix."]
                 + ["audiotestsrc", "wave=white-noise", "volume=\(noiseVolume)"] + length + ["!", caps, "!", "mix."])
         guard made.status == 0 else { throw AudioCheckError("gst-launch-1.0 could not make the sine: \(made.output)") }
@@ -107,12 +121,18 @@ public enum Gapless {
     /// Checks the analysis on renderings damaged on purpose: silence inserted at the joint,
     /// samples dropped there, padding at the start. Throws when it misreads any of them.
     public static func selfCheck(_ source: Source) throws {
-        let reference = source.reference, split = source.splitAt
+        let reference = source.reference
+        let split = source.splitAt
         let cases: [(name: String, samples: [Int16], inserted: Int, leading: Int)] = [
-            ("1105 samples of silence at the joint",
-             Array(reference[..<split]) + [Int16](repeating: 0, count: 1105) + Array(reference[split...]), 1105, 0),
+            (
+                "1105 samples of silence at the joint",
+                Array(reference[..<split]) + [Int16](repeating: 0, count: 1105) + Array(reference[split...]), 1105, 0
+            ),
             ("57 samples dropped at the joint", Array(reference[..<split]) + Array(reference[(split + 57)...]), -57, 0),
-            ("100 samples dropped at the joint", Array(reference[..<split]) + Array(reference[(split + 100)...]), -100, 0),
+            (
+                "100 samples dropped at the joint", Array(reference[..<split]) + Array(reference[(split + 100)...]),
+                -100, 0
+            ),
             ("2112 samples of padding at the start", [Int16](repeating: 0, count: 2112) + reference, 0, 2112),
         ]
         for check in cases {
@@ -120,7 +140,8 @@ public enum Gapless {
             guard analysis.inserted == check.inserted, analysis.leading == check.leading,
                 check.inserted == 0 || analysis.firstDeparture.map({ abs($0 - split) <= 1 }) == true
             else {
-                throw AudioCheckError("the gapless analysis misreads a rendering with \(check.name): \(analysis.summary)")
+                throw AudioCheckError(
+                    "the gapless analysis misreads a rendering with \(check.name): \(analysis.summary)")
             }
         }
     }
@@ -129,14 +150,22 @@ public enum Gapless {
     /// difference of the two alignments is what was inserted or lost at the joint.
     public static func analyse(_ wav: WAV, source: Source) throws -> Analysis {
         guard wav.sampleRate == sampleRate, wav.channels == 1 else {
-            throw AudioCheckError("rendered \(wav.sampleRate) Hz, \(wav.channels) channels; expected \(sampleRate) Hz mono")
+            throw AudioCheckError(
+                "rendered \(wav.sampleRate) Hz, \(wav.channels) channels; expected \(sampleRate) Hz mono")
         }
-        let reference = source.reference, rendered = wav.samples
-        let window = 2048, maxShift = 22050
-        let headStart = 4096, tailStart = reference.count - 4096 - window
+        let reference = source.reference
+        let rendered = wav.samples
+        let window = 2048
+        let maxShift = 22050
+        let headStart = 4096
+        let tailStart = reference.count - 4096 - window
         guard let head = bestShift(rendered, reference, at: headStart, window: window, maxShift: maxShift),
             let tail = bestShift(rendered, reference, at: tailStart, window: window, maxShift: maxShift)
-        else { throw AudioCheckError("the rendered signal (\(rendered.count) samples) does not match the sine anywhere near its start or end") }
+        else {
+            throw AudioCheckError(
+                "the rendered signal (\(rendered.count) samples) does not match the sine anywhere near its start or end"
+            )
+        }
 
         // Walk the first alignment until the signal departs from the original: a sample off by
         // more than dithering could explain, followed by mostly more of them (one isolated
@@ -153,7 +182,10 @@ public enum Gapless {
         for index in 0..<reference.count {
             if differs(index) {
                 let following = (index..<min(index + 16, reference.count)).filter(differs).count
-                if following >= 8 { departure = index; break }
+                if following >= 8 {
+                    departure = index
+                    break
+                }
             } else if index + head >= 0 && index + head < rendered.count {
                 largest = max(largest, abs(Int(rendered[index + head]) - Int(reference[index])))
             }
@@ -165,7 +197,8 @@ public enum Gapless {
 
     /// The shift `s` (rendered index = reference index + s) within ±`maxShift` for which the
     /// rendered samples best match `reference[start..<start+window]`, if the match is close.
-    static func bestShift(_ rendered: [Int16], _ reference: [Int16], at start: Int, window: Int, maxShift: Int) -> Int? {
+    static func bestShift(_ rendered: [Int16], _ reference: [Int16], at start: Int, window: Int, maxShift: Int) -> Int?
+    {
         var best: (shift: Int, error: Int)?
         rendered.withUnsafeBufferPointer { r in
             reference.withUnsafeBufferPointer { e in

@@ -32,7 +32,9 @@ public struct WAV: Sendable {
     public init(contentsOf url: URL) throws {
         let data = try Data(contentsOf: url)
         let bytes = [UInt8](data)
-        func u32(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24 }
+        func u32(_ at: Int) -> Int {
+            Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16 | Int(bytes[at + 3]) << 24
+        }
         func u16(_ at: Int) -> Int { Int(bytes[at]) | Int(bytes[at + 1]) << 8 }
         guard bytes.count >= 12, String(decoding: bytes[0..<4], as: UTF8.self) == "RIFF",
             String(decoding: bytes[8..<12], as: UTF8.self) == "WAVE"
@@ -48,7 +50,8 @@ public struct WAV: Sendable {
             } else if id == "data" {
                 guard let format else { throw AudioCheckError("\(url.lastPathComponent): data before fmt") }
                 guard format.tag == 1 || format.tag == 0xFFFE, format.bits == 16 else {
-                    throw AudioCheckError("\(url.lastPathComponent): not 16-bit PCM (format \(format.tag), \(format.bits) bits)")
+                    throw AudioCheckError(
+                        "\(url.lastPathComponent): not 16-bit PCM (format \(format.tag), \(format.bits) bits)")
                 }
                 // A finalized header holds the data's length (other chunks, such as wavenc's
                 // LIST, may follow it); a writer that was not finalized leaves 0 or a
@@ -60,7 +63,9 @@ public struct WAV: Sendable {
                 samples.withUnsafeMutableBytes { target in
                     data.copyBytes(to: target.bindMemory(to: UInt8.self), from: body..<body + length)
                 }
-                self.init(sampleRate: format.rate, channels: format.channels, samples: samples.map { Int16(littleEndian: $0) })
+                self.init(
+                    sampleRate: format.rate, channels: format.channels, samples: samples.map { Int16(littleEndian: $0) }
+                )
                 headerComplete = complete
                 return
             }
@@ -75,10 +80,18 @@ public struct WAV: Sendable {
         func append32(_ value: Int) { withUnsafeBytes(of: UInt32(value).littleEndian) { data.append(contentsOf: $0) } }
         func append16(_ value: Int) { withUnsafeBytes(of: UInt16(value).littleEndian) { data.append(contentsOf: $0) } }
         let dataBytes = samples.count * 2
-        data.append(contentsOf: Array("RIFF".utf8)); append32(36 + dataBytes)
-        data.append(contentsOf: Array("WAVEfmt ".utf8)); append32(16)
-        append16(1); append16(channels); append32(sampleRate); append32(sampleRate * channels * 2); append16(channels * 2); append16(16)
-        data.append(contentsOf: Array("data".utf8)); append32(dataBytes)
+        data.append(contentsOf: Array("RIFF".utf8))
+        append32(36 + dataBytes)
+        data.append(contentsOf: Array("WAVEfmt ".utf8))
+        append32(16)
+        append16(1)
+        append16(channels)
+        append32(sampleRate)
+        append32(sampleRate * channels * 2)
+        append16(channels * 2)
+        append16(16)
+        data.append(contentsOf: Array("data".utf8))
+        append32(dataBytes)
         samples.withUnsafeBytes { data.append(contentsOf: $0) }  // little-endian host
         try data.write(to: url)
     }
@@ -96,7 +109,8 @@ public enum Tone {
     /// number of zero crossings per second between the first and the last crossing. Samples
     /// quieter than `threshold` are skipped (silence, or dithering around zero, would add
     /// crossings a tone does not have). Nil when fewer than two crossings are found.
-    public static func frequency(of samples: some Collection<Int16>, sampleRate: Int, threshold: Int16 = 64) -> Double? {
+    public static func frequency(of samples: some Collection<Int16>, sampleRate: Int, threshold: Int16 = 64) -> Double?
+    {
         var lastSign = 0
         var first: Int?
         var last = 0

@@ -1,11 +1,12 @@
 internal import CDBus
 import Dispatch
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Main-loop integration: libdbus watches and timeouts as dispatch sources on the main queue.
@@ -56,7 +57,8 @@ extension Connection {
                 WatchSources(sources).cancel()
                 return false
             }
-            let source: any DispatchSourceProtocol = condition == DBUS_WATCH_READABLE
+            let source: any DispatchSourceProtocol =
+                condition == DBUS_WATCH_READABLE
                 ? DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
                 : DispatchSource.makeWriteSource(fileDescriptor: descriptor, queue: .main)
             let conditionFlags = condition.rawValue
@@ -118,7 +120,6 @@ extension Connection {
     }
 }
 
-
 /// The dispatch sources of one libdbus watch (one per condition), resumed while libdbus has
 /// the watch enabled. Rule: used on the main thread only.
 final class WatchSources {
@@ -175,20 +176,35 @@ let addWatchThunk: DBusAddWatchFunction = { watch, data in
     return added ? 1 : 0
 }
 let removeWatchThunk: DBusRemoveWatchFunction = { watch, data in
-    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.removeWatch(handle.pointer) } }
+    if let watch {
+        let handle = Handle(pointer: watch)
+        withConnection(data) { $0.removeWatch(handle.pointer) }
+    }
 }
 let toggleWatchThunk: DBusWatchToggledFunction = { watch, data in
-    if let watch { let handle = Handle(pointer: watch); withConnection(data) { $0.toggleWatch(handle.pointer) } }
+    if let watch {
+        let handle = Handle(pointer: watch)
+        withConnection(data) { $0.toggleWatch(handle.pointer) }
+    }
 }
 let addTimeoutThunk: DBusAddTimeoutFunction = { timeout, data in
-    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.addTimeout(handle.pointer) } }
+    if let timeout {
+        let handle = Handle(pointer: timeout)
+        withConnection(data) { $0.addTimeout(handle.pointer) }
+    }
     return 1
 }
 let removeTimeoutThunk: DBusRemoveTimeoutFunction = { timeout, data in
-    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.removeTimeout(handle.pointer) } }
+    if let timeout {
+        let handle = Handle(pointer: timeout)
+        withConnection(data) { $0.removeTimeout(handle.pointer) }
+    }
 }
 let toggleTimeoutThunk: DBusTimeoutToggledFunction = { timeout, data in
-    if let timeout { let handle = Handle(pointer: timeout); withConnection(data) { $0.addTimeout(handle.pointer) } }
+    if let timeout {
+        let handle = Handle(pointer: timeout)
+        withConnection(data) { $0.addTimeout(handle.pointer) }
+    }
 }
 let dispatchStatusThunk: DBusDispatchStatusFunction = { _, status, data in
     if status == DBUS_DISPATCH_DATA_REMAINS { withConnection(data) { $0.scheduleDispatch() } }

@@ -1,11 +1,12 @@
 internal import CDBus
 import Dispatch
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Signals: subscriptions, their match rules, and the owners of well-known senders.
@@ -98,7 +99,8 @@ extension Connection {
         if let sender, SignalSubscription.tracksOwner(of: sender) {
             do throws(BusError) {
                 // The rule first, so that no change of owner after GetNameOwner is missed.
-                let ownerRule = "type='signal',sender='\(Connection.busName)',path='\(Connection.busPath)',"
+                let ownerRule =
+                    "type='signal',sender='\(Connection.busName)',path='\(Connection.busPath)',"
                     + "interface='\(Connection.busName)',member='NameOwnerChanged',arg0='\(sender)'"
                 try addMatch(ownerRule)
                 subscription.ownerRule = ownerRule

@@ -1,12 +1,13 @@
 internal import CDBus
 import Dispatch
 public import Logging
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A connection to a message bus, driven by dispatch sources on the main queue.
@@ -146,7 +147,8 @@ public final class Connection {
         guard isConnected, NameValidation.isValidBusName(name) else { return }
         do {
             _ = try callBlocking(
-                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
+                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+                interface: "org.freedesktop.DBus",
                 member: "ReleaseName", arguments: [.string(name)], timeout: timeout)
         } catch {
             logger.debug("releasing \(name) failed: \(error)")
@@ -240,7 +242,10 @@ public final class Connection {
         var error = DBusError()
         dbus_error_init(&error)
         defer { dbus_error_free(&error) }
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, message.raw, Connection.milliseconds(timeout), &error) else {
+        guard
+            let reply = dbus_connection_send_with_reply_and_block(
+                raw, message.raw, Connection.milliseconds(timeout), &error)
+        else {
             let name = error.name.map { String(cString: $0) } ?? BusError.Name.failed.rawValue
             let text = error.message.map { String(cString: $0) } ?? "no reply to \(member)"
             throw BusError(BusError.Name(name), text)

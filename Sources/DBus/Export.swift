@@ -105,7 +105,8 @@ public struct Interface {
     public var signals: [SignalDeclaration]
 
     /// Declares an interface; traps when `name` is not a valid interface name.
-    public init(_ name: String, methods: [Method] = [], properties: [Property] = [], signals: [SignalDeclaration] = []) {
+    public init(_ name: String, methods: [Method] = [], properties: [Property] = [], signals: [SignalDeclaration] = [])
+    {
         precondition(NameValidation.isValidInterfaceName(name), "invalid interface name \(name)")
         self.name = name
         self.methods = methods
@@ -256,7 +257,9 @@ public final class ExportedObject {
     }
 
     private func unknownMethod(_ interface: String?, _ member: String, _ signature: String) -> BusError {
-        BusError(.unknownMethod, "no method \(interface.map { $0 + "." } ?? "")\(member) with signature '\(signature)' on \(path)")
+        BusError(
+            .unknownMethod,
+            "no method \(interface.map { $0 + "." } ?? "")\(member) with signature '\(signature)' on \(path)")
     }
 
     private func expect(_ actual: String, _ expected: String, _ member: String) throws(BusError) {
@@ -295,7 +298,8 @@ public final class ExportedObject {
                 throw BusError(.invalidArgs, "Set takes the value as a variant")
             }
             guard value.type == property.type else {
-                throw BusError(.invalidArgs, "property \(property.name) has type '\(property.type)', got '\(value.type)'")
+                throw BusError(
+                    .invalidArgs, "property \(property.name) has type '\(property.type)', got '\(value.type)'")
             }
             try setter(value)
             return []

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Generates introspection XML from interface declarations.
@@ -30,19 +30,27 @@ enum Introspection {
             Interface(
                 ExportedObject.propertiesInterface,
                 methods: [
-                    Method("Get", in: [Argument("interface_name", .string), Argument("property_name", .string)],
-                           out: [Argument("value", .variant)], handler: noop),
-                    Method("GetAll", in: [Argument("interface_name", .string)],
-                           out: [Argument("properties", .dictionary(key: .string, value: .variant))], handler: noop),
-                    Method("Set", in: [Argument("interface_name", .string), Argument("property_name", .string),
-                                       Argument("value", .variant)], handler: noop),
+                    Method(
+                        "Get", in: [Argument("interface_name", .string), Argument("property_name", .string)],
+                        out: [Argument("value", .variant)], handler: noop),
+                    Method(
+                        "GetAll", in: [Argument("interface_name", .string)],
+                        out: [Argument("properties", .dictionary(key: .string, value: .variant))], handler: noop),
+                    Method(
+                        "Set",
+                        in: [
+                            Argument("interface_name", .string), Argument("property_name", .string),
+                            Argument("value", .variant),
+                        ], handler: noop),
                 ],
                 signals: [
-                    SignalDeclaration("PropertiesChanged", [
-                        Argument("interface_name", .string),
-                        Argument("changed_properties", .dictionary(key: .string, value: .variant)),
-                        Argument("invalidated_properties", .array(.string)),
-                    ])
+                    SignalDeclaration(
+                        "PropertiesChanged",
+                        [
+                            Argument("interface_name", .string),
+                            Argument("changed_properties", .dictionary(key: .string, value: .variant)),
+                            Argument("invalidated_properties", .array(.string)),
+                        ])
                 ]),
         ]
     }()
@@ -64,7 +72,8 @@ enum Introspection {
             } else {
                 out += "    <method name=\"\(escape(method.name))\">\n"
                 for (arg, direction) in args {
-                    out += "      <arg name=\"\(escape(arg.name))\" type=\"\(escape(arg.type.signature))\" direction=\"\(direction)\"/>\n"
+                    out +=
+                        "      <arg name=\"\(escape(arg.name))\" type=\"\(escape(arg.type.signature))\" direction=\"\(direction)\"/>\n"
                 }
                 out += "    </method>\n"
             }
@@ -81,12 +90,14 @@ enum Introspection {
             }
         }
         for property in interface.properties {
-            let open = "    <property name=\"\(escape(property.name))\" type=\"\(escape(property.type.signature))\" access=\"\(property.access)\""
+            let open =
+                "    <property name=\"\(escape(property.name))\" type=\"\(escape(property.type.signature))\" access=\"\(property.access)\""
             if property.emitsChangedSignal == .true {
                 out += open + "/>\n"
             } else {
                 out += open + ">\n"
-                out += "      <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(property.emitsChangedSignal.rawValue)\"/>\n"
+                out +=
+                    "      <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(property.emitsChangedSignal.rawValue)\"/>\n"
                 out += "    </property>\n"
             }
         }
@@ -138,7 +149,8 @@ enum Introspection {
         }
         // transcode reports invalid UTF-8 on every platform; String(validating:) would need macOS 15.
         let text = bytes[..<count]
-        guard !transcode(text.makeIterator(), from: UTF8.self, to: UTF8.self, stoppingOnError: true, into: { _ in }) else { return nil }
+        guard !transcode(text.makeIterator(), from: UTF8.self, to: UTF8.self, stoppingOnError: true, into: { _ in })
+        else { return nil }
         return String(decoding: text, as: UTF8.self)
     }
 }
@@ -155,7 +167,9 @@ extension String {
             }
         }
         let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !isSpace($0) }), let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+            let last = scalars.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(scalars[first...last])
     }
 }

@@ -1,10 +1,11 @@
 internal import CDBus
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// An owned libdbus message. Only the D-Bus module touches the C pointer.
@@ -146,7 +147,9 @@ public final class Message: @unchecked Sendable {
         for argument in arguments { try argument.validate() }
         let signatureLength = arguments.reduce(signature.utf8.count) { $0 + $1.type.signature.utf8.count }
         guard signatureLength <= Signature.maximumLength else {
-            throw BusError(.invalidArgs, "the arguments' signature would be \(signatureLength) bytes, more than \(Signature.maximumLength)")
+            throw BusError(
+                .invalidArgs,
+                "the arguments' signature would be \(signatureLength) bytes, more than \(Signature.maximumLength)")
         }
         var size = MarshalledSize(offset: bodyLength)
         for argument in arguments { try size.add(argument) }
@@ -155,7 +158,8 @@ public final class Message: @unchecked Sendable {
         let fields = [path, interface, member, destination, errorName].reduce(0) { $0 + ($1?.utf8.count ?? 0) + 16 }
         let header = 16 + fields + signatureLength + 16 + 256
         guard size.offset <= MarshalledSize.maximumMessageLength - header else {
-            throw BusError(.limitsExceeded, "the message would be longer than \(MarshalledSize.maximumMessageLength) bytes")
+            throw BusError(
+                .limitsExceeded, "the message would be longer than \(MarshalledSize.maximumMessageLength) bytes")
         }
         bodyLength = size.offset
         var iter = DBusMessageIter()
@@ -205,17 +209,19 @@ struct MarshalledSize {
     /// The UTF-8 length of `s` as sent: each NUL becomes U+FFFD (3 bytes; see `Marshal.sanitized`).
     static func sentLength(_ s: String) -> Int {
         let count = s.utf8.count
-        let nuls = s.utf8.withContiguousStorageIfAvailable { bytes -> Int in
-            guard var next = bytes.baseAddress else { return 0 }
-            var found = 0, left = bytes.count
-            while left > 0, let hit = memchr(next, 0, left) {
-                found += 1
-                let skipped = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - next + 1
-                next += skipped
-                left -= skipped
-            }
-            return found
-        } ?? s.utf8.reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
+        let nuls =
+            s.utf8.withContiguousStorageIfAvailable { bytes -> Int in
+                guard var next = bytes.baseAddress else { return 0 }
+                var found = 0
+                var left = bytes.count
+                while left > 0, let hit = memchr(next, 0, left) {
+                    found += 1
+                    let skipped = UnsafePointer<UInt8>(hit.assumingMemoryBound(to: UInt8.self)) - next + 1
+                    next += skipped
+                    left -= skipped
+                }
+                return found
+            } ?? s.utf8.reduce(0) { $0 + ($1 == 0 ? 1 : 0) }
         return count + 2 * nuls
     }
 
@@ -225,9 +231,15 @@ struct MarshalledSize {
         guard offset <= Self.maximumMessageLength else { return }
         switch value {
         case .byte: offset += 1
-        case .int16, .uint16: align(2); offset += 2
-        case .boolean, .int32, .uint32, .unixFD: align(4); offset += 4
-        case .int64, .uint64, .double: align(8); offset += 8
+        case .int16, .uint16:
+            align(2)
+            offset += 2
+        case .boolean, .int32, .uint32, .unixFD:
+            align(4)
+            offset += 4
+        case .int64, .uint64, .double:
+            align(8)
+            offset += 8
         case .string(let s): addString(s, lengthBytes: 4)
         case .objectPath(let p): addString(p.rawValue, lengthBytes: 4)
         case .signature(let g): addString(g.rawValue, lengthBytes: 1)
@@ -254,7 +266,9 @@ struct MarshalledSize {
 
     /// The length word, the padding to the elements' alignment (not part of the length),
     /// then the elements.
-    private mutating func addArray(alignment: Int, _ elements: (inout MarshalledSize) throws(BusError) -> Void) throws(BusError) {
+    private mutating func addArray(alignment: Int, _ elements: (inout MarshalledSize) throws(BusError) -> Void)
+        throws(BusError)
+    {
         align(4)
         offset += 4
         align(alignment)

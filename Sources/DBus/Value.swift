@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// A typed D-Bus value: every basic type and every container.
@@ -119,7 +119,9 @@ public indirect enum Value: Hashable, Sendable {
             guard keyType.isBasic else { throw BusError(.invalidArgs, "dictionary key \(keyType) is not basic") }
             for entry in entries {
                 guard entry.key.type == keyType, entry.value.type == valueType else {
-                    throw BusError(.invalidArgs, "dictionary {\(keyType)\(valueType)} holds {\(entry.key.type)\(entry.value.type)}")
+                    throw BusError(
+                        .invalidArgs, "dictionary {\(keyType)\(valueType)} holds {\(entry.key.type)\(entry.value.type)}"
+                    )
                 }
                 // One level for the array, one for the dict entry.
                 try entry.key.validateContents(depth: depth + 2)

@@ -231,15 +231,18 @@ public final class RemoteCommandCenter {
     public private(set) lazy var previousTrackCommand = make("previousTrack", RemoteCommandEvent.self)
     /// Go to a position in the current item (MPRIS `SetPosition`, and `Seek` when
     /// ``seekCommand`` has no target; `CanSeek`).
-    public private(set) lazy var changePlaybackPositionCommand = make("changePlaybackPosition", ChangePlaybackPositionCommandEvent.self)
+    public private(set) lazy var changePlaybackPositionCommand = make(
+        "changePlaybackPosition", ChangePlaybackPositionCommandEvent.self)
     /// Move relative to the position (MPRIS `Seek`; `CanSeek`).
     public private(set) lazy var seekCommand = make("seek", SeekCommandEvent.self)
     /// Play at another speed (MPRIS `Rate`), within ``supportedPlaybackRates``.
-    public private(set) lazy var changePlaybackRateCommand = make("changePlaybackRate", ChangePlaybackRateCommandEvent.self)
+    public private(set) lazy var changePlaybackRateCommand = make(
+        "changePlaybackRate", ChangePlaybackRateCommandEvent.self)
     /// Change the repeat mode (MPRIS `LoopStatus`; without a target the property is not offered).
     public private(set) lazy var changeRepeatModeCommand = make("changeRepeatMode", ChangeRepeatModeCommandEvent.self)
     /// Change the shuffle mode (MPRIS `Shuffle`; without a target the property is not offered).
-    public private(set) lazy var changeShuffleModeCommand = make("changeShuffleMode", ChangeShuffleModeCommandEvent.self)
+    public private(set) lazy var changeShuffleModeCommand = make(
+        "changeShuffleMode", ChangeShuffleModeCommandEvent.self)
     /// Change the volume (MPRIS `Volume`; without a target, a client's change does nothing).
     public private(set) lazy var changeVolumeCommand = make("changeVolume", ChangeVolumeCommandEvent.self)
     /// Open and play a URI (MPRIS `OpenUri`).
@@ -258,7 +261,9 @@ public final class RemoteCommandCenter {
     /// The shuffle mode shown to clients.
     public var currentShuffleType: ShuffleType = .off { didSet { if currentShuffleType != oldValue { notify() } } }
     /// The speeds `changePlaybackRateCommand` accepts (MPRIS `MinimumRate`/`MaximumRate`).
-    public var supportedPlaybackRates: ClosedRange<Double> = 1.0...1.0 { didSet { if supportedPlaybackRates != oldValue { notify() } } }
+    public var supportedPlaybackRates: ClosedRange<Double> = 1.0...1.0 {
+        didSet { if supportedPlaybackRates != oldValue { notify() } }
+    }
 
     /// A center with every command enabled and none handled: add targets to those your
     /// program supports.
@@ -271,13 +276,23 @@ public final class RemoteCommandCenter {
 
     /// Removes every target of every command, so no handler outlives its owner.
     public func removeAllTargets() {
-        playCommand.removeAllTargets(); pauseCommand.removeAllTargets(); togglePlayPauseCommand.removeAllTargets()
-        stopCommand.removeAllTargets(); nextTrackCommand.removeAllTargets(); previousTrackCommand.removeAllTargets()
-        changePlaybackPositionCommand.removeAllTargets(); seekCommand.removeAllTargets()
-        changePlaybackRateCommand.removeAllTargets(); changeRepeatModeCommand.removeAllTargets()
-        changeShuffleModeCommand.removeAllTargets(); changeVolumeCommand.removeAllTargets()
-        openURICommand.removeAllTargets(); addTrackCommand.removeAllTargets(); removeTrackCommand.removeAllTargets()
-        goToTrackCommand.removeAllTargets(); activatePlaylistCommand.removeAllTargets()
+        playCommand.removeAllTargets()
+        pauseCommand.removeAllTargets()
+        togglePlayPauseCommand.removeAllTargets()
+        stopCommand.removeAllTargets()
+        nextTrackCommand.removeAllTargets()
+        previousTrackCommand.removeAllTargets()
+        changePlaybackPositionCommand.removeAllTargets()
+        seekCommand.removeAllTargets()
+        changePlaybackRateCommand.removeAllTargets()
+        changeRepeatModeCommand.removeAllTargets()
+        changeShuffleModeCommand.removeAllTargets()
+        changeVolumeCommand.removeAllTargets()
+        openURICommand.removeAllTargets()
+        addTrackCommand.removeAllTargets()
+        removeTrackCommand.removeAllTargets()
+        goToTrackCommand.removeAllTargets()
+        activatePlaylistCommand.removeAllTargets()
     }
 
     private func make<E: Sendable>(_ name: String, _: E.Type) -> RemoteCommand<E> {

@@ -81,7 +81,8 @@ public final class ArtworkCache: Sendable {
     /// format, too large, or the cache cannot be written (logged once).
     public func store(_ image: Data) -> String? {
         guard image.count <= Self.maximumImageBytes else {
-            logger.debug("not keeping a \(image.count)-byte picture as artwork: larger than \(Self.maximumImageBytes) bytes")
+            logger.debug(
+                "not keeping a \(image.count)-byte picture as artwork: larger than \(Self.maximumImageBytes) bytes")
             return nil
         }
         guard let format = ImageFormat(magic: image) else {
@@ -106,7 +107,9 @@ public final class ArtworkCache: Sendable {
             } catch {
                 if !state.failureLogged {
                     state.failureLogged = true
-                    logger.warning("could not keep artwork in \(folder.path) (\(MediaError.reason(error))); tracks are shown without it")
+                    logger.warning(
+                        "could not keep artwork in \(folder.path) (\(MediaError.reason(error))); tracks are shown without it"
+                    )
                 } else {
                     logger.debug("could not keep artwork in \(folder.path): \(MediaError.reason(error))")
                 }
@@ -201,7 +204,8 @@ public final class ArtworkCache: Sendable {
             ) { bytes in
                 guard let start = bytes.baseAddress else { return }
                 // Lent for the call only: `store` hashes and writes it, and keeps nothing.
-                url = store(Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: start), count: bytes.count, deallocator: .none))
+                url = store(
+                    Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: start), count: bytes.count, deallocator: .none))
             }
             if largest > 0 { noteOversizedPicture(of: uri, bytes: largest) }
             if found { return url }
@@ -217,7 +221,8 @@ public final class ArtworkCache: Sendable {
             return state.oversizedLogged.insert(uri).inserted
         }
         guard isNew else { return }
-        logger.info("""
+        logger.info(
+            """
             not showing the picture in \(MediaSources.displayName(uri)) as artwork: \(LocalFiles.byteCount(bytes)), \
             over the \(LocalFiles.byteCount(Self.maximumImageBytes)) limit
             """)
@@ -230,7 +235,9 @@ public final class ArtworkCache: Sendable {
             let file = URL(fileURLWithPath: folder).appendingPathComponent(name)
             // Read only as a regular file of a bounded size: a FIFO named cover.jpg would
             // block the reader for good.
-            guard case .data(let image) = LocalFiles.read(Array(file.path.utf8), limit: Self.maximumImageBytes) else { continue }
+            guard case .data(let image) = LocalFiles.read(Array(file.path.utf8), limit: Self.maximumImageBytes) else {
+                continue
+            }
             if let url = store(image) { return url }
         }
         return nil
@@ -264,8 +271,9 @@ enum GLib {
     /// The corresponding GLib function is `g_compute_checksum_for_data`.
     static func sha256(_ data: Data) -> String? {
         data.withUnsafeBytes { bytes in
-            guard let digest = g_compute_checksum_for_data(
-                G_CHECKSUM_SHA256, bytes.baseAddress?.assumingMemoryBound(to: guchar.self), gsize(bytes.count))
+            guard
+                let digest = g_compute_checksum_for_data(
+                    G_CHECKSUM_SHA256, bytes.baseAddress?.assumingMemoryBound(to: guchar.self), gsize(bytes.count))
             else { return nil }
             defer { g_free(digest) }
             return String(cString: digest)

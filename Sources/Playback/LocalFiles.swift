@@ -157,7 +157,9 @@ enum LocalFiles {
     static func isKernelPath(_ path: [UInt8]) -> Bool {
         for prefix in ["/proc", "/sys"] {
             let bytes = Array(prefix.utf8)
-            if path.starts(with: bytes), path.count == bytes.count || path[bytes.count] == UInt8(ascii: "/") { return true }
+            if path.starts(with: bytes), path.count == bytes.count || path[bytes.count] == UInt8(ascii: "/") {
+                return true
+            }
         }
         return false
     }
@@ -177,7 +179,9 @@ enum LocalFiles {
         case .failure(let failure): return .refused(failure.reason)
         case .success(let status):
             if let problem = problem(playing: path, status) { return .refused(problem) }
-            if status.size > limit { return .refused("\(byteCount(Int(status.size))), over the \(byteCount(limit)) limit") }
+            if status.size > limit {
+                return .refused("\(byteCount(Int(status.size))), over the \(byteCount(limit)) limit")
+            }
         }
         let descriptor = MediaSources.withCString(path) { open($0, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
         guard descriptor >= 0 else { return .refused(FileStatus.Failure(code: errno).reason) }
@@ -217,7 +221,8 @@ enum LocalFiles {
     static func byteCount(_ bytes: Int) -> String {
         if bytes >= 1 << 20 {
             let mebibytes = Double(bytes) / Double(1 << 20)
-            return mebibytes == mebibytes.rounded() ? "\(Int(mebibytes)) MiB" : mebibytes.decimalText(places: 1) + " MiB"
+            return mebibytes == mebibytes.rounded()
+                ? "\(Int(mebibytes)) MiB" : mebibytes.decimalText(places: 1) + " MiB"
         }
         if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"

@@ -26,10 +26,13 @@ public enum MediaSources {
     /// 100,000 files: one `stat` per entry, no Foundation URL per file. However playlists
     /// name each other (themselves, in a circle, over and over), each is read once in one
     /// call.
-    public static func expand(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void) {
+    public static func expand(
+        _ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void
+    ) {
         var expansion = Expansion()
         for argument in arguments {
-            expand(argument, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion, logger: logger, emit: emit)
+            expand(
+                argument, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion, logger: logger, emit: emit)
         }
     }
 
@@ -45,7 +48,8 @@ public enum MediaSources {
 
     /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`.
     static func expand(
-        _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
+        _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger,
+        emit: ([String]) -> Void
     ) {
         guard depth < 8 else {
             logger.warning("skipping \(argument): playlists nested too deeply")
@@ -61,11 +65,15 @@ public enum MediaSources {
         case .failure(let failure): exists = failure.code != ENOENT && FileStatus.exists(path)
         }
         if exists, !argument.utf8.starts(with: "file:".utf8) {
-            return expandFile(path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+            return expandFile(
+                path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger,
+                emit: emit)
         }
         if let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
-                logger.warning("skipping \(argument): unsupported URI scheme '\(scheme)' (supported: \(supportedSchemes.joined(separator: ", ")))")
+                logger.warning(
+                    "skipping \(argument): unsupported URI scheme '\(scheme)' (supported: \(supportedSchemes.joined(separator: ", ")))"
+                )
                 return
             }
             guard scheme == "file" else { return emit([argument]) }
@@ -74,9 +82,11 @@ public enum MediaSources {
                 return
             }
             return expandFile(
-                filePath, status: FileStatus.of(filePath), argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+                filePath, status: FileStatus.of(filePath), argument: argument, depth: depth, expansion: &expansion,
+                logger: logger, emit: emit)
         }
-        expandFile(path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+        expandFile(
+            path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -120,7 +130,9 @@ public enum MediaSources {
                 bytes.append(byte)
                 continue
             }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                return nil
+            }
             bytes.append(high << 4 | low)
         }
         guard !bytes.contains(0) else { return nil }
@@ -141,7 +153,10 @@ public enum MediaSources {
         var parts: [ArraySlice<UInt8>] = []
         for part in path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: true) {
             if part.elementsEqual([UInt8(ascii: ".")]) { continue }
-            if part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) { _ = parts.popLast(); continue }
+            if part.elementsEqual([UInt8(ascii: "."), UInt8(ascii: ".")]) {
+                _ = parts.popLast()
+                continue
+            }
             parts.append(part)
         }
         return [UInt8(ascii: "/")] + Array(parts.joined(separator: [UInt8(ascii: "/")]))
@@ -180,7 +195,9 @@ public enum MediaSources {
         if playlistExtensions.contains(pathExtension(pathText)) {
             guard expansion.playlistsRead.insert(status.identity).inserted else {
                 if expansion.playlistsSkipped.insert(status.identity).inserted {
-                    logger.warning("skipping \(pathText): this playlist was read already (playlists that include themselves or each other are read once)")
+                    logger.warning(
+                        "skipping \(pathText): this playlist was read already (playlists that include themselves or each other are read once)"
+                    )
                 }
                 return
             }
@@ -189,7 +206,10 @@ public enum MediaSources {
             var pending: [String] = []
             var emitted = false
             for entry in playlistEntries(path: path, logger: logger) {
-                expand(entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, expansion: &expansion, logger: logger) {
+                expand(
+                    entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, expansion: &expansion,
+                    logger: logger
+                ) {
                     pending += $0
                 }
                 if pending.count >= 1024 || (!emitted && !pending.isEmpty) {
@@ -229,18 +249,24 @@ public enum MediaSources {
     static func audioFilePaths(in folder: String, logger: Logger) -> [String] {
         var files: [String] = []
         var visited = Set<[UInt8]>()
-        collect(Array(folder.utf8), visited: &visited, logger: logger) { files.append(String(decoding: $0, as: UTF8.self)) }
+        collect(Array(folder.utf8), visited: &visited, logger: logger) {
+            files.append(String(decoding: $0, as: UTF8.self))
+        }
         return files
     }
 
     /// Hands the audio files under `folder` to `found` in natural order, folders in place.
     /// The first is handed over as soon as the folder is listed, before the rest is sorted
     /// (a folder of 100,000 files starts playing sooner).
-    private static func collect(_ folder: [UInt8], visited: inout Set<[UInt8]>, logger: Logger, found: ([UInt8]) -> Void) {
+    private static func collect(
+        _ folder: [UInt8], visited: inout Set<[UInt8]>, logger: Logger, found: ([UInt8]) -> Void
+    ) {
         let real = withCString(folder) { path -> [UInt8] in
             guard let resolved = realpath(path, nil) else { return folder }
             defer { free(resolved) }
-            return Array(UnsafeBufferPointer(start: UnsafeRawPointer(resolved).assumingMemoryBound(to: UInt8.self), count: strlen(resolved)))
+            return Array(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(resolved).assumingMemoryBound(to: UInt8.self), count: strlen(resolved)))
         }
         guard visited.insert(real).inserted else { return }  // symlink loops
         if let status = FileStatus(real), let problem = folderProblem(real, status) {
@@ -248,7 +274,8 @@ public enum MediaSources {
             return
         }
         guard let directory = withCString(folder, { opendir($0) }) else {
-            logger.warning("skipping folder \(String(decoding: folder, as: UTF8.self)): \(String(cString: strerror(errno)))")
+            logger.warning(
+                "skipping folder \(String(decoding: folder, as: UTF8.self)): \(String(cString: strerror(errno)))")
             return
         }
         var children: [Child] = []
@@ -256,10 +283,13 @@ public enum MediaSources {
             // The name as bytes: a file name need not be UTF-8, and its URI must name it.
             let name = withUnsafePointer(to: &entry.pointee.d_name) {
                 let start = UnsafeRawPointer($0).assumingMemoryBound(to: UInt8.self)
-                return Array(UnsafeBufferPointer(start: start, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
+                return Array(
+                    UnsafeBufferPointer(
+                        start: start, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))))
             }
             guard name.first != UInt8(ascii: ".") else { continue }  // hidden, and . and ..
-            children.append(Child(key: NaturalKey(String(decoding: name, as: UTF8.self)), name: name, kind: entry.pointee.d_type))
+            children.append(
+                Child(key: NaturalKey(String(decoding: name, as: UTF8.self)), name: name, kind: entry.pointee.d_type))
         }
         closedir(directory)
         let prefix = folder.last == UInt8(ascii: "/") ? folder : folder + [UInt8(ascii: "/")]
@@ -285,7 +315,9 @@ public enum MediaSources {
                 case .failure(let failure):
                     // A dangling link is left out quietly (a library being moved); a loop is
                     // a mistake worth naming.
-                    if isAudio, failure.code != ENOENT { logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(failure.reason)") }
+                    if isAudio, failure.code != ENOENT {
+                        logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(failure.reason)")
+                    }
                     continue
                 }
             }
@@ -293,7 +325,9 @@ public enum MediaSources {
                 // A link to /proc/self/root or /proc/self/cwd resolves to an ordinary folder
                 // (the whole file system): its target as written tells.
                 if let target = linkTarget(childPath, in: prefix), LocalFiles.isKernelPath(target) {
-                    logger.warning("skipping folder \(String(decoding: childPath, as: UTF8.self)): a folder of the kernel's /proc or /sys, not media")
+                    logger.warning(
+                        "skipping folder \(String(decoding: childPath, as: UTF8.self)): a folder of the kernel's /proc or /sys, not media"
+                    )
                     continue
                 }
                 collect(childPath, visited: &visited, logger: logger, found: found)
@@ -302,7 +336,8 @@ public enum MediaSources {
                 if let status {
                     problem = LocalFiles.problem(playing: childPath, status)
                 } else {
-                    problem = kind == .regular ? nil : "not a regular file (\(kind?.name ?? FileStatus.Kind.other.name))"
+                    problem =
+                        kind == .regular ? nil : "not a regular file (\(kind?.name ?? FileStatus.Kind.other.name))"
                 }
                 if let problem {
                     logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(problem)")
@@ -362,9 +397,11 @@ public enum MediaSources {
         let hex = Array("0123456789ABCDEF".utf8)
         for byte in path {
             switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: "/"),
-                UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"),
+                UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+                UInt8(ascii: ")"),
                 UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="),
                 UInt8(ascii: ":"), UInt8(ascii: "@"):
                 bytes.append(byte)
@@ -412,7 +449,8 @@ public enum MediaSources {
             while start <= bytes.count {
                 var end = start
                 while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
-                var first = start, last = end
+                var first = start
+                var last = end
                 while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
                 while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
                 if last - first > maximumLineBytes {
@@ -424,7 +462,9 @@ public enum MediaSources {
             }
         }
         if longLines > 0 {
-            logger.warning("playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(maximumLineBytes))")
+            logger.warning(
+                "playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(maximumLineBytes))"
+            )
         }
         if pathExtension(name) == "pls" {
             var entries: [(Int, String)] = []

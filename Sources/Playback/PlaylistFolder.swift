@@ -1,8 +1,8 @@
-public import FoundationEssentials
-public import Logging
-import Dispatch
-import Glibc
 internal import CSystem
+import Dispatch
+public import FoundationEssentials
+import Glibc
+public import Logging
 
 /// One playlist file of a `PlaylistFolder`, as the MPRIS Playlists interface shows it.
 public struct PlaylistItem: Sendable, Equatable, Identifiable {
@@ -34,7 +34,9 @@ public struct PlaylistItem: Sendable, Equatable, Identifiable {
 /// The orderings of MPRIS `GetPlaylists` that a folder of files supports.
 public enum PlaylistOrdering: String, CaseIterable, Sendable {
     // The raw values are the strings on the wire.
-    case alphabetical = "Alphabetical", created = "Created", modified = "Modified"
+    case alphabetical = "Alphabetical"
+    case created = "Created"
+    case modified = "Modified"
 }
 
 /// The playlists (`.m3u`, `.m3u8`, `.pls`, any case) directly inside one folder, kept up to
@@ -115,7 +117,9 @@ public final class PlaylistFolder {
         isRunning = true
         let descriptor = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
         if descriptor < 0 {
-            logger.warning("cannot watch \(folder.path) for playlist changes: \(Self.errnoDescription()); its playlists are read once")
+            logger.warning(
+                "cannot watch \(folder.path) for playlist changes: \(Self.errnoDescription()); its playlists are read once"
+            )
         } else {
             inotify = descriptor
             let source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: .main)
@@ -192,7 +196,8 @@ public final class PlaylistFolder {
                 continue
             }
             let signature = Signature(info)
-            let read = reads[url.path].flatMap { $0.signature == signature ? $0 : nil } ?? readFile(url, signature: signature)
+            let read =
+                reads[url.path].flatMap { $0.signature == signature ? $0 : nil } ?? readFile(url, signature: signature)
             seen[url.path] = read
             if let problem = read.problem {
                 report(problem, about: url.path)
@@ -214,7 +219,8 @@ public final class PlaylistFolder {
         let born = Self.birthTime(url.path)
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)  // O_NONBLOCK: never hang on a FIFO
         guard descriptor >= 0 else {
-            return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
+            return FileRead(
+                signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
         }
         defer { close(descriptor) }
         // What was opened may not be what was checked: a FIFO renamed over it meanwhile.
@@ -226,7 +232,8 @@ public final class PlaylistFolder {
             return FileRead(signature: signature, title: nil, born: born, problem: nil)  // readable is all that matters
         }
         guard let data = Self.readPrefix(descriptor, upTo: Self.titleSearchLimit) else {
-            return FileRead(signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
+            return FileRead(
+                signature: signature, title: nil, born: born, problem: "cannot read it: \(Self.errnoDescription())")
         }
         return FileRead(signature: signature, title: Self.playlistDirective(in: data), born: born, problem: nil)
     }
@@ -284,7 +291,8 @@ public final class PlaylistFolder {
                 id = nextID
                 nextID += 1
             }
-            items.append(PlaylistItem(id: id, title: file.title, url: file.url, modified: file.modified, created: created))
+            items.append(
+                PlaylistItem(id: id, title: file.title, url: file.url, modified: file.modified, created: created))
             newIdentities[id] = file.identity
         }
         items.sort { Self.precedes($0, $1, by: .alphabetical) }
@@ -305,7 +313,8 @@ public final class PlaylistFolder {
     // MARK: Watching
 
     private static let folderEvents = UInt32(
-        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+        IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB
+    )
     /// On a parent while the folder is missing: its next component appearing (or becoming
     /// watchable), or the parent itself going away.
     private static let parentEvents = UInt32(IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
@@ -327,7 +336,8 @@ public final class PlaylistFolder {
         while !components.isEmpty {
             let path = components.count == 1 ? "/" : "/" + components.dropFirst().joined(separator: "/")
             if let identity = Self.directoryIdentity(path) {
-                if let watch, watch.path == path, watch.identity == identity, watch.child == child { return }  // unchanged
+                // Unchanged: the watch in place still fits.
+                if let watch, watch.path == path, watch.identity == identity, watch.child == child { return }
                 let mask = (child == nil ? Self.folderEvents : Self.parentEvents) | UInt32(IN_ONLYDIR)
                 let descriptor = inotify_add_watch(inotify, path, mask)
                 if descriptor >= 0 {
@@ -361,7 +371,8 @@ public final class PlaylistFolder {
     private func drainEvents() {
         guard inotify >= 0 else { return }
         var relevant = false
-        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: MemoryLayout<inotify_event>.alignment) { buffer in
+        withUnsafeTemporaryAllocation(byteCount: 16 * 1024, alignment: MemoryLayout<inotify_event>.alignment) {
+            buffer in
             while true {
                 let count = read(inotify, buffer.baseAddress, buffer.count)
                 if count < 0 {

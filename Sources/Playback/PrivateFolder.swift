@@ -85,7 +85,8 @@ public struct PrivateFolder: Sendable {
     public func open() throws(Failure) -> Int32 {
         let (base, owned) = split
         // A failure here shows as the one opening it gives, which names the cause.
-        _ = try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try? FileManager.default.createDirectory(
+            atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var descriptor = Glibc.open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw Failure(path: base, kind: .system(errno)) }
         var path = base == "/" ? "" : base
@@ -163,7 +164,8 @@ public struct PrivateFolder: Sendable {
     }
 
     /// `replace(_:with:sync:)` in a folder already open.
-    public static func replace(_ name: String, in folder: Int32, with data: Data, sync: Bool, folderPath: String) throws {
+    public static func replace(_ name: String, in folder: Int32, with data: Data, sync: Bool, folderPath: String) throws
+    {
         let temporary = ".\(name).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp"
         let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(path: folderPath + "/" + temporary, kind: .system(errno)) }

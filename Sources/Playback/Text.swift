@@ -40,7 +40,8 @@ extension StringProtocol {
     /// The text without the leading and trailing scalars that pass `test`.
     package func trimming(while test: (Unicode.Scalar) -> Bool) -> String {
         let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !test($0) }), let last = scalars.lastIndex(where: { !test($0) }) else { return "" }
+        guard let first = scalars.firstIndex(where: { !test($0) }), let last = scalars.lastIndex(where: { !test($0) })
+        else { return "" }
         return String(String.UnicodeScalarView(scalars[first...last]))
     }
 }
@@ -69,7 +70,8 @@ extension Double {
             return description  // far beyond anything shown with decimals
         } else if value >= 0x1p52 {
             // Every double from 2^52 on is an integer.
-            return (sign == .minus ? "-" : "") + String(UInt64(value)) + (places > 0 ? "." + String(repeating: "0", count: places) : "")
+            return (sign == .minus ? "-" : "") + String(UInt64(value))
+                + (places > 0 ? "." + String(repeating: "0", count: places) : "")
         } else if value.isNormal {
             // value = significand / 2^shift exactly, the significand below 2^53, so
             // significand × scale (at most 1000 < 2^10) fits in 64 bits.

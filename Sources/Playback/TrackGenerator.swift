@@ -69,8 +69,10 @@ public enum TrackGenerator {
         /// Embedded in this order.
         public var pictures: [Picture]
 
-        public init(fileName: String, title: String, artist: String, album: String, genre: String = "Test Tones",
-                    trackNumber: Int, frequency: Double, seconds: Double, format: Format = .flac, pictures: [Picture] = []) {
+        public init(
+            fileName: String, title: String, artist: String, album: String, genre: String = "Test Tones",
+            trackNumber: Int, frequency: Double, seconds: Double, format: Format = .flac, pictures: [Picture] = []
+        ) {
             self.fileName = fileName
             self.title = title
             self.artist = artist
@@ -86,16 +88,24 @@ public enum TrackGenerator {
 
     /// The demo playlist: a few gentle tones, tagged so every widget has something to show.
     public static let demo: [Track] = [
-        Track(fileName: "01 A Quiet A.flac", title: "A Quiet A", artist: "Quaver", album: "Quaver Demo", trackNumber: 1, frequency: 440, seconds: 30),
-        Track(fileName: "02 Middle C.flac", title: "Middle C", artist: "Quaver", album: "Quaver Demo", trackNumber: 2, frequency: 261.63, seconds: 30),
-        Track(fileName: "03 E Above.flac", title: "E Above", artist: "Quaver", album: "Quaver Demo", trackNumber: 3, frequency: 329.63, seconds: 30),
+        Track(
+            fileName: "01 A Quiet A.flac", title: "A Quiet A", artist: "Quaver", album: "Quaver Demo", trackNumber: 1,
+            frequency: 440, seconds: 30),
+        Track(
+            fileName: "02 Middle C.flac", title: "Middle C", artist: "Quaver", album: "Quaver Demo", trackNumber: 2,
+            frequency: 261.63, seconds: 30),
+        Track(
+            fileName: "03 E Above.flac", title: "E Above", artist: "Quaver", album: "Quaver Demo", trackNumber: 3,
+            frequency: 329.63, seconds: 30),
     ]
 
     /// Tracks named "Track N" by "Artist N" on "Test Album", N from 1.
     public static func numbered(count: Int, seconds: Double, format: Format = .flac) -> [Track] {
         (1...max(count, 1)).map { n in
-            Track(fileName: "\(n.zeroPadded(to: 2)) Track \(n).\(format.fileExtension)", title: "Track \(n)", artist: "Artist \(n)",
-                  album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds, format: format)
+            Track(
+                fileName: "\(n.zeroPadded(to: 2)) Track \(n).\(format.fileExtension)", title: "Track \(n)",
+                artist: "Artist \(n)",
+                album: "Test Album", trackNumber: n, frequency: 220 * Double(n + 1), seconds: seconds, format: format)
         }
     }
 
@@ -153,8 +163,11 @@ public enum TrackGenerator {
                 gst_object_unref(sink)
                 gst_object_unref(tagger)
             }
-            func quoted(_ s: String) -> String { "\"" + String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\\" && $0 != "\"" })) + "\"" }
-            let tagText = "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
+            func quoted(_ s: String) -> String {
+                "\"" + String(String.UnicodeScalarView(s.unicodeScalars.filter { $0 != "\\" && $0 != "\"" })) + "\""
+            }
+            let tagText =
+                "title=\(quoted(track.title)),artist=\(quoted(track.artist)),album=\(quoted(track.album)),genre=\(quoted(track.genre)),track-number=(uint)\(track.trackNumber)"
             cshims_object_set_string(tags, "tags", tagText)
             cshims_object_set_string(sink, "location", file.path)
             try embed(track.pictures, in: tagger)
@@ -182,11 +195,14 @@ public enum TrackGenerator {
     }
 
     /// Runs a pipeline to its end; `configure` sets its elements up first.
-    private static func run(_ description: String, what: String, configure: (UnsafeMutablePointer<GstBin>) throws -> Void) throws {
+    private static func run(
+        _ description: String, what: String, configure: (UnsafeMutablePointer<GstBin>) throws -> Void
+    ) throws {
         var error: UnsafeMutablePointer<GError>?
         guard let pipeline = gst_parse_launch(description, &error) else {
             defer { if let error { g_error_free(error) } }
-            throw MediaError("cannot build the generator pipeline: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
+            throw MediaError(
+                "cannot build the generator pipeline: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
         }
         if let error { g_error_free(error) }
         defer {
@@ -219,7 +235,10 @@ public enum MediaTypes {
     public static func supported() -> [String] {
         GStreamer.initialize()
         var types = Set<String>()
-        guard let factories = gst_element_factory_list_get_elements(cshims_factory_type_audio_decodable(), GST_RANK_MARGINAL) else {
+        guard
+            let factories = gst_element_factory_list_get_elements(
+                cshims_factory_type_audio_decodable(), GST_RANK_MARGINAL)
+        else {
             return []
         }
         defer { gst_plugin_feature_list_free(factories) }
@@ -231,7 +250,9 @@ public enum MediaTypes {
                 while let item = template {
                     if let raw = item.pointee.data {
                         let padTemplate = raw.assumingMemoryBound(to: GstStaticPadTemplate.self)
-                        if padTemplate.pointee.direction == GST_PAD_SINK, let caps = gst_static_pad_template_get_caps(padTemplate) {
+                        if padTemplate.pointee.direction == GST_PAD_SINK,
+                            let caps = gst_static_pad_template_get_caps(padTemplate)
+                        {
                             for index in 0..<gst_caps_get_size(caps) {
                                 if let name = gst_structure_get_name(gst_caps_get_structure(caps, index)) {
                                     types.formUnion(aliases(String(cString: name)))

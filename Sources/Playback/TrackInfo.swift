@@ -52,7 +52,9 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
         var error = error
         if let cocoa = error as? CocoaError, let underlying = cocoa.underlying { error = underlying }
         if let posix = error as? POSIXError { return String(cString: strerror(posix.code.rawValue)) }
-        if let localized = error as? any LocalizedError, let description = localized.errorDescription { return description }
+        if let localized = error as? any LocalizedError, let description = localized.errorDescription {
+            return description
+        }
         return "\(error)"
     }
 }
@@ -74,13 +76,17 @@ public final class Discoverer: Sendable {
     /// Reads `uri` in the background and calls `completion` on the main actor. A request for
     /// a file this discoverer is reading, or has queued, gets that reading's result; so does
     /// one for a file another reader began reading after the request (see `discoverNow`).
-    public func discover(_ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void) {
+    public func discover(
+        _ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void
+    ) {
         let isNew = requests.withLock { requests in
             requests[uri, default: []].append(completion)
             return requests[uri]!.count == 1
         }
         guard isNew else { return }
-        let timeout = self.timeout, artwork = self.artwork, requests = self.requests
+        let timeout = self.timeout
+        let artwork = self.artwork
+        let requests = self.requests
         let asked = ContinuousClock.now
         queue.async {
             let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork, askedAt: asked)
@@ -186,12 +192,14 @@ public final class Discoverer: Sendable {
     }
 
     /// Reads `uri` with a discoverer of its own: the reading `discoverNow` shares.
-    private static func read(_ uri: String, timeout: Duration, artwork: ArtworkCache?) -> Result<TrackInfo, MediaError> {
+    private static func read(_ uri: String, timeout: Duration, artwork: ArtworkCache?) -> Result<TrackInfo, MediaError>
+    {
         GStreamer.initialize()
         var error: UnsafeMutablePointer<GError>?
         guard let discoverer = gst_discoverer_new(GstClockTime(timeout.nanoseconds), &error) else {
             defer { if let error { g_error_free(error) } }
-            return .failure(MediaError("cannot create a discoverer: \(error.map { String(cString: $0.pointee.message) } ?? "?")"))
+            return .failure(
+                MediaError("cannot create a discoverer: \(error.map { String(cString: $0.pointee.message) } ?? "?")"))
         }
         defer { g_object_unref(UnsafeMutableRawPointer(discoverer)) }
         let info = gst_discoverer_discover_uri(discoverer, uri, &error)
@@ -307,7 +315,9 @@ struct TagReader {
         maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool,
         _ body: (UnsafeRawBufferPointer) -> Void
     ) -> Bool {
-        guard let sample = coverSample(maximumBytes: maximumBytes, oversized: oversized, accept: accept) else { return false }
+        guard let sample = coverSample(maximumBytes: maximumBytes, oversized: oversized, accept: accept) else {
+            return false
+        }
         defer { gst_sample_unref(sample) }
         return TagReader.withBytes(of: sample) { body($0) } != nil
     }
@@ -317,8 +327,12 @@ struct TagReader {
     /// the first `maximumValues` of each), skipping pictures larger than `maximumBytes`
     /// (never mapped or copied: `oversized` is told their size) and those `accept` refuses
     /// (bytes that are not an image).
-    func coverSample(maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool) -> OpaquePointer? {
-        var fronts: [(String, guint)] = [], others: [(String, guint)] = [], previews: [(String, guint)] = []
+    func coverSample(maximumBytes: Int, oversized: (Int) -> Void = { _ in }, accept: (UnsafeRawBufferPointer) -> Bool)
+        -> OpaquePointer?
+    {
+        var fronts: [(String, guint)] = []
+        var others: [(String, guint)] = []
+        var previews: [(String, guint)] = []
         for index in 0..<valueCount(GST_TAG_IMAGE) {
             var sample: OpaquePointer?
             guard gst_tag_list_get_sample_index(raw, GST_TAG_IMAGE, index, &sample) != 0, let sample else { continue }
@@ -428,9 +442,10 @@ extension TrackInfo {
         // ReplayGain tags win over R128 ones: GStreamer hands them to rgvolume in the stream.
         if replayGain.hasGain {
             self.replayGain = replayGain
-        } else if let r128 = ReplayGainTags.r128(track: tags.r128("R128_TRACK_GAIN"), album: tags.r128("R128_ALBUM_GAIN")) {
+        } else if let r128 = ReplayGainTags.r128(
+            track: tags.r128("R128_TRACK_GAIN"), album: tags.r128("R128_ALBUM_GAIN"))
+        {
             self.replayGain = r128
         }
     }
 }
-

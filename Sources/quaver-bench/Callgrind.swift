@@ -131,19 +131,25 @@ enum Callgrind {
     private static func control(_ preparation: Preparation, _ option: String, pid: Int32) async throws {
         let result = try await runProgram([preparation.callgrindControl, option, String(pid)], timeout: .seconds(60))
         guard result.status == 0 else {
-            throw BenchError("callgrind_control \(option) \(pid) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))")
+            throw BenchError(
+                "callgrind_control \(option) \(pid) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))"
+            )
         }
     }
 
     /// Asks callgrind for a dump and returns the file it wrote (`<prefix>.<pid>.<n>`).
     @MainActor
-    private static func dump(_ preparation: Preparation, pid: Int32, folder: URL, prefix: String) async throws -> (file: URL, index: Int) {
+    private static func dump(_ preparation: Preparation, pid: Int32, folder: URL, prefix: String) async throws -> (
+        file: URL, index: Int
+    ) {
         try await control(preparation, "-d", pid: pid)
         let stem = "\(prefix).\(pid)."
         let dumps = (try FileManager.default.contentsOfDirectory(atPath: folder.path))
             .filter { $0.hasPrefix(stem) }
             .compactMap { name in Int(name.dropFirst(stem.count)).map { (folder.appendingPathComponent(name), $0) } }
-        guard let newest = dumps.max(by: { $0.1 < $1.1 }) else { throw BenchError("callgrind wrote no dump for pid \(pid)") }
+        guard let newest = dumps.max(by: { $0.1 < $1.1 }) else {
+            throw BenchError("callgrind wrote no dump for pid \(pid)")
+        }
         return newest
     }
 
@@ -151,7 +157,9 @@ enum Callgrind {
     static func summary(of file: URL) throws -> UInt64 {
         let text = try String(contentsOf: file, encoding: .utf8)
         for line in text.split(separator: "\n") where line.hasPrefix("summary:") {
-            if let value = line.dropFirst("summary:".count).split(separator: " ").first.flatMap({ UInt64($0) }) { return value }
+            if let value = line.dropFirst("summary:".count).split(separator: " ").first.flatMap({ UInt64($0) }) {
+                return value
+            }
         }
         throw BenchError("no summary line in \(file.lastPathComponent)")
     }

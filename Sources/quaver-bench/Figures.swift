@@ -113,7 +113,9 @@ struct WindowCost {
 
     /// Watches every session's process over the same window of `duration`.
     @MainActor
-    static func measure(_ sessions: [PlayerSession], duration: Duration, parts: Int = 3) async throws -> [PlayerKind: WindowCost] {
+    static func measure(_ sessions: [PlayerSession], duration: Duration, parts: Int = 3) async throws -> [PlayerKind:
+        WindowCost]
+    {
         var samples: [PlayerKind: [ProcSample]] = [:]
         for session in sessions { samples[session.kind] = [try ProcSample(pid: try session.pid)] }
         for _ in 0..<parts {

@@ -4,16 +4,18 @@ import Foundation
 /// The options of the footprint benchmark (`quaver-bench --footprint`).
 struct FootprintOptions: ParsableArguments {
     /// Runs the footprint table instead of the comparison with mpv.
-    @Flag(help: """
-        Instead of the comparison with mpv: Quaver's memory, start-up and CPU beside GStreamer's own floor \
-        (gst-launch-1.0 playbin on the same file and sink), in one run. --quaver, --work-dir and --output apply.
-        """)
+    @Flag(
+        help: """
+            Instead of the comparison with mpv: Quaver's memory, start-up and CPU beside GStreamer's own floor \
+            (gst-launch-1.0 playbin on the same file and sink), in one run. --quaver, --work-dir and --output apply.
+            """)
     var footprint = false
 
     /// More Quaver builds to measure beside --quaver.
-    @Option(help: ArgumentHelp(
-        "Another Quaver build to measure (repeatable), as LABEL=PATH, e.g. static=.build-static/release/quaver.",
-        valueName: "label=path"))
+    @Option(
+        help: ArgumentHelp(
+            "Another Quaver build to measure (repeatable), as LABEL=PATH, e.g. static=.build-static/release/quaver.",
+            valueName: "label=path"))
     var footprintBuild: [String] = []
 
     /// Warm starts timed per program.
@@ -31,7 +33,8 @@ struct FootprintOptions: ParsableArguments {
     /// Rejects settings that cannot be measured.
     func check() throws {
         guard footprintStarts >= 1, footprintWindow >= 1, footprintQueue >= 0 else {
-            throw ValidationError("--footprint-starts and --footprint-window must be at least 1, --footprint-queue not negative")
+            throw ValidationError(
+                "--footprint-starts and --footprint-window must be at least 1, --footprint-queue not negative")
         }
         for build in footprintBuild where !build.contains("=") {
             throw ValidationError("--footprint-build takes LABEL=PATH, not '\(build)'")
@@ -110,7 +113,9 @@ final class FootprintBenchmark {
         for (label, path) in [("Quaver", main)] + settings.builds.map({ ("Quaver (\($0.0))", $0.1) }) {
             rows.append(await quaver(label: label, binary: path))
         }
-        notes.append("The run took \(Int((ContinuousClock.now - began).seconds.rounded())) s; work files and logs in \(programs.workDir.path).")
+        notes.append(
+            "The run took \(Int((ContinuousClock.now - began).seconds.rounded())) s; work files and logs in \(programs.workDir.path)."
+        )
         return markdown()
     }
 
@@ -120,15 +125,24 @@ final class FootprintBenchmark {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
-        guard let gstLaunch = findProgram("gst-launch-1.0") else { throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        guard let gstLaunch = findProgram("gst-launch-1.0") else {
+            throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        }
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-footprint")
-        programs = Programs(quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [], workDir: workDir)
+        programs = Programs(
+            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [],
+            workDir: workDir)
         log("generating a tagged FLAC track of 60 s")
         let made = try await runProgram(
-            [quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1", "--track-seconds", "60"],
+            [
+                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1",
+                "--track-seconds", "60",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
         programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard made.status == 0, programs.tracks.count == 1 else { throw BenchError("quaver --make-test-tracks failed: \(made.output)") }
+        guard made.status == 0, programs.tracks.count == 1 else {
+            throw BenchError("quaver --make-test-tracks failed: \(made.output)")
+        }
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
             let folder = workDir.appendingPathComponent("queue")
@@ -144,7 +158,9 @@ final class FootprintBenchmark {
             }
             queueFolder = folder
         }
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+                separator: " ") ?? "?"
         notes.append("The machine's load average (1, 5, 15 min) before the first measurement: \(load).")
     }
 
@@ -153,7 +169,10 @@ final class FootprintBenchmark {
     /// gst-launch-1.0 playing the same file into the same sink: GStreamer alone.
     private func floor() async -> FootprintRow {
         var row = FootprintRow(label: "gst-launch-1.0 playbin (the floor)")
-        let command = [programs.gstLaunch, "playbin", "uri=" + URL(fileURLWithPath: programs.tracks[0]).absoluteString, "audio-sink=fakesink sync=true"]
+        let command = [
+            programs.gstLaunch, "playbin", "uri=" + URL(fileURLWithPath: programs.tracks[0]).absoluteString,
+            "audio-sink=fakesink sync=true",
+        ]
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 }
         log("gst-launch-1.0: \(settings.starts) starts and a playing window")
         for round in -1..<settings.starts {
@@ -200,8 +219,10 @@ final class FootprintBenchmark {
                     if case .output(let line) = event.kind { line.contains("queue loaded:") } else { false }
                 }
                 let start = ContinuousClock.now
-                try session.launch([binary, "--audio-sink", "fakesink sync=true", "--no-resume", queueFolder.path], watchOutput: true)
-                row.queuePlaying = (try await session.events.wait(playing, timeout: .seconds(60)).time - start).milliseconds
+                try session.launch(
+                    [binary, "--audio-sink", "fakesink sync=true", "--no-resume", queueFolder.path], watchOutput: true)
+                row.queuePlaying =
+                    (try await session.events.wait(playing, timeout: .seconds(60)).time - start).milliseconds
                 _ = try await session.events.wait(loaded, timeout: .seconds(300))
                 _ = try await session.call("Pause")
                 try await session.settle("Paused")
@@ -235,7 +256,9 @@ final class FootprintBenchmark {
     /// for anonymous mappings without a name. Largest first.
     static func mappings(pid: Int32) throws -> [(name: String, rss: UInt64, pss: UInt64)] {
         // Read to the end by hand: /proc files claim a size of 0.
-        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps") else { throw BenchError("cannot read /proc/\(pid)/smaps") }
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps") else {
+            throw BenchError("cannot read /proc/\(pid)/smaps")
+        }
         defer { try? handle.close() }
         let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
         var sums: [String: (rss: UInt64, pss: UInt64)] = [:]
@@ -245,7 +268,10 @@ final class FootprintBenchmark {
             guard let first = fields.first else { continue }
             if first.contains("-") && !first.hasSuffix(":") {
                 // A mapping's header: address perms offset device inode [path].
-                current = fields.count >= 6 ? (fields[5...].joined(separator: " ").split(separator: "/").last.map(String.init) ?? "[anon]") : "[anon]"
+                current =
+                    fields.count >= 6
+                    ? (fields[5...].joined(separator: " ").split(separator: "/").last.map(String.init) ?? "[anon]")
+                    : "[anon]"
             } else if first == "Rss:", fields.count >= 2, let value = UInt64(fields[1]) {
                 sums[current, default: (0, 0)].rss += value
             } else if first == "Pss:", fields.count >= 2, let value = UInt64(fields[1]) {
@@ -267,33 +293,48 @@ final class FootprintBenchmark {
             return String(format: "%.1f [%.1f–%.1f]", value, sorted.first!, sorted.last!)
         }
         let floorRSS = rows.first?.rss
-        var text = "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.seconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
+        var text =
+            "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.seconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
         text += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for row in rows {
-            let ratio = row.rss.flatMap { rss in floorRSS.map { String(format: "%.2f", Double(rss) / Double($0)) } } ?? "–"
-            text += "| \(row.label) | \(mib(row.rss)) | \(ratio) | \(mib(row.pss)) | \(mib(row.anonymous)) | \(median(row.starts)) | "
-            text += "\(row.cpuTicks.map(String.init) ?? "–") | \(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
+            let ratio =
+                row.rss.flatMap { rss in floorRSS.map { String(format: "%.2f", Double(rss) / Double($0)) } } ?? "–"
+            text +=
+                "| \(row.label) | \(mib(row.rss)) | \(ratio) | \(mib(row.pss)) | \(mib(row.anonymous)) | \(median(row.starts)) | "
+            text +=
+                "\(row.cpuTicks.map(String.init) ?? "–") | \(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
         }
-        text += "\nResident by mapping at the end of the playing window (Rss / Pss in MiB; the 14 largest, then the rest together):\n\n"
+        text +=
+            "\nResident by mapping at the end of the playing window (Rss / Pss in MiB; the 14 largest, then the rest together):\n\n"
         text += "| mapping | " + rows.map(\.label).joined(separator: " | ") + " |\n"
         text += "| --- |" + String(repeating: " ---: |", count: rows.count) + "\n"
         var names: [String] = []
-        for row in rows { for mapping in row.mappings.prefix(14) where !names.contains(mapping.name) { names.append(mapping.name) } }
-        for name in names {
-            text += "| \(name) | " + rows.map { row in
-                row.mappings.first { $0.name == name }.map { "\(mib($0.rss)) / \(mib($0.pss))" } ?? "–"
-            }.joined(separator: " | ") + " |\n"
+        for row in rows {
+            for mapping in row.mappings.prefix(14) where !names.contains(mapping.name) { names.append(mapping.name) }
         }
-        text += "| the rest | " + rows.map { row in
-            let rest = row.mappings.filter { !names.contains($0.name) }
-            return "\(mib(rest.map(\.rss).reduce(0, +))) / \(mib(rest.map(\.pss).reduce(0, +)))"
-        }.joined(separator: " | ") + " |\n"
+        for name in names {
+            text +=
+                "| \(name) | "
+                + rows.map { row in
+                    row.mappings.first { $0.name == name }.map { "\(mib($0.rss)) / \(mib($0.pss))" } ?? "–"
+                }.joined(separator: " | ") + " |\n"
+        }
+        text +=
+            "| the rest | "
+            + rows.map { row in
+                let rest = row.mappings.filter { !names.contains($0.name) }
+                return "\(mib(rest.map(\.rss).reduce(0, +))) / \(mib(rest.map(\.pss).reduce(0, +)))"
+            }.joined(separator: " | ") + " |\n"
         text += "\nHow:\n\n"
-        text += "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=\"fakesink sync=true\"` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink \"fakesink sync=true\" FILE` on a private dbus-daemon with its own HOME.\n"
-        text += "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
-        text += "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.seconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcSample.ticksPerSecond)) ticks a second).\n"
+        text +=
+            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=\"fakesink sync=true\"` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink \"fakesink sync=true\" FILE` on a private dbus-daemon with its own HOME.\n"
+        text +=
+            "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
+        text +=
+            "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.seconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcSample.ticksPerSecond)) ticks a second).\n"
         if settings.queue > 0 {
-            text += "- Queue: a folder of \(settings.queue) hard links of the FLAC (named `000000.flac` on), named on the command line; start → PlaybackStatus Playing, and VmRSS once Quaver has logged `queue loaded:`, paused, 1 s later.\n"
+            text +=
+                "- Queue: a folder of \(settings.queue) hard links of the FLAC (named `000000.flac` on), named on the command line; start → PlaybackStatus Playing, and VmRSS once Quaver has logged `queue loaded:`, paused, 1 s later.\n"
         }
         text += "\nNotes:\n\n" + notes.map { "- \($0)\n" }.joined()
         let problems = rows.flatMap(\.problems)
@@ -344,7 +385,9 @@ final class LineWatcher: @unchecked Sendable {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let found = lines.withLock({ received.first { $0.0.contains(needle) } }) { return found.1 - started }
-            guard process.isRunning else { throw BenchError("\(process.executableURL?.lastPathComponent ?? "?") exited before '\(needle)'") }
+            guard process.isRunning else {
+                throw BenchError("\(process.executableURL?.lastPathComponent ?? "?") exited before '\(needle)'")
+            }
             try await Task.sleep(for: .milliseconds(1))
         }
         throw BenchError("no '\(needle)' within \(timeout)")

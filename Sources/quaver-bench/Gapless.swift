@@ -25,7 +25,9 @@ extension Gapless {
     static func renderQuaver(_ session: PlayerSession, programs: Programs, source: Source, output: URL) async throws {
         try? FileManager.default.removeItem(at: output)
         let sink = "audioconvert ! \(renderCaps) ! wavenc ! filesink location=\(output.path)"
-        let stopped = session.events.expect("PlaybackStatus Stopped at the end of the queue") { $0.playbackStatus == "Stopped" }
+        let stopped = session.events.expect("PlaybackStatus Stopped at the end of the queue") {
+            $0.playbackStatus == "Stopped"
+        }
         try await session.start([programs.quaver, "--audio-sink", sink, "--no-resume"] + source.parts.map(\.path))
         do {
             _ = try await session.events.wait(stopped, timeout: .seconds(30))
@@ -40,13 +42,18 @@ extension Gapless {
     /// Renders both parts through mpv with its PCM file output, gapless, and waits for it to
     /// exit at the end of the playlist (which finalizes the file).
     @MainActor
-    static func renderMPV(programs: Programs, environment: [String: String], source: Source, output: URL, log: URL) async throws {
+    static func renderMPV(programs: Programs, environment: [String: String], source: Source, output: URL, log: URL)
+        async throws
+    {
         try? FileManager.default.removeItem(at: output)
-        let result = try await runProgram([
-            programs.mpv, "--no-config", "--no-video", "--ao=pcm", "--ao-pcm-file=\(output.path)", "--gapless-audio=yes",
-            "--audio-format=s16", "--audio-samplerate=\(sampleRate)", "--audio-channels=mono", "--idle=no", "--no-terminal",
-            "--",
-        ] + source.parts.map(\.path), environment: environment, log: log, timeout: .seconds(60))
+        let result = try await runProgram(
+            [
+                programs.mpv, "--no-config", "--no-video", "--ao=pcm", "--ao-pcm-file=\(output.path)",
+                "--gapless-audio=yes",
+                "--audio-format=s16", "--audio-samplerate=\(sampleRate)", "--audio-channels=mono", "--idle=no",
+                "--no-terminal",
+                "--",
+            ] + source.parts.map(\.path), environment: environment, log: log, timeout: .seconds(60))
         guard result.status == 0 else { throw BenchError("mpv exited with status \(result.status); see \(log.path)") }
     }
 

@@ -4,11 +4,12 @@ import FoundationEssentials
 /// The options of the loudness benchmark (`quaver-bench --loudness`).
 struct LoudnessOptions: ParsableArguments {
     /// Runs the loudness benchmark instead of the comparison with mpv.
-    @Flag(help: """
-        Instead of the comparison with mpv: Quaver's CPU while it plays a track without ReplayGain tags, \
-        with rganalysis measuring it, without (--no-replaygain-analysis), and with loudness off. \
-        --quaver, --work-dir and --output apply; the comparison's other options do not.
-        """)
+    @Flag(
+        help: """
+            Instead of the comparison with mpv: Quaver's CPU while it plays a track without ReplayGain tags, \
+            with rganalysis measuring it, without (--no-replaygain-analysis), and with loudness off. \
+            --quaver, --work-dir and --output apply; the comparison's other options do not.
+            """)
     var loudness = false
 
     /// Length of each measured window.
@@ -60,18 +61,27 @@ final class LoudnessBenchmark {
     func run() async throws -> String {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = quaverPath ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else { throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)") }
+        guard FileManager.default.isExecutableFile(atPath: quaver) else {
+            throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+        }
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         let workDir = try prepareWorkDir(workDirPath, default: "quaver-bench-loudness")
-        var programs = Programs(quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [], workDir: workDir)
+        var programs = Programs(
+            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            workDir: workDir)
         // Long enough that the window never reaches its end (which would store a measurement).
         let seconds = Int(options.loudnessSeconds.rounded(.up)) + 30
         log("generating an untagged FLAC track of \(seconds) s")
         let made = try await runProgram(
-            [quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1", "--track-seconds", "\(seconds)"],
+            [
+                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1",
+                "--track-seconds", "\(seconds)",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
         programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard made.status == 0, programs.tracks.count == 1 else { throw BenchError("quaver --make-test-tracks failed: \(made.output)") }
+        guard made.status == 0, programs.tracks.count == 1 else {
+            throw BenchError("quaver --make-test-tracks failed: \(made.output)")
+        }
 
         var ticks = [[UInt64]](repeating: [], count: Self.variants.count)
         for round in 0..<options.loudnessRounds {
@@ -84,21 +94,27 @@ final class LoudnessBenchmark {
             }
         }
         let report = Report()
-        var table = "| Quaver playing an untagged FLAC track (44.1 kHz stereo) | CPU ticks in \(report.format(options.loudnessSeconds, 0)) s, each window | mean | CPU % |\n|---|---|---|---|\n"
+        var table =
+            "| Quaver playing an untagged FLAC track (44.1 kHz stereo) | CPU ticks in \(report.format(options.loudnessSeconds, 0)) s, each window | mean | CPU % |\n|---|---|---|---|\n"
         for (index, variant) in Self.variants.enumerated() {
             let mean = Double(ticks[index].reduce(0, +)) / Double(ticks[index].count)
             let percent = mean / ProcSample.ticksPerSecond / options.loudnessSeconds * 100
-            table += "| \(variant.name) | \(ticks[index].map(String.init).joined(separator: ", ")) | \(report.format(mean, 1)) | \(report.format(percent, 2)) |\n"
+            table +=
+                "| \(variant.name) | \(ticks[index].map(String.init).joined(separator: ", ")) | \(report.format(mean, 1)) | \(report.format(percent, 2)) |\n"
         }
-        table += "\nTicks are utime + stime of the quaver process from /proc/PID/stat (\(Int(ProcSample.ticksPerSecond)) a second), over a window that starts 2 s after playback settles, with `--audio-sink \"fakesink sync=true\"`; each variant in a fresh HOME, so nothing was measured before. Work files in \(workDir.path).\n"
+        table +=
+            "\nTicks are utime + stime of the quaver process from /proc/PID/stat (\(Int(ProcSample.ticksPerSecond)) a second), over a window that starts 2 s after playback settles, with `--audio-sink \"fakesink sync=true\"`; each variant in a fresh HOME, so nothing was measured before. Work files in \(workDir.path).\n"
         return table
     }
 
     /// Starts Quaver playing the track under `variant`, and counts its CPU ticks over the window.
     private func window(_ variant: Variant, programs: Programs, label: String) async throws -> UInt64 {
-        let session = try PlayerSession(.quaver, programs: programs, label: label, busName: "org.mpris.MediaPlayer2.quaver")
+        let session = try PlayerSession(
+            .quaver, programs: programs, label: label, busName: "org.mpris.MediaPlayer2.quaver")
         defer { session.close() }
-        try await session.start([programs.quaver, "--no-resume", "--audio-sink", "fakesink sync=true"] + variant.arguments + programs.tracks)
+        try await session.start(
+            [programs.quaver, "--no-resume", "--audio-sink", "fakesink sync=true"] + variant.arguments + programs.tracks
+        )
         try await session.settle("Playing", timeout: .seconds(30))
         try await Task.sleep(for: .seconds(2))
         let pid = try session.pid

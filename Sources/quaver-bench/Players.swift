@@ -71,7 +71,8 @@ final class PrivateBus: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: dbusDaemon)
         // The socket goes beside the log, in the run's folder, not in /tmp.
         process.arguments = [
-            "--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(logFile.deletingLastPathComponent().path)",
+            "--session", "--nofork", "--nopidfile", "--print-address=1",
+            "--address=unix:dir=\(logFile.deletingLastPathComponent().path)",
         ]
         let output = Pipe()
         process.standardOutput = output
@@ -107,7 +108,9 @@ final class PrivateBus: @unchecked Sendable {
 /// Creates `file` (empty) when it does not exist and returns it.
 @discardableResult
 func touch(_ file: URL) -> URL {
-    if !FileManager.default.fileExists(atPath: file.path) { _ = FileManager.default.createFile(atPath: file.path, contents: nil) }
+    if !FileManager.default.fileExists(atPath: file.path) {
+        _ = FileManager.default.createFile(atPath: file.path, contents: nil)
+    }
     return file
 }
 
@@ -144,7 +147,8 @@ final class PlayerSession {
         logFile = folder.appendingPathComponent("player.log")
         bus = try PrivateBus(dbusDaemon: programs.dbusDaemon, logFile: folder.appendingPathComponent("dbus-daemon.log"))
         client = try Connection(address: bus.address)
-        try client.onSignal(interface: MPRIS.properties, member: "PropertiesChanged", path: MPRIS.path) { [events] message in
+        try client.onSignal(interface: MPRIS.properties, member: "PropertiesChanged", path: MPRIS.path) {
+            [events] message in
             let time = ContinuousClock.now
             let arguments = message.arguments
             guard arguments.count >= 2, let interface = arguments[0].string,
@@ -156,11 +160,15 @@ final class PlayerSession {
             let time = ContinuousClock.now
             events.post(BusEvent(kind: .seeked(position: message.arguments.first?.int64 ?? -1), time: time))
         }
-        try client.onSignal(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged") {
+        try client.onSignal(
+            sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged"
+        ) {
             [weak self] message in
             let time = ContinuousClock.now
             let arguments = message.arguments
-            guard let self, arguments.count == 3, let name = arguments[0].string, let owner = arguments[2].string else { return }
+            guard let self, arguments.count == 3, let name = arguments[0].string, let owner = arguments[2].string else {
+                return
+            }
             if name == busName { nameOwner = owner.isEmpty ? nil : owner }
             events.post(BusEvent(kind: .nameOwnerChanged(name: name, newOwner: owner), time: time))
         }
@@ -258,7 +266,8 @@ final class PlayerSession {
     /// Starts the player and waits until it owns its bus name and has answered `GetAll`.
     /// Returns the times from just before the process was started to each of those.
     @discardableResult
-    func start(_ command: [String], environment extra: [String: String] = [:], timeout: Duration = .seconds(30)) async throws
+    func start(_ command: [String], environment extra: [String: String] = [:], timeout: Duration = .seconds(30))
+        async throws
         -> (owned: Duration, answered: Duration)
     {
         let name = busName
@@ -285,7 +294,11 @@ final class PlayerSession {
     func stop(timeout: Duration = .seconds(15)) async {
         guard let process, isRunning else { return }
         let released = events.expect("\(busName) released") { event in
-            if case .nameOwnerChanged(let name, let owner) = event.kind { name == self.busName && owner.isEmpty } else { false }
+            if case .nameOwnerChanged(let name, let owner) = event.kind {
+                name == self.busName && owner.isEmpty
+            } else {
+                false
+            }
         }
         let exited = events.expect("exit of \(kind.title)") { if case .exited = $0.kind { true } else { false } }
         _ = try? await call("Quit", interface: MPRIS.root, timeout: .seconds(5))
@@ -323,7 +336,8 @@ final class PlayerSession {
     }
 
     func set(_ property: String, _ value: Value, interface: String = MPRIS.player) async throws {
-        _ = try await call("Set", interface: MPRIS.properties, [.string(interface), .string(property), .variant(value)])
+        _ = try await call(
+            "Set", interface: MPRIS.properties, [.string(interface), .string(property), .variant(value)])
     }
 
     func getAll(_ interface: String) async throws -> [String: Value] {
@@ -345,7 +359,9 @@ final class PlayerSession {
     /// Waits until the player shows a track (Metadata with a length), as a client would see it.
     func waitForTrack(timeout: Duration = .seconds(20)) async throws {
         let loaded = events.expect("Metadata with mpris:length from \(kind.title)") { event in
-            guard case .propertiesChanged(let interface, let changed) = event.kind, interface == MPRIS.player else { return false }
+            guard case .propertiesChanged(let interface, let changed) = event.kind, interface == MPRIS.player else {
+                return false
+            }
             return changed["Metadata"]?.unwrapped.stringVariantDictionary?["mpris:length"] != nil
         }
         if try await get("Metadata").stringVariantDictionary?["mpris:length"] != nil { return }
@@ -358,10 +374,13 @@ final class PlayerSession {
 /// program still running at the deadline is killed and reported.
 @MainActor
 func runProgram(
-    _ command: [String], environment: [String: String]? = nil, log logFile: URL? = nil, timeout: Duration = .seconds(120)
+    _ command: [String], environment: [String: String]? = nil, log logFile: URL? = nil,
+    timeout: Duration = .seconds(120)
 ) async throws -> (status: Int32, output: String) {
-    let outputFile = logFile
-        ?? FileManager.default.temporaryDirectory.appendingPathComponent("quaver-bench-\(getpid())-\(UUID().uuidString).out")
+    let outputFile =
+        logFile
+        ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-bench-\(getpid())-\(UUID().uuidString).out")
     try? FileManager.default.removeItem(at: outputFile)
     let handle = try FileHandle(forWritingTo: touch(outputFile))
     defer {

@@ -35,7 +35,8 @@ struct ProcSample {
             guard let tid = Int(task),
                 let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)
             else { continue }  // the thread ended while we looked
-            switches[tid] = (Self.field("voluntary_ctxt_switches", in: text) ?? 0)
+            switches[tid] =
+                (Self.field("voluntary_ctxt_switches", in: text) ?? 0)
                 + (Self.field("nonvoluntary_ctxt_switches", in: text) ?? 0)
         }
         switchesByThread = switches
@@ -44,7 +45,9 @@ struct ProcSample {
     /// The number after `name:` in a `/proc/.../status` text (units dropped).
     static func field(_ name: String, in text: String) -> UInt64? {
         for line in text.split(separator: "\n") where line.hasPrefix(name + ":") {
-            return line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap { UInt64($0) }
+            return line.dropFirst(name.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first.flatMap {
+                UInt64($0)
+            }
         }
         return nil
     }

@@ -66,7 +66,10 @@ struct QuaverBench: AsyncParsableCommand {
     @Option(help: "Toggles counted under callgrind.")
     var callgrindToggles = 200
 
-    @Option(help: ArgumentHelp("Leave out a figure (repeatable): \(Figure.allCases.map(\.rawValue).joined(separator: ", ")).", valueName: "figure"))
+    @Option(
+        help: ArgumentHelp(
+            "Leave out a figure (repeatable): \(Figure.allCases.map(\.rawValue).joined(separator: ", ")).",
+            valueName: "figure"))
     var skip: [Figure] = []
 
     @Option(help: "Also write the table to this file.")
@@ -88,10 +91,13 @@ struct QuaverBench: AsyncParsableCommand {
     var loudnessOptions: LoudnessOptions
 
     func validate() throws {
-        guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2 else {
+        guard rounds >= 1, toggles >= 2, seeks >= 2, startupRounds >= 1, getallInFlight >= 1, callgrindToggles >= 2
+        else {
             throw ValidationError("counts must be positive (toggles, seeks and callgrind toggles at least 2)")
         }
-        guard getallSeconds > 0, windowSeconds >= 3 else { throw ValidationError("windows must be positive (the CPU window at least 3 s)") }
+        guard getallSeconds > 0, windowSeconds >= 3 else {
+            throw ValidationError("windows must be positive (the CPU window at least 3 s)")
+        }
         try scaleOptions.check()
         try stormOptions.check()
         try footprintOptions.check()
@@ -131,7 +137,8 @@ struct QuaverBench: AsyncParsableCommand {
         }
         let settings = Settings(
             quaver: quaver, mpv: mpv, mprisPlugin: mprisPlugin, workDir: workDir, rounds: rounds, toggles: toggles,
-            thinkTime: .milliseconds(thinkTimeMs), seeks: seeks, getallDuration: .milliseconds(Int(getallSeconds * 1000)),
+            thinkTime: .milliseconds(thinkTimeMs), seeks: seeks,
+            getallDuration: .milliseconds(Int(getallSeconds * 1000)),
             getallInFlight: getallInFlight, startupRounds: startupRounds,
             window: .milliseconds(Int(windowSeconds * 1000)), callgrindToggles: callgrindToggles, skip: Set(skip))
         let table = try await Benchmark(settings).run()
@@ -206,7 +213,9 @@ final class Benchmark {
         await phase(.callgrind) { try await callgrind() }
 
         let took = ContinuousClock.now - began
-        report.note("The run took \(Int(took.seconds.rounded())) s (\(phases.joined(separator: ", "))), on a private bus per player; work files in \(programs.workDir.path).")
+        report.note(
+            "The run took \(Int(took.seconds.rounded())) s (\(phases.joined(separator: ", "))), on a private bus per player; work files in \(programs.workDir.path)."
+        )
         return report.markdown()
     }
 
@@ -219,32 +228,47 @@ final class Benchmark {
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
             throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
         }
-        guard let mpv = findProgram(settings.mpv) else { throw BenchError("mpv is not installed (apt-get install mpv mpv-mpris)") }
-        let pluginCandidates = [settings.mprisPlugin].compactMap { $0 } + [
-            "/usr/lib/mpv-mpris/mpris.so", "/usr/lib/x86_64-linux-gnu/mpv-mpris/mpris.so", "/etc/mpv/scripts/mpris.so",
-        ]
+        guard let mpv = findProgram(settings.mpv) else {
+            throw BenchError("mpv is not installed (apt-get install mpv mpv-mpris)")
+        }
+        let pluginCandidates =
+            [settings.mprisPlugin].compactMap { $0 } + [
+                "/usr/lib/mpv-mpris/mpris.so", "/usr/lib/x86_64-linux-gnu/mpv-mpris/mpris.so",
+                "/etc/mpv/scripts/mpris.so",
+            ]
         guard let plugin = pluginCandidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw BenchError("mpv-mpris's plugin is not installed (apt-get install mpv-mpris)")
         }
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
-        guard let gstLaunch = findProgram("gst-launch-1.0") else { throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        guard let gstLaunch = findProgram("gst-launch-1.0") else {
+            throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        }
 
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench")
         var programs = Programs(
-            quaver: quaver, mpv: mpv, mprisPlugin: plugin, dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [], workDir: workDir)
+            quaver: quaver, mpv: mpv, mprisPlugin: plugin, dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [],
+            workDir: workDir)
 
         log("generating 3 tagged FLAC tracks of 60 s")
         let made = try await runProgram(
-            [quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "3", "--track-seconds", "60"],
+            [
+                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "3",
+                "--track-seconds", "60",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
         guard made.status == 0 else { throw BenchError("quaver --make-test-tracks failed: \(made.output)") }
         programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard programs.tracks.count == 3 else { throw BenchError("quaver --make-test-tracks made no tracks: \(made.output)") }
+        guard programs.tracks.count == 3 else {
+            throw BenchError("quaver --make-test-tracks made no tracks: \(made.output)")
+        }
 
-        let quaverVersion = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        let mpvVersion = try await runProgram([mpv, "--no-config", "--version"]).output
+        let quaverVersion = try await runProgram([quaver, "--version"]).output.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        let mpvVersion =
+            try await runProgram([mpv, "--no-config", "--version"]).output
             .split(separator: "\n").first.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } ?? "mpv ?"
-        let pluginVersion = (try? await runProgram(["/usr/bin/dpkg-query", "-W", "-f", "${Version}", "mpv-mpris"]))
+        let pluginVersion =
+            (try? await runProgram(["/usr/bin/dpkg-query", "-W", "-f", "${Version}", "mpv-mpris"]))
             .flatMap { $0.status == 0 ? $0.output : nil } ?? "unknown version"
         report.note("Quaver \(quaverVersion) (\(quaver)); \(mpvVersion); mpv-mpris \(pluginVersion) (\(plugin)).")
         return programs
@@ -278,7 +302,8 @@ final class Benchmark {
                 owned[kind, default: []].append(times.owned.milliseconds)
             }
         }
-        var row = Row(figure: "start-up: process start → bus name owned and GetAll answered", unit: "ms", better: .lower)
+        var row = Row(
+            figure: "start-up: process start → bus name owned and GetAll answered", unit: "ms", better: .lower)
         var nameRow = Row(figure: "start-up: process start → bus name owned", unit: "ms", better: .lower)
         for kind in PlayerKind.allCases {
             row[kind] = .success(Measure(rounds: answered[kind] ?? []))
@@ -286,7 +311,9 @@ final class Benchmark {
         }
         report.add(row)
         report.add(nameRow)
-        report.note("Start-up: \(settings.startupRounds) starts per player after one warm-up start, alternating; each started paused with the three tracks and quit over MPRIS.")
+        report.note(
+            "Start-up: \(settings.startupRounds) starts per player after one warm-up start, alternating; each started paused with the three tracks and quit over MPRIS."
+        )
     }
 
     /// Figures 5 and 6: CPU, context switches and memory over a paused and a playing window,
@@ -301,13 +328,16 @@ final class Benchmark {
 
         func rows(_ costs: [PlayerKind: WindowCost], _ state: String) {
             var cpu = Row(figure: "CPU time over \(seconds) s \(state)", unit: "ms", better: .lower)
-            var switches = Row(figure: "context switches over \(seconds) s \(state)", unit: "count", better: .lower, decimals: 0)
+            var switches = Row(
+                figure: "context switches over \(seconds) s \(state)", unit: "count", better: .lower, decimals: 0)
             for kind in PlayerKind.allCases {
                 guard let cost = costs[kind] else { continue }
                 cpu[kind] = .success(WindowCost.measure(total: cost.cpu * 1000, parts: cost.cpuParts.map { $0 * 1000 }))
                 switches[kind] = .success(WindowCost.measure(total: cost.switches, parts: cost.switchesParts))
             }
-            if cpu.quaver.map({ (try? $0.get().value) == 0 }) == true && cpu.mpv.map({ (try? $0.get().value) == 0 }) == true {
+            if cpu.quaver.map({ (try? $0.get().value) == 0 }) == true
+                && cpu.mpv.map({ (try? $0.get().value) == 0 }) == true
+            {
                 cpu.ratioOverride = "both 0"
             }
             report.add(cpu)
@@ -323,7 +353,9 @@ final class Benchmark {
         }
         report.add(rssPaused)
         report.add(rssPlaying)
-        report.note("CPU, context switches and memory: both players measured in the same \(seconds) s window (they are independent processes on their own buses), first paused with the first track loaded, then playing; CPU is utime+stime from /proc/PID/stat (10 ms ticks), context switches are summed over /proc/PID/task/*/status (threads present at both ends plus threads born in between); memory is VmRSS at the end of each window.")
+        report.note(
+            "CPU, context switches and memory: both players measured in the same \(seconds) s window (they are independent processes on their own buses), first paused with the first track loaded, then playing; CPU is utime+stime from /proc/PID/stat (10 ms ticks), context switches are summed over /proc/PID/task/*/status (threads present at both ends plus threads born in between); memory is VmRSS at the end of each window."
+        )
     }
 
     /// Figure 1: PlayPause → PropertiesChanged with the new PlaybackStatus.
@@ -335,19 +367,26 @@ final class Benchmark {
         for round in 0..<settings.rounds {
             for kind in PlayerKind.order(round: round) {
                 var random = SplitMix(seed: UInt64(round + 1))  // the same think times for both players
-                let run = try await sessions[kind]!.toggleLatencies(count: count, thinkTime: settings.thinkTime, random: &random)
+                let run = try await sessions[kind]!.toggleLatencies(
+                    count: count, thinkTime: settings.thinkTime, random: &random)
                 all[kind, default: []] += run.latencies
                 byRound[kind, default: []].append(run.latencies)
             }
         }
         for (label, p) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
-            var row = Row(figure: "PlayPause → PropertiesChanged(PlaybackStatus), \(label)", unit: "ms", better: .lower, decimals: 2)
+            var row = Row(
+                figure: "PlayPause → PropertiesChanged(PlaybackStatus), \(label)", unit: "ms", better: .lower,
+                decimals: 2)
             for kind in PlayerKind.allCases {
-                row[kind] = .success(Measure(value: (all[kind] ?? []).percentile(p), rounds: (byRound[kind] ?? []).map { $0.percentile(p) }))
+                row[kind] = .success(
+                    Measure(
+                        value: (all[kind] ?? []).percentile(p), rounds: (byRound[kind] ?? []).map { $0.percentile(p) }))
             }
             report.add(row)
         }
-        report.note("PlayPause: \(count) toggles per player per round, \(settings.rounds) rounds (\(count * settings.rounds) per player), each sent after a random think time uniform in 0–\(Int(settings.thinkTime.milliseconds)) ms (the same sequence for both players) and timed from the call to the PropertiesChanged that carries the new PlaybackStatus. Percentiles are over all toggles; brackets give the per-round range. mpv-mpris sends property changes from a 100 ms timer (it batches them), so its latency is spread evenly over 0–100 ms by design.")
+        report.note(
+            "PlayPause: \(count) toggles per player per round, \(settings.rounds) rounds (\(count * settings.rounds) per player), each sent after a random think time uniform in 0–\(Int(settings.thinkTime.milliseconds)) ms (the same sequence for both players) and timed from the call to the PropertiesChanged that carries the new PlaybackStatus. Percentiles are over all toggles; brackets give the per-round range. mpv-mpris sends property changes from a 100 ms timer (it batches them), so its latency is spread evenly over 0–100 ms by design."
+        )
     }
 
     /// Figure 2: GetAll(org.mpris.MediaPlayer2.Player) answered per second, several in flight,
@@ -361,16 +400,20 @@ final class Benchmark {
                 let session = sessions[kind]!
                 let pids = [try session.pid, session.bus.pid, getpid()]
                 let before = try pids.map { try ProcSample(pid: $0) }
-                let run = try await session.getAllRun(duration: settings.getallDuration, inFlight: settings.getallInFlight)
+                let run = try await session.getAllRun(
+                    duration: settings.getallDuration, inFlight: settings.getallInFlight)
                 let after = try pids.map { try ProcSample(pid: $0) }
                 let cpu = zip(after, before).map { $0.cpuSeconds(since: $1) }
                 rates[kind, default: []].append(Double(run.calls) / run.elapsed.seconds)
                 cpuPerCall[kind, default: []].append(cpu[0] / Double(run.calls) * 1e6)
                 let percent = cpu.map { Int(($0 / run.elapsed.seconds * 100).rounded()) }
-                shares[kind, default: []].append("player \(percent[0]) %, dbus-daemon \(percent[1]) %, client \(percent[2]) %")
+                shares[kind, default: []].append(
+                    "player \(percent[0]) %, dbus-daemon \(percent[1]) %, client \(percent[2]) %")
             }
         }
-        var row = Row(figure: "GetAll(Player) answered per second, \(settings.getallInFlight) in flight", unit: "calls/s", better: .higher, decimals: 0)
+        var row = Row(
+            figure: "GetAll(Player) answered per second, \(settings.getallInFlight) in flight", unit: "calls/s",
+            better: .higher, decimals: 0)
         var cpuRow = Row(figure: "player CPU time per GetAll(Player)", unit: "µs", better: .lower, decimals: 1)
         for kind in PlayerKind.allCases {
             row[kind] = .success(Measure(rounds: rates[kind] ?? []))
@@ -378,8 +421,10 @@ final class Benchmark {
         }
         report.add(row)
         report.add(cpuRow)
-        report.note("GetAll: \(settings.rounds) runs of \(settings.getallDuration.seconds) s per player, paused, \(settings.getallInFlight) calls always in flight from the one benchmark client. The player, its dbus-daemon and the client share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores, so calls per second is what the three manage together; the player's own CPU time per call is the player's cost alone. CPU, in % of one core, per run: "
-            + PlayerKind.allCases.map { "\($0.title): \((shares[$0] ?? []).joined(separator: "; "))" }.joined(separator: ". ") + ".")
+        report.note(
+            "GetAll: \(settings.rounds) runs of \(settings.getallDuration.seconds) s per player, paused, \(settings.getallInFlight) calls always in flight from the one benchmark client. The player, its dbus-daemon and the client share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores, so calls per second is what the three manage together; the player's own CPU time per call is the player's cost alone. CPU, in % of one core, per run: "
+                + PlayerKind.allCases.map { "\($0.title): \((shares[$0] ?? []).joined(separator: "; "))" }.joined(
+                    separator: ". ") + ".")
     }
 
     /// Figure 3: Seek → Seeked.
@@ -398,22 +443,30 @@ final class Benchmark {
         for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
             var row = Row(figure: "Seek → Seeked, \(label)", unit: "ms", better: .lower, decimals: 2)
             for kind in PlayerKind.allCases {
-                row[kind] = .success(Measure(value: (all[kind] ?? []).percentile(p), rounds: (byRound[kind] ?? []).map { $0.percentile(p) }))
+                row[kind] = .success(
+                    Measure(
+                        value: (all[kind] ?? []).percentile(p), rounds: (byRound[kind] ?? []).map { $0.percentile(p) }))
             }
             report.add(row)
         }
         var cpuRow = Row(figure: "player CPU time per Seek (playing)", unit: "ms", better: .lower, decimals: 2)
         for kind in PlayerKind.allCases { cpuRow[kind] = .success(Measure(rounds: cpuPerSeek[kind] ?? [])) }
         report.add(cpuRow)
-        report.note("Seek: \(settings.seeks) seeks per player per round, \(settings.rounds) rounds, while playing: SetPosition to 20 s, then relative seeks of alternately +5 s and −5 s, each sent once the previous Seeked arrived.")
+        report.note(
+            "Seek: \(settings.seeks) seeks per player per round, \(settings.rounds) rounds, while playing: SetPosition to 20 s, then relative seeks of alternately +5 s and −5 s, each sent once the previous Seeked arrived."
+        )
     }
 
     /// Figure 7: two halves of one sine rendered back to back; samples inserted or lost.
     private func gapless() async throws {
         let folder = programs.workDir.appendingPathComponent("gapless")
         let source = try await Gapless.prepare(programs: programs, folder: folder)
-        var joint = Row(figure: "gapless: samples inserted (+) or lost (−) at the joint", unit: "samples", better: .neither, decimals: 0, ratioOverride: "–")
-        var length = Row(figure: "gapless: rendered length − expected length", unit: "samples", better: .neither, decimals: 0, ratioOverride: "–")
+        var joint = Row(
+            figure: "gapless: samples inserted (+) or lost (−) at the joint", unit: "samples", better: .neither,
+            decimals: 0, ratioOverride: "–")
+        var length = Row(
+            figure: "gapless: rendered length − expected length", unit: "samples", better: .neither, decimals: 0,
+            ratioOverride: "–")
         for kind in PlayerKind.allCases {
             let output = folder.appendingPathComponent("rendered-\(kind.rawValue).wav")
             do {
@@ -423,7 +476,8 @@ final class Benchmark {
                     try await Gapless.renderQuaver(session, programs: programs, source: source, output: output)
                 } else {
                     try await Gapless.renderMPV(
-                        programs: programs, environment: session.environment, source: source, output: output, log: session.logFile)
+                        programs: programs, environment: session.environment, source: source, output: output,
+                        log: session.logFile)
                 }
                 let analysis = try Gapless.analyseRendering(output, source: source)
                 joint[kind] = .success(Measure(Double(analysis.inserted)))
@@ -437,15 +491,21 @@ final class Benchmark {
         }
         report.add(joint)
         report.add(length)
-        report.note("Gapless: a \(Gapless.frequency) Hz sine with quiet white noise mixed in (so that aligning it is unambiguous), \(source.reference.count) samples (44.1 kHz mono, S16LE) made by gst-launch-1.0 audiotestsrc, split at sample \(source.splitAt) into two FLAC files (each checked to decode back to exactly its samples), rendered by Quaver into audioconvert ! wavenc ! filesink and by mpv with --ao=pcm --gapless-audio=yes; the rendered file is aligned with the sine near its start and near its end, and the difference of the two alignments is what was inserted or lost at the joint (the analysis is first checked on copies damaged on purpose: silence inserted, samples dropped, padding at the start). Whether each rendered WAV header was finalized is given above.")
+        report.note(
+            "Gapless: a \(Gapless.frequency) Hz sine with quiet white noise mixed in (so that aligning it is unambiguous), \(source.reference.count) samples (44.1 kHz mono, S16LE) made by gst-launch-1.0 audiotestsrc, split at sample \(source.splitAt) into two FLAC files (each checked to decode back to exactly its samples), rendered by Quaver into audioconvert ! wavenc ! filesink and by mpv with --ao=pcm --gapless-audio=yes; the rendered file is aligned with the sine near its start and near its end, and the difference of the two alignments is what was inserted or lost at the joint (the analysis is first checked on copies damaged on purpose: silence inserted, samples dropped, padding at the start). Whether each rendered WAV header was finalized is given above."
+        )
     }
 
     /// Figure 8: instructions per PlayPause round trip under callgrind.
     private func callgrind() async throws {
         let folder = programs.workDir.appendingPathComponent("callgrind")
         let preparation = try await Callgrind.prepare(programs: programs, folder: folder)
-        var perToggle = Row(figure: "instructions per PlayPause round trip (callgrind)", unit: "instructions", better: .lower, decimals: 0)
-        var playing = Row(figure: "instructions per second of playback (callgrind)", unit: "instructions/s", better: .lower, decimals: 0)
+        var perToggle = Row(
+            figure: "instructions per PlayPause round trip (callgrind)", unit: "instructions", better: .lower,
+            decimals: 0)
+        var playing = Row(
+            figure: "instructions per second of playback (callgrind)", unit: "instructions/s", better: .lower,
+            decimals: 0)
         for kind in PlayerKind.allCases {
             do {
                 let session = try PlayerSession(kind, programs: programs, label: "callgrind")
@@ -453,7 +513,8 @@ final class Benchmark {
                 let result: Callgrind.Result
                 do {
                     result = try await Callgrind.measure(
-                        session, programs: programs, preparation: preparation, folder: folder, toggles: settings.callgrindToggles)
+                        session, programs: programs, preparation: preparation, folder: folder,
+                        toggles: settings.callgrindToggles)
                 } catch {
                     await session.stop(timeout: .seconds(60))
                     throw error
@@ -462,7 +523,8 @@ final class Benchmark {
                 perToggle[kind] = .success(Measure(result.perToggle))
                 playing[kind] = .success(Measure(result.playingPerSecond))
                 report.note(
-                    "Callgrind, \(kind.title): \(result.toggles) toggles in \(String(format: "%.1f", result.window.seconds)) s (\(String(format: "%.1f", result.playing.seconds)) s of it playing): \(report.format(Double(result.withToggles), 0)) instructions, the same window paused \(report.format(Double(result.idle), 0)), playing \(report.format(result.playingPerSecond, 0)) per second; dump \(result.toggleDump.path).")
+                    "Callgrind, \(kind.title): \(result.toggles) toggles in \(String(format: "%.1f", result.window.seconds)) s (\(String(format: "%.1f", result.playing.seconds)) s of it playing): \(report.format(Double(result.withToggles), 0)) instructions, the same window paused \(report.format(Double(result.idle), 0)), playing \(report.format(result.playingPerSecond, 0)) per second; dump \(result.toggleDump.path)."
+                )
             } catch let error as BenchError {
                 perToggle[kind] = .failure(error)
                 playing[kind] = .failure(error)
@@ -471,7 +533,9 @@ final class Benchmark {
         }
         report.add(perToggle)
         report.add(playing)
-        report.note("Callgrind: each player under valgrind --tool=callgrind on its own bus, 10 warm-up toggles, then counters zeroed (callgrind_control -z), \(settings.callgrindToggles) toggles back to back, dumped (-d); zeroed again, the same window paused, dumped; (with toggles − paused) / toggles. The toggles run back to back, so the player hardly plays in between (the time it did is given above; at the rate of the playing row it is negligible). The second row is a further window with the player playing. Quaver runs as a copy without debug info (valgrind 3.19 cannot read Swift's DWARF 5) with a sigsuspend shim preloaded (valgrind 3.19 writes into the read-only signal mask dispatch_main passes to rt_sigsuspend and crashes).")
+        report.note(
+            "Callgrind: each player under valgrind --tool=callgrind on its own bus, 10 warm-up toggles, then counters zeroed (callgrind_control -z), \(settings.callgrindToggles) toggles back to back, dumped (-d); zeroed again, the same window paused, dumped; (with toggles − paused) / toggles. The toggles run back to back, so the player hardly plays in between (the time it did is given above; at the rate of the playing row it is negligible). The second row is a further window with the player playing. Quaver runs as a copy without debug info (valgrind 3.19 cannot read Swift's DWARF 5) with a sigsuspend shim preloaded (valgrind 3.19 writes into the read-only signal mask dispatch_main passes to rt_sigsuspend and crashes)."
+        )
     }
 }
 

@@ -8,7 +8,8 @@ extension Array where Element == Double {
         guard !isEmpty else { return .nan }
         let sorted = self.sorted()
         let rank = p / 100 * Double(sorted.count - 1)
-        let lower = Int(rank.rounded(.down)), upper = Int(rank.rounded(.up))
+        let lower = Int(rank.rounded(.down))
+        let upper = Int(rank.rounded(.up))
         return sorted[lower] + (sorted[upper] - sorted[lower]) * (rank - Double(lower))
     }
 
@@ -82,16 +83,19 @@ final class Report {
         lines.append("| figure | unit | \(PlayerKind.quaver.title) | \(PlayerKind.mpv.title) | Quaver / mpv |")
         lines.append("| --- | --- | ---: | ---: | ---: |")
         for row in rows {
-            let hint = switch row.better {
-            case .lower: " (lower is better)"
-            case .higher: " (higher is better)"
-            case .neither: ""
-            }
+            let hint =
+                switch row.better {
+                case .lower: " (lower is better)"
+                case .higher: " (higher is better)"
+                case .neither: ""
+                }
             lines.append(
-                "| \(row.figure)\(hint) | \(row.unit) | \(cell(row.quaver, row.decimals)) | \(cell(row.mpv, row.decimals)) | \(ratio(row)) |")
+                "| \(row.figure)\(hint) | \(row.unit) | \(cell(row.quaver, row.decimals)) | \(cell(row.mpv, row.decimals)) | \(ratio(row)) |"
+            )
         }
         var text = lines.joined(separator: "\n") + "\n"
-        text += "\nValues are medians, or percentiles of all samples pooled; brackets give the lowest and highest "
+        text +=
+            "\nValues are medians, or percentiles of all samples pooled; brackets give the lowest and highest "
             + "value of the same statistic across rounds (for 30 s windows: across their three 10 s thirds, scaled to 30 s).\n"
         if !notes.isEmpty {
             text += "\nNotes:\n\n" + notes.map { "- " + $0 }.joined(separator: "\n") + "\n"
@@ -120,7 +124,9 @@ final class Report {
         guard case .success(let q) = row.quaver, case .success(let m) = row.mpv else { return "–" }
         guard m.value != 0, q.value.isFinite, m.value.isFinite else { return "–" }
         let ratio = q.value / m.value
-        return ratio >= 100 ? String(format: "%.0f", ratio) : ratio >= 10 ? String(format: "%.1f", ratio) : String(format: "%.2f", ratio)
+        return ratio >= 100
+            ? String(format: "%.0f", ratio)
+            : ratio >= 10 ? String(format: "%.1f", ratio) : String(format: "%.2f", ratio)
     }
 
     /// A number with `decimals` digits, and thousands grouped with a thin space for big ones.

@@ -12,7 +12,8 @@ extension ScaleBenchmark {
 
     func fail(_ figures: [ScaleFigure], _ source: ScaleSource, round: Int, _ message: String) {
         for figure in figures { results[figure, default: [:]][source, default: ScaleSamples()].failures += 1 }
-        let names = figures.count > 4 ? "every figure of the run" : figures.map { "“\($0.title)”" }.joined(separator: ", ")
+        let names =
+            figures.count > 4 ? "every figure of the run" : figures.map { "“\($0.title)”" }.joined(separator: ", ")
         problem(source, round: round, "\(names): \(message)")
     }
 
@@ -46,7 +47,8 @@ extension ScaleBenchmark {
                     cells.append(samples.failures > 0 ? "failed (see below)" : "not measured")
                     continue
                 }
-                let measure = figure.isPooled
+                let measure =
+                    figure.isPooled
                     ? Measure(value: figure.pooledStatistic(samples.pooled), rounds: samples.rounds)
                     : Measure(rounds: samples.rounds)
                 medians[source] = measure.value
@@ -54,7 +56,9 @@ extension ScaleBenchmark {
                 if let low = measure.low, let high = measure.high, samples.rounds.count > 1 {
                     text += " [\(report.format(low, figure.decimals))–\(report.format(high, figure.decimals))]"
                 }
-                if samples.failures > 0 { text += " (\(samples.failures) of \(samples.rounds.count + samples.failures) rounds failed)" }
+                if samples.failures > 0 {
+                    text += " (\(samples.failures) of \(samples.rounds.count + samples.failures) rounds failed)"
+                }
                 cells.append(text)
             }
             var target = ""
@@ -72,7 +76,8 @@ extension ScaleBenchmark {
             lines.append("| \(figure.title)\(hint) | \(figure.unit) | \(cells.joined(separator: " | ")) | \(target) |")
         }
         var text = lines.joined(separator: "\n") + "\n"
-        text += "\n\(report.format(Double(settings.tracks), 0)) tracks, \(settings.rounds) round\(settings.rounds == 1 ? "" : "s") per source, the sources alternating which goes first. "
+        text +=
+            "\n\(report.format(Double(settings.tracks), 0)) tracks, \(settings.rounds) round\(settings.rounds == 1 ? "" : "s") per source, the sources alternating which goes first. "
             + "Values are medians over the rounds, or for p50/p99/max a percentile of all samples of every round pooled; "
             + "brackets give the lowest and highest value of the same statistic across rounds. A target is met when the median of both sources is under it.\n"
         let method = [
@@ -87,11 +92,16 @@ extension ScaleBenchmark {
             text += "\nNotes:\n\n" + report.notes.map { "- " + $0 }.joined(separator: "\n") + "\n"
         }
         if !problems.isEmpty {
-            text += "\nWhat did not work:\n\n" + problems.map { problem in
-                let rounds = problem.rounds.count == settings.rounds && settings.rounds > 1
-                    ? "every round" : "round" + (problem.rounds.count > 1 ? "s " : " ") + problem.rounds.map(String.init).joined(separator: ", ")
-                return "- \(problem.text) (\(rounds))"
-            }.joined(separator: "\n") + "\n"
+            text +=
+                "\nWhat did not work:\n\n"
+                + problems.map { problem in
+                    let rounds =
+                        problem.rounds.count == settings.rounds && settings.rounds > 1
+                        ? "every round"
+                        : "round" + (problem.rounds.count > 1 ? "s " : " ")
+                            + problem.rounds.map(String.init).joined(separator: ", ")
+                    return "- \(problem.text) (\(rounds))"
+                }.joined(separator: "\n") + "\n"
         }
         return text
     }

@@ -14,15 +14,24 @@ extension ScaleBenchmark {
                 "Get", interface: MPRIS.properties, [.string(Self.trackList), .string("Tracks")], timeout: .seconds(30))
             let took = ContinuousClock.now - sent
             guard case .array(.objectPath, let items) = reply.first?.unwrapped else {
-                throw BenchError("Tracks is not an array of object paths: \(reply.first.map { "\($0.unwrapped.type)" } ?? "no value")")
+                throw BenchError(
+                    "Tracks is not an array of object paths: \(reply.first.map { "\($0.unwrapped.type)" } ?? "no value")"
+                )
             }
             let ids = items.compactMap(\.objectPath)
-            guard let first = ids.first, let slash = first.rawValue.lastIndex(of: "/") else { throw BenchError("Tracks is empty") }
+            guard let first = ids.first, let slash = first.rawValue.lastIndex(of: "/") else {
+                throw BenchError("Tracks is empty")
+            }
             record(.tracksProperty, source, took.milliseconds)
             prefix = String(first.rawValue[..<slash])
-            observe("tracks", "Tracks (\(source.title), round \(round + 1), paused on the current track) lists \(ids.count) ids, from \(first) to \(ids.last!).")
+            observe(
+                "tracks",
+                "Tracks (\(source.title), round \(round + 1), paused on the current track) lists \(ids.count) ids, from \(first) to \(ids.last!)."
+            )
             if prefix != Self.expectedPrefix {
-                problem(source, round: round, "track ids have the prefix \(prefix), not \(Self.expectedPrefix) (using \(prefix))")
+                problem(
+                    source, round: round,
+                    "track ids have the prefix \(prefix), not \(Self.expectedPrefix) (using \(prefix))")
             }
         } catch {
             fail([.tracksProperty], source, round: round, "Get(TrackList.Tracks): \(error)")
@@ -33,14 +42,17 @@ extension ScaleBenchmark {
             let batch = settings.metadataBatch
             let firstNumber = max(1, settings.tracks / 2 - batch / 2 + 1)
             let ids = try (firstNumber..<firstNumber + batch).map { number in
-                guard let id = ObjectPath(prefix + "/\(number)") else { throw BenchError("\(prefix)/\(number) is not an object path") }
+                guard let id = ObjectPath(prefix + "/\(number)") else {
+                    throw BenchError("\(prefix)/\(number) is not an object path")
+                }
                 return id
             }
             let argument = Value.array(.objectPath, ids.map(Value.objectPath))
             var times: [Double] = []
             for _ in 0..<settings.metadataCalls {
                 let sent = ContinuousClock.now
-                let reply = try await session.call("GetTracksMetadata", interface: Self.trackList, [argument], timeout: .seconds(30))
+                let reply = try await session.call(
+                    "GetTracksMetadata", interface: Self.trackList, [argument], timeout: .seconds(30))
                 times.append((ContinuousClock.now - sent).milliseconds)
                 try checkMetadata(reply, asked: ids, source: source, round: round)
             }
@@ -60,14 +72,23 @@ extension ScaleBenchmark {
             record(.addTrackP99, source, run.latencies.percentile(99), pooled: run.latencies)
             let after = try await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath
             if after != current {
-                problem(source, round: round, "the current track changed from \(current) to \(after.map { "\($0)" } ?? "none") during AddTrack with SetAsCurrent false")
+                problem(
+                    source, round: round,
+                    "the current track changed from \(current) to \(after.map { "\($0)" } ?? "none") during AddTrack with SetAsCurrent false"
+                )
             }
             // Where the added tracks went: ids that go on counting would be the next ones.
-            let next = (settings.tracks + 1...settings.tracks + settings.addTrackCalls).compactMap { ObjectPath(prefix + "/\($0)") }
+            let next = (settings.tracks + 1...settings.tracks + settings.addTrackCalls).compactMap {
+                ObjectPath(prefix + "/\($0)")
+            }
             let reply = try await session.call(
-                "GetTracksMetadata", interface: Self.trackList, [.array(.objectPath, next.map(Value.objectPath))], timeout: .seconds(30))
+                "GetTracksMetadata", interface: Self.trackList, [.array(.objectPath, next.map(Value.objectPath))],
+                timeout: .seconds(30))
             if case .array(_, let maps) = reply.first {
-                observe("added ids", "After \(report.format(Double(settings.addTrackCalls), 0)) AddTrack calls (\(source.title), round \(round + 1)), GetTracksMetadata finds \(maps.count) of the ids \(next.first!)…\(settings.tracks + settings.addTrackCalls).")
+                observe(
+                    "added ids",
+                    "After \(report.format(Double(settings.addTrackCalls), 0)) AddTrack calls (\(source.title), round \(round + 1)), GetTracksMetadata finds \(maps.count) of the ids \(next.first!)…\(settings.tracks + settings.addTrackCalls)."
+                )
             }
         } catch {
             fail([.addTrackRate, .addTrackP99], source, round: round, "AddTrack: \(error)")
@@ -83,18 +104,27 @@ extension ScaleBenchmark {
         var returned: [ObjectPath] = []
         returned.reserveCapacity(maps.count)
         for (index, map) in maps.enumerated() {
-            guard let dictionary = map.stringVariantDictionary else { throw BenchError("item \(index) of the reply is not an a{sv} map (\(map.type))") }
-            guard let id = dictionary["mpris:trackid"]?.unwrapped.objectPath else { throw BenchError("map \(index) has no mpris:trackid object path") }
+            guard let dictionary = map.stringVariantDictionary else {
+                throw BenchError("item \(index) of the reply is not an a{sv} map (\(map.type))")
+            }
+            guard let id = dictionary["mpris:trackid"]?.unwrapped.objectPath else {
+                throw BenchError("map \(index) has no mpris:trackid object path")
+            }
             returned.append(id)
             if index == 0 {
-                observe("metadata keys", "A GetTracksMetadata map carries: \(dictionary.keys.sorted().joined(separator: ", ")).")
+                observe(
+                    "metadata keys",
+                    "A GetTracksMetadata map carries: \(dictionary.keys.sorted().joined(separator: ", ")).")
             }
         }
         if returned != ids {
             let missing = Set(ids).subtracting(returned).count
-            problem(source, round: round, missing == 0
-                ? "GetTracksMetadata returns the ids asked for in another order"
-                : "GetTracksMetadata returns \(missing) of the \(ids.count) ids asked for under other ids (first asked \(ids[0]), first returned \(returned[0]))")
+            problem(
+                source, round: round,
+                missing == 0
+                    ? "GetTracksMetadata returns the ids asked for in another order"
+                    : "GetTracksMetadata returns \(missing) of the \(ids.count) ids asked for under other ids (first asked \(ids[0]), first returned \(returned[0]))"
+            )
         }
     }
 
@@ -125,7 +155,8 @@ extension ScaleBenchmark {
                             timeout: .seconds(30))
                     } catch {
                         if state.failure == nil {
-                            state.failure = BenchError("AfterTrack \(after == Self.noTrack ? "NoTrack" : "the current track"): \(error)")
+                            state.failure = BenchError(
+                                "AfterTrack \(after == Self.noTrack ? "NoTrack" : "the current track"): \(error)")
                         }
                         return
                     }

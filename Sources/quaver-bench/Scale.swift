@@ -37,7 +37,9 @@ final class ScaleBenchmark {
             }
         }
         let took = ContinuousClock.now - began
-        report.note("The run took \(Int(took.seconds.rounded())) s, each Quaver on its own private dbus-daemon with its own HOME and XDG folders, on a machine of \(ProcessInfo.processInfo.activeProcessorCount) cores shared by Quaver, its dbus-daemon and the benchmark client; work files and Quaver's logs in \(programs.workDir.path).")
+        report.note(
+            "The run took \(Int(took.seconds.rounded())) s, each Quaver on its own private dbus-daemon with its own HOME and XDG folders, on a machine of \(ProcessInfo.processInfo.activeProcessorCount) cores shared by Quaver, its dbus-daemon and the benchmark client; work files and Quaver's logs in \(programs.workDir.path)."
+        )
         return markdown()
     }
 
@@ -52,10 +54,14 @@ final class ScaleBenchmark {
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         log("emptying the work folder")
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-scale")
-        programs = Programs(quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [], workDir: workDir)
+        programs = Programs(
+            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            workDir: workDir)
         media = try await generate()
         let version = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
-        report.note("Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink \"fakesink sync=true\" --name \(Self.playerName) SOURCE`, SOURCE being \(media.folder.path) or \(media.playlist.path).")
+        report.note(
+            "Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink \"fakesink sync=true\" --name \(Self.playerName) SOURCE`, SOURCE being \(media.folder.path) or \(media.playlist.path)."
+        )
     }
 
     /// One short FLAC, hard-linked `tracks` times into one flat folder, and a playlist of them
@@ -66,9 +72,13 @@ final class ScaleBenchmark {
         log("generating \(count) tracks")
         let began = ContinuousClock.now
         let made = try await runProgram(
-            [programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed").path, "--track-count", "1", "--track-seconds", "0.5"],
+            [
+                programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed").path, "--track-count",
+                "1", "--track-seconds", "0.5",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        guard made.status == 0, let seedPath = made.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
+        guard made.status == 0,
+            let seedPath = made.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
         else { throw BenchError("quaver --make-test-tracks made no track: \(made.output)") }
         let seed = URL(fileURLWithPath: seedPath)
         let seedTime = ContinuousClock.now - began
@@ -109,9 +119,13 @@ final class ScaleBenchmark {
         // The baseline's one track is longer, so that it still plays (not Stopped at the end
         // of its queue) when it is paused.
         let long = try await runProgram(
-            [programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed-long").path, "--track-count", "1", "--track-seconds", "60"],
+            [
+                programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed-long").path,
+                "--track-count", "1", "--track-seconds", "60",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        guard long.status == 0, let longPath = long.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
+        guard long.status == 0,
+            let longPath = long.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
         else { throw BenchError("quaver --make-test-tracks made no track: \(long.output)") }
         let oneFolder = workDir.appendingPathComponent("one", isDirectory: true)
         try FileManager.default.createDirectory(at: oneFolder, withIntermediateDirectories: true)
@@ -123,10 +137,13 @@ final class ScaleBenchmark {
         try ("#EXTM3U\n" + oneTrack.path + "\n").write(to: onePlaylist, atomically: false, encoding: .utf8)
 
         let size = (try? FileManager.default.attributesOfItem(atPath: seed.path)[.size] as? Int) ?? 0
-        report.note(String(
-            format: "Generation (not a figure): %.2f s in all — one tagged 0.5 s FLAC of %d bytes made by `quaver --make-test-tracks` in %.2f s, hard-linked %d times into %@ (%@) with its playlist in %.2f s. (The 1-track baseline plays another track of 60 s, made after.)",
-            total.seconds, size, seedTime.seconds, count, folder.path,
-            copies == 0 ? "one file" : "\(copies + 1) identical files, the file system capping the links of one", linkTime.seconds))
+        report.note(
+            String(
+                format:
+                    "Generation (not a figure): %.2f s in all — one tagged 0.5 s FLAC of %d bytes made by `quaver --make-test-tracks` in %.2f s, hard-linked %d times into %@ (%@) with its playlist in %.2f s. (The 1-track baseline plays another track of 60 s, made after.)",
+                total.seconds, size, seedTime.seconds, count, folder.path,
+                copies == 0 ? "one file" : "\(copies + 1) identical files, the file system capping the links of one",
+                linkTime.seconds))
         log(String(format: "generated in %.2f s", total.seconds))
         return ScaleMedia(
             folder: folder, playlist: playlist, oneFolder: oneFolder, onePlaylist: onePlaylist,
@@ -187,7 +204,8 @@ final class ScaleBenchmark {
     func waitOwned(_ run: Launched, deadline: ContinuousClock.Instant) async throws -> BusEvent {
         let event = try await run.session.events.wait(run.owned, timeout: max(deadline - .now, .milliseconds(1)))
         if case .exited(let status) = event.kind {
-            throw BenchError("Quaver exited with status \(status) before taking \(Self.busName); see \(run.session.logFile.path)")
+            throw BenchError(
+                "Quaver exited with status \(status) before taking \(Self.busName); see \(run.session.logFile.path)")
         }
         return event
     }
@@ -196,7 +214,8 @@ final class ScaleBenchmark {
     func oneTrackRun(_ source: ScaleSource, round: Int) async -> UInt64? {
         let run: Launched
         do {
-            run = try launch(media.path(source, oneTrack: true), label: "\(source.rawValue)-round\(round + 1)-one-track")
+            run = try launch(
+                media.path(source, oneTrack: true), label: "\(source.rawValue)-round\(round + 1)-one-track")
         } catch {
             fail([.rssOneTrack, .bytesPerTrack], source, round: round, "starting Quaver with 1 track: \(error)")
             return nil
@@ -206,13 +225,18 @@ final class ScaleBenchmark {
             let deadline = ContinuousClock.now + .seconds(20)
             _ = try await waitOwned(run, deadline: deadline)
             while run.playing.caught == nil, try await run.session.playbackStatus() != "Playing" {
-                guard ContinuousClock.now < deadline else { throw BenchError("PlaybackStatus did not become Playing within 20 s") }
+                guard ContinuousClock.now < deadline else {
+                    throw BenchError("PlaybackStatus did not become Playing within 20 s")
+                }
                 try await Task.sleep(for: .milliseconds(10))
             }
             // A daemon that reports its load says so at once for one track; one that does not is done.
             _ = try? await run.session.events.wait(run.loaded, timeout: .seconds(2))
             let (kiB, before) = try await settledRSS(run.session)
-            if before != "Playing" { problem(source, round: round, "Quaver with 1 track was \(before), not Playing, when it was to be paused") }
+            if before != "Playing" {
+                problem(
+                    source, round: round, "Quaver with 1 track was \(before), not Playing, when it was to be paused")
+            }
             record(.rssOneTrack, source, Double(kiB) / 1024)
             await run.session.stop()
             return kiB
@@ -229,7 +253,9 @@ final class ScaleBenchmark {
         let settled: Set<String> = ["Paused", "Stopped"]
         let before = try await session.playbackStatus()
         if !settled.contains(before) {
-            let reached = session.events.expect("PlaybackStatus Paused") { $0.playbackStatus.map(settled.contains) ?? false }
+            let reached = session.events.expect("PlaybackStatus Paused") {
+                $0.playbackStatus.map(settled.contains) ?? false
+            }
             _ = try await session.call("Pause")
             if try await !settled.contains(session.playbackStatus()) {
                 _ = try await session.events.wait(reached, timeout: .seconds(10))
@@ -242,7 +268,8 @@ final class ScaleBenchmark {
     /// Quaver with every track: every figure of one round.
     func fullRun(_ source: ScaleSource, round: Int, baselineKiB: UInt64?) async {
         let startFigures: [ScaleFigure] = [
-            .firstSound, .nameOwned, .loadTime, .loadCPU, .getP50, .getP99, .getMax, .getCount, .getAfterLoadMax, .rssLoaded, .bytesPerTrack,
+            .firstSound, .nameOwned, .loadTime, .loadCPU, .getP50, .getP99, .getMax, .getCount, .getAfterLoadMax,
+            .rssLoaded, .bytesPerTrack,
             .tracksProperty, .metadata, .addTrackRate, .addTrackP99, .quit,
         ]
         let run: Launched
@@ -280,7 +307,9 @@ final class ScaleBenchmark {
         while ContinuousClock.now < deadline {
             let tailEnd = run.loaded.caught.map { $0.time + .seconds(1) }
             if tailEnd != nil, cpuAtLoad == nil {
-                cpuAtLoad = (try? ProcSample(pid: try session.pid)).map { Double($0.cpuTicks) / ProcSample.ticksPerSecond }
+                cpuAtLoad = (try? ProcSample(pid: try session.pid)).map {
+                    Double($0.cpuTicks) / ProcSample.ticksPerSecond
+                }
             }
             let playingKnown = run.playing.caught != nil || playingByGet != nil
             if let tailEnd, playingKnown, ContinuousClock.now >= tailEnd { break }
@@ -288,7 +317,8 @@ final class ScaleBenchmark {
                 loopProblem = "Quaver exited with status \(session.exitStatus ?? -1) during the load; see \(logPath)"
                 break
             }
-            if let tailEnd, ContinuousClock.now >= tailEnd { try? await Task.sleep(for: .milliseconds(5)) }  // only waiting for Playing now
+            // Past the tail, only waiting for Playing.
+            if let tailEnd, ContinuousClock.now >= tailEnd { try? await Task.sleep(for: .milliseconds(5)) }
             let sent = ContinuousClock.now
             do {
                 let reply = try await session.call(
@@ -313,7 +343,10 @@ final class ScaleBenchmark {
         if let playingAt {
             record(.firstSound, source, (playingAt - run.start).milliseconds)
         } else {
-            fail([.firstSound], source, round: round, "PlaybackStatus did not become Playing within \(timeout) of the start (neither PropertiesChanged nor Get said so)")
+            fail(
+                [.firstSound], source, round: round,
+                "PlaybackStatus did not become Playing within \(timeout) of the start (neither PropertiesChanged nor Get said so)"
+            )
         }
 
         let loadedEvent = run.loaded.caught
@@ -322,14 +355,22 @@ final class ScaleBenchmark {
             if let cpuAtLoad { record(.loadCPU, source, cpuAtLoad) }
             if case .output(let line) = loadedEvent.kind {
                 let words = line.split(separator: " ")
-                let count = words.firstIndex(of: "loaded:").flatMap { words.indices.contains($0 + 1) ? Int(words[$0 + 1]) : nil }
+                let count = words.firstIndex(of: "loaded:").flatMap {
+                    words.indices.contains($0 + 1) ? Int(words[$0 + 1]) : nil
+                }
                 if count != settings.tracks {
-                    problem(source, round: round, "the load line says \(count.map(String.init) ?? "no count"), not \(settings.tracks) tracks: “\(line)”")
+                    problem(
+                        source, round: round,
+                        "the load line says \(count.map(String.init) ?? "no count"), not \(settings.tracks) tracks: “\(line)”"
+                    )
                 }
                 observe("load line", "Quaver's load line (\(source.title), round \(round + 1)): “\(line)”.")
             }
         } else {
-            fail([.loadTime, .loadCPU], source, round: round, "no line containing `queue loaded:` on Quaver's output within \(timeout) of the start (see player.log in each run's folder)")
+            fail(
+                [.loadTime, .loadCPU], source, round: round,
+                "no line containing `queue loaded:` on Quaver's output within \(timeout) of the start (see player.log in each run's folder)"
+            )
         }
 
         // Responsiveness during the load.
@@ -342,16 +383,22 @@ final class ScaleBenchmark {
             record(.getCount, source, Double(latencies.count))
             _ = loadedEvent
         } else if let loadedEvent {
-            fail(getFigures, source, round: round, String(
-                format: "no Get(PlaybackStatus) was answered during the load: the queue was loaded %.2f s after the start, the bus name owned %.2f s after it",
-                (loadedEvent.time - run.start).seconds, (ownedAt - run.start).seconds))
+            fail(
+                getFigures, source, round: round,
+                String(
+                    format:
+                        "no Get(PlaybackStatus) was answered during the load: the queue was loaded %.2f s after the start, the bus name owned %.2f s after it",
+                    (loadedEvent.time - run.start).seconds, (ownedAt - run.start).seconds))
         } else {
             let window = (loopEnd - ownedAt).seconds
-            fail(getFigures, source, round: round, latencies.isEmpty
-                ? "the end of the load is unknown (no `queue loaded:` line), and no Get was answered"
-                : String(
-                    format: "the end of the load is unknown (no `queue loaded:` line); over the %.1f s from the bus name to the deadline: %d calls, p50 %.2f ms, p99 %.2f ms, max %.1f ms",
-                    window, latencies.count, latencies.percentile(50), latencies.percentile(99), latencies.max()!))
+            fail(
+                getFigures, source, round: round,
+                latencies.isEmpty
+                    ? "the end of the load is unknown (no `queue loaded:` line), and no Get was answered"
+                    : String(
+                        format:
+                            "the end of the load is unknown (no `queue loaded:` line); over the %.1f s from the bus name to the deadline: %d calls, p50 %.2f ms, p99 %.2f ms, max %.1f ms",
+                        window, latencies.count, latencies.percentile(50), latencies.percentile(99), latencies.max()!))
         }
 
         // Memory.
@@ -359,11 +406,17 @@ final class ScaleBenchmark {
             let (kiB, before) = try await settledRSS(session)
             if before != "Playing" {
                 let track = try? await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath
-                problem(source, round: round, "Quaver was \(before), not Playing, when it was to be paused once loaded (current track \(track.map { "\($0)" } ?? "none"), each 0.5 s long): it stopped on its own")
+                problem(
+                    source, round: round,
+                    "Quaver was \(before), not Playing, when it was to be paused once loaded (current track \(track.map { "\($0)" } ?? "none"), each 0.5 s long): it stopped on its own"
+                )
             }
             record(.rssLoaded, source, Double(kiB) / 1024)
             if loadedEvent == nil {
-                problem(source, round: round, "memory was measured \(Int((loopEnd - run.start).seconds.rounded())) s after the start without knowing whether the load was complete")
+                problem(
+                    source, round: round,
+                    "memory was measured \(Int((loopEnd - run.start).seconds.rounded())) s after the start without knowing whether the load was complete"
+                )
             }
             if let baselineKiB {
                 record(.bytesPerTrack, source, (Double(kiB) - Double(baselineKiB)) * 1024 / Double(settings.tracks))
@@ -381,7 +434,10 @@ final class ScaleBenchmark {
         if session.exitStatus == 0 {
             record(.quit, source, (ContinuousClock.now - quitStart).milliseconds)
         } else {
-            fail([.quit], source, round: round, "Quaver did not exit cleanly after Quit within 30 s (status \(session.exitStatus ?? -1); -1: killed); see \(logPath)")
+            fail(
+                [.quit], source, round: round,
+                "Quaver did not exit cleanly after Quit within 30 s (status \(session.exitStatus ?? -1); -1: killed); see \(logPath)"
+            )
         }
     }
 }

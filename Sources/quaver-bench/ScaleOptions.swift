@@ -4,18 +4,20 @@ import Foundation
 
 /// The options of the scale benchmark (`quaver-bench --scale`).
 struct ScaleOptions: ParsableArguments {
-    @Flag(help: """
-        Instead of the comparison with mpv: measure Quaver alone with a queue of --scale-tracks generated tracks, \
-        named as one folder and as one .m3u8 playlist (first sound, load time, D-Bus latency during the load, \
-        memory per queued track, TrackList calls). --rounds, --quaver, --work-dir and --output apply; the \
-        comparison's other options do not.
-        """)
+    @Flag(
+        help: """
+            Instead of the comparison with mpv: measure Quaver alone with a queue of --scale-tracks generated tracks, \
+            named as one folder and as one .m3u8 playlist (first sound, load time, D-Bus latency during the load, \
+            memory per queued track, TrackList calls). --rounds, --quaver, --work-dir and --output apply; the \
+            comparison's other options do not.
+            """)
     var scale = false
 
     @Option(help: "Tracks in the queue (hard links of one 0.5 s FLAC).")
     var scaleTracks = 100_000
 
-    @Option(help: "Seconds from process start within which the queue must be loaded and playing, or those figures fail.")
+    @Option(
+        help: "Seconds from process start within which the queue must be loaded and playing, or those figures fail.")
     var scaleTimeout = 60.0
 
     @Option(help: "GetTracksMetadata calls per round.")
@@ -34,14 +36,17 @@ struct ScaleOptions: ParsableArguments {
         guard scaleTracks >= 2, metadataCalls >= 1, metadataBatch >= 1, addtrackCalls >= 2, addtrackInFlight >= 1 else {
             throw ValidationError("scale counts must be positive (--scale-tracks and --addtrack-calls at least 2)")
         }
-        guard metadataBatch <= scaleTracks else { throw ValidationError("--metadata-batch must not exceed --scale-tracks") }
+        guard metadataBatch <= scaleTracks else {
+            throw ValidationError("--metadata-batch must not exceed --scale-tracks")
+        }
         guard scaleTimeout >= 1 else { throw ValidationError("--scale-timeout must be at least 1 s") }
     }
 
     func settings(quaver: String?, workDir: String?, rounds: Int) -> ScaleSettings {
         ScaleSettings(
             quaver: quaver, workDir: workDir, rounds: rounds, tracks: scaleTracks,
-            timeout: .milliseconds(Int(scaleTimeout * 1000)), metadataCalls: metadataCalls, metadataBatch: metadataBatch,
+            timeout: .milliseconds(Int(scaleTimeout * 1000)), metadataCalls: metadataCalls,
+            metadataBatch: metadataBatch,
             addTrackCalls: addtrackCalls, addTrackInFlight: addtrackInFlight)
     }
 }
@@ -70,7 +75,9 @@ enum ScaleSource: String, CaseIterable, Sendable {
     }
 
     /// Alternates which source goes first, round after round.
-    static func order(round: Int) -> [ScaleSource] { round.isMultiple(of: 2) ? [.folder, .playlist] : [.playlist, .folder] }
+    static func order(round: Int) -> [ScaleSource] {
+        round.isMultiple(of: 2) ? [.folder, .playlist] : [.playlist, .folder]
+    }
 }
 
 /// The rows of the scale table, in order.
@@ -106,7 +113,9 @@ enum ScaleFigure: CaseIterable {
 
     var unit: String {
         switch self {
-        case .firstSound, .nameOwned, .getP50, .getP99, .getMax, .getAfterLoadMax, .tracksProperty, .metadata, .addTrackP99, .quit: "ms"
+        case .firstSound, .nameOwned, .getP50, .getP99, .getMax, .getAfterLoadMax, .tracksProperty, .metadata,
+            .addTrackP99, .quit:
+            "ms"
         case .loadTime, .loadCPU: "s"
         case .getCount: "calls"
         case .rssLoaded, .rssOneTrack: "MiB"

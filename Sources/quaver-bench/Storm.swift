@@ -6,12 +6,13 @@ import SeededRandom
 /// The options of the storm benchmark (`quaver-bench --storm`).
 struct StormOptions: ParsableArguments {
     /// Runs the storm instead of the comparison with mpv.
-    @Flag(help: """
-        Instead of the comparison with mpv: measure how quickly Quaver answers D-Bus while a driver client sends \
-        Next, Previous and OpenUri many times a second and --storm-readers clients read Player properties back to \
-        back, once with silent real-time output and once with a slow output (--storm-sink). --quaver, --work-dir \
-        and --output apply; the comparison's other options do not.
-        """)
+    @Flag(
+        help: """
+            Instead of the comparison with mpv: measure how quickly Quaver answers D-Bus while a driver client sends \
+            Next, Previous and OpenUri many times a second and --storm-readers clients read Player properties back to \
+            back, once with silent real-time output and once with a slow output (--storm-sink). --quaver, --work-dir \
+            and --output apply; the comparison's other options do not.
+            """)
     var storm = false
 
     /// Length of each storm.
@@ -23,7 +24,8 @@ struct StormOptions: ParsableArguments {
     var stormReaders = 32
 
     /// Mean rate of the driver's commands.
-    @Option(help: "Commands per second from the driver, on average (random gaps; Next, Previous and OpenUri at random).")
+    @Option(
+        help: "Commands per second from the driver, on average (random gaps; Next, Previous and OpenUri at random).")
     var stormRate = 20.0
 
     /// How long a call may wait for its reply.
@@ -43,8 +45,10 @@ struct StormOptions: ParsableArguments {
     var stormSink = "identity sleep-time=2000000 ! fakesink sync=false"
 
     /// Variants to run; empty means all.
-    @Option(help: ArgumentHelp(
-        "Run only this variant (repeatable): normal (fakesink sync=true), slow (--storm-sink) or stuck (a sink that never takes a buffer). Default: all three.", valueName: "variant"))
+    @Option(
+        help: ArgumentHelp(
+            "Run only this variant (repeatable): normal (fakesink sync=true), slow (--storm-sink) or stuck (a sink that never takes a buffer). Default: all three.",
+            valueName: "variant"))
     var stormVariant: [StormVariant] = []
 
     /// Rejects settings that cannot make a storm.
@@ -52,16 +56,20 @@ struct StormOptions: ParsableArguments {
         guard stormSeconds >= 1, stormTimeout > 0, stormRate > 0 else {
             throw ValidationError("--storm-seconds must be at least 1, --storm-timeout and --storm-rate positive")
         }
-        guard stormReaders >= 0, stormTracks >= 2 else { throw ValidationError("--storm-readers must not be negative, --storm-tracks at least 2") }
+        guard stormReaders >= 0, stormTracks >= 2 else {
+            throw ValidationError("--storm-readers must not be negative, --storm-tracks at least 2")
+        }
     }
 
     /// The settings as the main actor takes them.
     func settings(quaver: String?, workDir: String?) -> StormSettings {
         StormSettings(
             quaver: quaver, workDir: workDir, duration: .milliseconds(Int(stormSeconds * 1000)), readers: stormReaders,
-            rate: stormRate, timeout: .milliseconds(Int(stormTimeout * 1000)), seed: UInt64(truncatingIfNeeded: stormSeed),
+            rate: stormRate, timeout: .milliseconds(Int(stormTimeout * 1000)),
+            seed: UInt64(truncatingIfNeeded: stormSeed),
             tracks: stormTracks, slowSink: stormSink,
-            variants: stormVariant.isEmpty ? StormVariant.allCases : StormVariant.allCases.filter(stormVariant.contains))
+            variants: stormVariant.isEmpty ? StormVariant.allCases : StormVariant.allCases.filter(stormVariant.contains)
+        )
     }
 }
 
@@ -132,16 +140,20 @@ struct StormCall: Sendable {
     /// What every reader cycles through.
     static let reads = [
         get("PlaybackStatus"), get("Position"), get("Metadata"),
-        StormCall(name: "GetAll(Player)", interface: MPRIS.properties, member: "GetAll", arguments: [.string(MPRIS.player)], isCommand: false),
+        StormCall(
+            name: "GetAll(Player)", interface: MPRIS.properties, member: "GetAll", arguments: [.string(MPRIS.player)],
+            isCommand: false),
     ]
     /// Skips to the next track.
     static let next = StormCall(name: "Next", interface: MPRIS.player, member: "Next", arguments: [], isCommand: true)
     /// Goes back a track.
-    static let previous = StormCall(name: "Previous", interface: MPRIS.player, member: "Previous", arguments: [], isCommand: true)
+    static let previous = StormCall(
+        name: "Previous", interface: MPRIS.player, member: "Previous", arguments: [], isCommand: true)
 
     /// Opens `uri` (Quaver queues it after the current track and plays it).
     static func openURI(_ uri: String) -> StormCall {
-        StormCall(name: "OpenUri", interface: MPRIS.player, member: "OpenUri", arguments: [.string(uri)], isCommand: true)
+        StormCall(
+            name: "OpenUri", interface: MPRIS.player, member: "OpenUri", arguments: [.string(uri)], isCommand: true)
     }
 }
 
@@ -236,7 +248,9 @@ final class StormBenchmark {
         let began = ContinuousClock.now
         try await setUp()
         for variant in settings.variants {
-            log("storm with \(variant.rawValue) output: \(settings.duration), \(settings.readers) readers, \(settings.rate) commands/s")
+            log(
+                "storm with \(variant.rawValue) output: \(settings.duration), \(settings.readers) readers, \(settings.rate) commands/s"
+            )
             runs.append(await storm(variant))
         }
         let took = Int((ContinuousClock.now - began).seconds.rounded())
@@ -255,11 +269,15 @@ final class StormBenchmark {
         }
         guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-storm")
-        programs = Programs(quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [], workDir: workDir)
+        programs = Programs(
+            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            workDir: workDir)
         log("generating \(settings.tracks) tagged FLAC tracks of 0.5 s")
         let made = try await runProgram(
-            [quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path,
-             "--track-count", String(settings.tracks), "--track-seconds", "0.5"],
+            [
+                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path,
+                "--track-count", String(settings.tracks), "--track-seconds", "0.5",
+            ],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
         programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
         guard made.status == 0, programs.tracks.count == settings.tracks else {
@@ -267,12 +285,15 @@ final class StormBenchmark {
         }
         let version = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let load = loadAverage()
-        notes.append("Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink SINK TRACK…` with \(settings.tracks) generated tagged FLAC tracks of 0.5 s, on a private dbus-daemon with its own HOME and XDG folders; the machine's load average (1, 5, 15 min) before the first storm: \(load).")
+        notes.append(
+            "Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink SINK TRACK…` with \(settings.tracks) generated tagged FLAC tracks of 0.5 s, on a private dbus-daemon with its own HOME and XDG folders; the machine's load average (1, 5, 15 min) before the first storm: \(load)."
+        )
     }
 
     /// The machine's load average over 1, 5 and 15 minutes: other work shares the cores.
     private func loadAverage() -> String {
-        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+            separator: " ") ?? "?"
     }
 
     // MARK: One storm
@@ -282,7 +303,8 @@ final class StormBenchmark {
         var run = StormRun(variant: variant, sink: variant.sink(settings))
         let session: PlayerSession
         do {
-            session = try PlayerSession(.quaver, programs: programs, label: "storm-\(variant.rawValue)", busName: Self.busName)
+            session = try PlayerSession(
+                .quaver, programs: programs, label: "storm-\(variant.rawValue)", busName: Self.busName)
         } catch {
             run.problems.append("making the private bus: \(error)")
             return run
@@ -355,7 +377,9 @@ final class StormBenchmark {
 
     /// One reader: the next read as soon as the previous one is answered, cycling through
     /// `StormCall.reads` from a different place for each reader.
-    private func read(_ connection: Connection, first: Int, until end: ContinuousClock.Instant, into box: StormBox) async {
+    private func read(_ connection: Connection, first: Int, until end: ContinuousClock.Instant, into box: StormBox)
+        async
+    {
         var index = first % StormCall.reads.count
         while ContinuousClock.now < end {
             let call = StormCall.reads[index]
@@ -370,7 +394,10 @@ final class StormBenchmark {
     /// The driver: commands at random moments (gaps uniform around the mean of the rate),
     /// each sent without waiting for the earlier ones, as media keys and widgets do; returns
     /// once every command is answered or timed out.
-    private func drive(_ connection: Connection, from start: ContinuousClock.Instant, until end: ContinuousClock.Instant, into box: StormBox) async {
+    private func drive(
+        _ connection: Connection, from start: ContinuousClock.Instant, until end: ContinuousClock.Instant,
+        into box: StormBox
+    ) async {
         var random = SplitMix(seed: settings.seed)
         let uris = programs.tracks.map { URL(fileURLWithPath: $0).absoluteString }
         let meanGap = 1 / settings.rate
@@ -379,20 +406,22 @@ final class StormBenchmark {
         while true {
             due += .milliseconds(Int(Double.random(in: 0..<(2 * meanGap), using: &random) * 1000))
             guard due < end else { break }
-            let call = switch random.int(0..<3) {
-            case 0: StormCall.next
-            case 1: StormCall.previous
-            default: StormCall.openURI(random.pick(uris))
-            }
+            let call =
+                switch random.int(0..<3) {
+                case 0: StormCall.next
+                case 1: StormCall.previous
+                default: StormCall.openURI(random.pick(uris))
+                }
             try? await Task.sleep(until: due, clock: .continuous)
             box.run.maxDriverLateness = max(box.run.maxDriverLateness, (ContinuousClock.now - due).milliseconds)
             let tally = box.run.tally(call)
             box.commandsInFlight += 1
             box.run.maxCommandsInFlight = max(box.run.maxCommandsInFlight, box.commandsInFlight)
-            commands.append(Task { @MainActor in
-                await self.send(call, on: connection, into: tally)
-                box.commandsInFlight -= 1
-            })
+            commands.append(
+                Task { @MainActor in
+                    await self.send(call, on: connection, into: tally)
+                    box.commandsInFlight -= 1
+                })
         }
         for command in commands { await command.value }
     }
@@ -405,21 +434,29 @@ final class StormBenchmark {
             do {
                 let status = try await session.playbackStatus()
                 let took = (ContinuousClock.now - sent).milliseconds
-                run.observations.append(String(format: "after the storm Get(PlaybackStatus) took %.1f ms: %@", took, status))
+                run.observations.append(
+                    String(format: "after the storm Get(PlaybackStatus) took %.1f ms: %@", took, status))
             } catch {
                 run.problems.append("Get(PlaybackStatus) after the storm: \(error)")
             }
         } else {
-            run.problems.append("Quaver exited with status \(session.exitStatus ?? -1) during the storm; see \(session.logFile.path)")
+            run.problems.append(
+                "Quaver exited with status \(session.exitStatus ?? -1) during the storm; see \(session.logFile.path)")
         }
         await session.stop(timeout: .seconds(20))
-        if session.exitStatus != 0 { run.problems.append("Quaver did not exit cleanly after Quit (status \(session.exitStatus ?? -1); -1: killed)") }
+        if session.exitStatus != 0 {
+            run.problems.append(
+                "Quaver did not exit cleanly after Quit (status \(session.exitStatus ?? -1); -1: killed)")
+        }
         let log = (try? String(contentsOf: session.logFile, encoding: .utf8)) ?? ""
         let lines = log.split(separator: "\n")
         let stuck = lines.filter { $0.contains("did not return from a call into the pipeline") }.count
         let skipped = lines.filter { $0.contains("skipping ") }.count
-        let warnings = lines.filter { line in ["[warning]", "[error]", "[critical]"].contains { line.contains($0) } }.count
-        run.observations.append("Quaver's log: \(stuck) pipeline\(stuck == 1 ? "" : "s") replaced after a stuck call, \(skipped) track\(skipped == 1 ? "" : "s") skipped, \(warnings) warning or error line\(warnings == 1 ? "" : "s") in all (\(session.logFile.path))")
+        let warnings = lines.filter { line in ["[warning]", "[error]", "[critical]"].contains { line.contains($0) } }
+            .count
+        run.observations.append(
+            "Quaver's log: \(stuck) pipeline\(stuck == 1 ? "" : "s") replaced after a stuck call, \(skipped) track\(skipped == 1 ? "" : "s") skipped, \(warnings) warning or error line\(warnings == 1 ? "" : "s") in all (\(session.logFile.path))"
+        )
     }
 
     // MARK: Results
@@ -433,10 +470,12 @@ final class StormBenchmark {
         func cells(_ tally: StormTally, _ elapsed: Duration) -> String {
             let perSecond = elapsed > .zero ? Double(tally.latencies.count) / elapsed.seconds : .nan
             let latencies = tally.latencies
-            return "\(tally.sent) | \(report.format(perSecond, 0)) | \(ms(latencies.percentile(50))) | \(ms(latencies.percentile(99))) | "
+            return
+                "\(tally.sent) | \(report.format(perSecond, 0)) | \(ms(latencies.percentile(50))) | \(ms(latencies.percentile(99))) | "
                 + "\(ms(latencies.max() ?? .nan)) | \(tally.timedOut) | \(tally.errorCount) |"
         }
-        let header = "| sent | answered/s | p50 (ms) | p99 (ms) | max (ms) | unanswered | errors |\n"
+        let header =
+            "| sent | answered/s | p50 (ms) | p99 (ms) | max (ms) | unanswered | errors |\n"
             + "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         var text = "| output | calls " + header
         for run in runs {
@@ -467,8 +506,12 @@ final class StormBenchmark {
             let cpu = zip(["Quaver", "dbus-daemon", "benchmark client"], run.cpu).map { name, seconds in
                 "\(name) \(report.format(seconds / run.elapsed.seconds * 100, 0)) %"
             }
-            var sentences = ["CPU in % of one core over \(report.format(run.elapsed.seconds, 1)) s: " + cpu.joined(separator: ", ")]
-            sentences.append("at most \(run.maxCommandsInFlight) commands waited for replies at once; the driver sent at most \(report.format(run.maxDriverLateness, 1)) ms after a command's moment")
+            var sentences = [
+                "CPU in % of one core over \(report.format(run.elapsed.seconds, 1)) s: " + cpu.joined(separator: ", ")
+            ]
+            sentences.append(
+                "at most \(run.maxCommandsInFlight) commands waited for replies at once; the driver sent at most \(report.format(run.maxDriverLateness, 1)) ms after a command's moment"
+            )
             let slow = [100.0, 1000.0].map { limit in
                 let counts = [run.commands, run.reads].map { $0.latencies.filter { $0 > limit }.count }
                 return "over \(report.format(limit, 0)) ms: \(counts[0]) commands, \(counts[1]) reads"
@@ -480,7 +523,9 @@ final class StormBenchmark {
         }
         text += "\nNotes:\n\n" + allNotes.map { "- " + $0 }.joined(separator: "\n") + "\n"
         let problems = runs.flatMap { run in run.problems.map { "\(run.variant.rawValue): \($0)" } }
-        if !problems.isEmpty { text += "\nWhat did not work:\n\n" + problems.map { "- " + $0 }.joined(separator: "\n") + "\n" }
+        if !problems.isEmpty {
+            text += "\nWhat did not work:\n\n" + problems.map { "- " + $0 }.joined(separator: "\n") + "\n"
+        }
         return text
     }
 }

@@ -50,10 +50,16 @@ struct Config: Equatable {
     /// The configured range, the saved rate and every rate requested lie inside.
     static let rateLimits: ClosedRange<Double> = 0.25...4
 
-    static let keys = ["audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance", "volume"] + loudnessKeys
+    static let keys =
+        [
+            "audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance",
+            "volume",
+        ] + loudnessKeys
 
     /// The keys read again on SIGHUP.
-    static let loudnessKeys = ["replaygain", "replaygain-preamp", "replaygain-clipping", "replaygain-fallback", "replaygain-analysis"]
+    static let loudnessKeys = [
+        "replaygain", "replaygain-preamp", "replaygain-clipping", "replaygain-fallback", "replaygain-analysis",
+    ]
 
     struct ParseError: Error, CustomStringConvertible {
         var file: String
@@ -89,7 +95,9 @@ struct Config: Equatable {
             let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             guard let equals = line.firstIndex(of: "=") else {
-                throw ParseError(file: file, line: number, key: nil, reason: "expected \"key = value\", found \"\(line.prefix(80))\"")
+                throw ParseError(
+                    file: file, line: number, key: nil, reason: "expected \"key = value\", found \"\(line.prefix(80))\""
+                )
             }
             let key = line[..<equals].trimmingSpaces()
             let value = line[line.index(after: equals)...].trimmingSpaces()
@@ -103,27 +111,36 @@ struct Config: Equatable {
             case "audio-sink":
                 config.audioSink = value
             case "music-folder":
-                config.musicFolder = try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
+                config.musicFolder =
+                    try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
             case "playlists-folder":
-                config.playlistsFolder = try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
+                config.playlistsFolder =
+                    try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()
             case "resume":
                 guard let flag = boolean(value) else { throw fail("must be yes or no, not \"\(value)\"") }
                 config.resume = flag
             case "minimum-rate", "maximum-rate":
                 guard let rate = Double(value), rateLimits.contains(rate) else {
-                    throw fail("must be a number from \(rateLimits.lowerBound) to \(rateLimits.upperBound), not \"\(value)\"")
+                    throw fail(
+                        "must be a number from \(rateLimits.lowerBound) to \(rateLimits.upperBound), not \"\(value)\"")
                 }
                 // The range must hold normal speed: each bound is checked on its own line.
                 if key == "minimum-rate" {
-                    guard rate <= 1 else { throw fail("must be at most 1 (the range holds normal speed), not \"\(value)\"") }
+                    guard rate <= 1 else {
+                        throw fail("must be at most 1 (the range holds normal speed), not \"\(value)\"")
+                    }
                     config.minimumRate = rate
                 } else {
-                    guard rate >= 1 else { throw fail("must be at least 1 (the range holds normal speed), not \"\(value)\"") }
+                    guard rate >= 1 else {
+                        throw fail("must be at least 1 (the range holds normal speed), not \"\(value)\"")
+                    }
                     config.maximumRate = rate
                 }
             case "instance":
                 guard let policy = InstancePolicy(rawValue: value) else {
-                    throw fail("must be \(InstancePolicy.allCases.map(\.rawValue).joined(separator: " or ")), not \"\(value)\"")
+                    throw fail(
+                        "must be \(InstancePolicy.allCases.map(\.rawValue).joined(separator: " or ")), not \"\(value)\""
+                    )
                 }
                 config.instance = policy
             case "volume":
@@ -133,7 +150,9 @@ struct Config: Equatable {
                 config.volume = volume
             case "replaygain":
                 guard let mode = LoudnessSettings.Mode(rawValue: value) else {
-                    throw fail("must be \(LoudnessSettings.Mode.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+                    throw fail(
+                        "must be \(LoudnessSettings.Mode.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\""
+                    )
                 }
                 config.loudness.mode = mode
             case "replaygain-preamp", "replaygain-fallback":
@@ -141,10 +160,16 @@ struct Config: Equatable {
                 guard let gain = decibels(value, in: range) else {
                     throw fail("must be a gain in dB from \(range.lowerBound) to \(range.upperBound), not \"\(value)\"")
                 }
-                if key == "replaygain-preamp" { config.loudness.preamp = gain } else { config.loudness.fallbackGain = gain }
+                if key == "replaygain-preamp" {
+                    config.loudness.preamp = gain
+                } else {
+                    config.loudness.fallbackGain = gain
+                }
             case "replaygain-clipping":
                 guard let clipping = LoudnessSettings.Clipping(rawValue: value) else {
-                    throw fail("must be \(LoudnessSettings.Clipping.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+                    throw fail(
+                        "must be \(LoudnessSettings.Clipping.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\""
+                    )
                 }
                 config.loudness.clipping = clipping
             case "replaygain-analysis":

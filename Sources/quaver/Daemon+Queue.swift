@@ -68,7 +68,9 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                     let elapsed = ContinuousClock.now - started
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                     if !quietly || count > 0 {
-                        logger.info("queue loaded: \(count) tracks in \(seconds.decimalText(places: 2)) s (\(player.count) queued in all)")
+                        logger.info(
+                            "queue loaded: \(count) tracks in \(seconds.decimalText(places: 2)) s (\(player.count) queued in all)"
+                        )
                     }
                     done?(count)
                     saveState()
@@ -84,7 +86,8 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         var lastID: UInt64?
         var placed = false
         load([uri]) { [unowned self] uris in
-            let added = placed
+            let added =
+                placed
                 ? lastID.flatMap { player.insert(uris, afterID: $0) } ?? player.enqueue(uris)
                 : placeFirst(uris) ?? []
             placed = true
@@ -192,7 +195,9 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
 
     var playlistCount: Int { playlistFolder?.playlists.count ?? 0 }
 
-    var playlistOrderings: [MediaPlaylistOrdering] { PlaylistOrdering.allCases.compactMap { MediaPlaylistOrdering(rawValue: $0.rawValue) } }
+    var playlistOrderings: [MediaPlaylistOrdering] {
+        PlaylistOrdering.allCases.compactMap { MediaPlaylistOrdering(rawValue: $0.rawValue) }
+    }
 
     func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] {
         guard let order = PlaylistOrdering(rawValue: ordering.rawValue) else { return [] }

@@ -35,7 +35,8 @@ extension Daemon {
         let state = stateSaveDue
         queueSaveDue = false
         stateSaveDue = nil
-        let store = self.store, logger = self.logger
+        let store = self.store
+        let logger = self.logger
         saveQueue.async {
             Self.write(queue: queue, state: state, store: store, logger: logger)
             DispatchQueue.main.async {
@@ -47,7 +48,8 @@ extension Daemon {
         }
     }
 
-    nonisolated private static func write(queue: [Player.Entry]?, state: SavedState?, store: StateStore, logger: Logger) {
+    nonisolated private static func write(queue: [Player.Entry]?, state: SavedState?, store: StateStore, logger: Logger)
+    {
         do {
             if let queue { try store.saveQueue(queue.map(\.uri)) }
             if let state { try store.save(state) }

@@ -83,8 +83,10 @@ final class Daemon {
         store = StateStore(folder: Paths.state, logger: logger)
         artwork = ArtworkCache(folder: Paths.artwork, logger: logger)
         artworkReader = Discoverer(artwork: artwork)
-        player = try Player(audioSink: options.audioSink, supportedRates: options.rates, artwork: artwork, logger: logger)
-        var configuration = MPRISServer.Configuration(playerName: options.name, identity: "Quaver", desktopEntry: "quaver")
+        player = try Player(
+            audioSink: options.audioSink, supportedRates: options.rates, artwork: artwork, logger: logger)
+        var configuration = MPRISServer.Configuration(
+            playerName: options.name, identity: "Quaver", desktopEntry: "quaver")
         configuration.supportedURISchemes = MediaSources.supportedSchemes
         configuration.supportedMIMETypes = MediaTypes.supported()
         configuration.errorNamespace = "org.mpris.MediaPlayer2.quaver.Error"
@@ -157,7 +159,11 @@ final class Daemon {
         if let (state, _) = restored, let index = state.current {
             let position = Duration.microseconds(state.position)
             logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(position.clock)")
-            if options.startPlaying { player.play(index: index, at: position) } else { player.preroll(index: index, at: position) }
+            if options.startPlaying {
+                player.play(index: index, at: position)
+            } else {
+                player.preroll(index: index, at: position)
+            }
         } else if restored != nil {
             if options.startPlaying { player.play() }
         } else {
@@ -172,7 +178,8 @@ final class Daemon {
             try ownName()
         } else {
             let deadline = DispatchSource.makeTimerSource(queue: .main)
-            deadline.schedule(deadline: .now() + (makingDemo ? Self.demoNameOwnershipDeadline : Self.nameOwnershipDeadline))
+            deadline.schedule(
+                deadline: .now() + (makingDemo ? Self.demoNameOwnershipDeadline : Self.nameOwnershipDeadline))
             deadline.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.ownNameOrExit() } }
             deadline.resume()
             nameDeadline = deadline
@@ -208,12 +215,17 @@ final class Daemon {
         nameDeadline?.cancel()
         nameDeadline = nil
         syncNowPlaying(republishTiming: true)
-        guard let name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new) else {
+        guard
+            let name = try mpris.register(
+                on: connection, processID: getpid(), instanceFallback: options.instance == .new)
+        else {
             logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
             Exit.now(.success)
         }
         let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
-        logger.info("Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start")
+        logger.info(
+            "Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start"
+        )
 
     }
 
@@ -269,12 +281,16 @@ final class Daemon {
             }
             .mapError { MediaError(MediaError.reason($0)) }
             DispatchQueue.main.async {
-                MainActor.assumeIsolated { [weak self] in self?.demoMade(result, in: demoFolder, startPaused: startPaused, generation: generation) }
+                MainActor.assumeIsolated { [weak self] in
+                    self?.demoMade(result, in: demoFolder, startPaused: startPaused, generation: generation)
+                }
             }
         }
     }
 
-    private func demoMade(_ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int) {
+    private func demoMade(
+        _ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int
+    ) {
         loadsInProgress -= 1
         makingDemo = false
         defer {
@@ -283,7 +299,8 @@ final class Daemon {
         }
         switch result {
         case .success(let demo) where generation == loadGeneration && player.count == 0:
-            logger.info("no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
+            logger.info(
+                "no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
             player.enqueue(demo)
             if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
             playWhenLoaded = false
@@ -298,7 +315,9 @@ final class Daemon {
 
     /// Makes `handler` the target of `command`; what depends on where the commands lead is
     /// brought up to date after it runs.
-    func handle<Event>(_ command: RemoteCommand<Event>, _ handler: @escaping @MainActor (Event) -> RemoteCommandHandlerStatus) {
+    func handle<Event>(
+        _ command: RemoteCommand<Event>, _ handler: @escaping @MainActor (Event) -> RemoteCommandHandlerStatus
+    ) {
         command.addTarget { [unowned self] event in
             let status = handler(event)
             syncCommandTarget()
@@ -383,13 +402,17 @@ final class Daemon {
         commands.nextTrackCommand.isEnabled = player.canGoNext
         commands.previousTrackCommand.isEnabled = player.canGoPrevious
         let entry = player.selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
-        let seekable = player.requestedStatus != .stopped
+        let seekable =
+            player.requestedStatus != .stopped
             && (entry?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
         commands.changePlaybackPositionCommand.isEnabled = seekable
         commands.seekCommand.isEnabled = seekable
-        info.pendingItem = player.isSettling ? entry.map {
-            PendingItem(queueItemID: $0.id, duration: $0.info?.duration, elapsedPlaybackTime: player.requestedPosition)
-        } : nil
+        info.pendingItem =
+            player.isSettling
+            ? entry.map {
+                PendingItem(
+                    queueItemID: $0.id, duration: $0.info?.duration, elapsedPlaybackTime: player.requestedPosition)
+            } : nil
     }
 
     // MARK: - Player to now-playing info
@@ -457,7 +480,8 @@ final class Daemon {
         let rate = player.status == .playing ? player.rate : 0
         if republishTiming || !sameItem || now.playbackRate != rate {
             now.playbackRate = rate
-            now.elapsedPlaybackTime = player.status == .stopped ? .zero : (player.position ?? (sameItem ? now.elapsedPlaybackTime : .zero))
+            now.elapsedPlaybackTime =
+                player.status == .stopped ? .zero : (player.position ?? (sameItem ? now.elapsedPlaybackTime : .zero))
         }
         info.nowPlayingInfo = now
         info.playbackState = PlaybackState(rawValue: player.status.rawValue) ?? .stopped
@@ -475,7 +499,8 @@ final class Daemon {
         artworkReader.discover(entry.uri) { [weak self] result in
             guard let self else { return }
             guard player.current?.id == id else {
-                logger.debug("dropping the artwork of \(MediaSources.displayName(entry.uri)): no longer the current track")
+                logger.debug(
+                    "dropping the artwork of \(MediaSources.displayName(entry.uri)): no longer the current track")
                 return
             }
             guard case .success(let read) = result else { return }
@@ -569,7 +594,9 @@ private final class EmptySources: TrackListDataSource, PlaylistsDataSource {
     func trackListMetadata(_ ids: [UInt64]) -> [NowPlayingInfo] { [] }
     var playlistCount: Int { 0 }
     var playlistOrderings: [MediaPlaylistOrdering] { [] }
-    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] { [] }
+    func playlists(from index: Int, maxCount: Int, ordering: MediaPlaylistOrdering, reversed: Bool) -> [MediaPlaylist] {
+        []
+    }
     var activePlaylist: MediaPlaylist? { nil }
     func playlist(id: UInt64) -> MediaPlaylist? { nil }
 }

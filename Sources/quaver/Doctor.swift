@@ -81,7 +81,9 @@ struct DoctorReport {
                 text += String(repeating: " ", count: 11 + width + 2) + "fix: \(fix)\n"
             }
         }
-        let counts = [Outcome.ok, .warning, .failed].map { outcome in (outcome, checks.filter { $0.outcome == outcome }.count) }
+        let counts = [Outcome.ok, .warning, .failed].map { outcome in
+            (outcome, checks.filter { $0.outcome == outcome }.count)
+        }
         text += counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ") + "\n"
         return text
     }
@@ -90,13 +92,16 @@ struct DoctorReport {
 
     private mutating func checkBus() -> Connection? {
         let environment = ProcessInfo.processInfo.environment
-        let address = environment["DBUS_SESSION_BUS_ADDRESS"] ?? "unix:path=\(environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())")/bus"
+        let address =
+            environment["DBUS_SESSION_BUS_ADDRESS"]
+            ?? "unix:path=\(environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())")/bus"
         do {
             let connection = try Connection(bus: .session)
             add("session bus", .ok, "reachable at \(address)")
             return connection
         } catch {
-            add("session bus", .failed, "cannot connect to \(address): \(error.message)",
+            add(
+                "session bus", .failed, "cannot connect to \(address): \(error.message)",
                 fix: "run inside a desktop session, or export DBUS_SESSION_BUS_ADDRESS=unix:path=$XDG_RUNTIME_DIR/bus")
             return nil
         }
@@ -119,7 +124,10 @@ struct DoctorReport {
     ]
 
     private mutating func checkPlayer(_ connection: Connection, busName: String) async -> Properties? {
-        let bus = (destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus")
+        let bus = (
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+            interface: "org.freedesktop.DBus"
+        )
         let owner: String
         do {
             let reply = try await connection.call(
@@ -127,24 +135,31 @@ struct DoctorReport {
                 arguments: [.string(busName)], timeout: .seconds(5))
             owner = reply.first?.string ?? ""
         } catch {
-            let activatable = (try? await connection.call(
-                destination: bus.destination, path: bus.path, interface: bus.interface, member: "ListActivatableNames",
-                timeout: .seconds(5)))?.first?.stringArray ?? []
+            let activatable =
+                (try? await connection.call(
+                    destination: bus.destination, path: bus.path, interface: bus.interface,
+                    member: "ListActivatableNames",
+                    timeout: .seconds(5)))?.first?.stringArray ?? []
             if activatable.contains(busName) {
-                add("player on the bus", .warning,
+                add(
+                    "player on the bus", .warning,
                     "\(busName) is not running; a call to its name starts it, but media keys and desktop widgets reach running players only",
                     fix: "start it at login: systemctl --user enable quaver (scripts/install does), or now: quaver &")
             } else {
-                add("player on the bus", .failed, "\(busName) is not running and D-Bus cannot start it",
-                    fix: "start it (quaver &, or systemctl --user start quaver) and install activation with scripts/install")
+                add(
+                    "player on the bus", .failed, "\(busName) is not running and D-Bus cannot start it",
+                    fix:
+                        "start it (quaver &, or systemctl --user start quaver) and install activation with scripts/install"
+                )
             }
             return nil
         }
         var process = "pid unknown"
         if let pid = try? await connection.call(
-            destination: bus.destination, path: bus.path, interface: bus.interface, member: "GetConnectionUnixProcessID",
-            arguments: [.string(owner)], timeout: .seconds(5)).first?.uint32
-        {
+            destination: bus.destination, path: bus.path, interface: bus.interface,
+            member: "GetConnectionUnixProcessID",
+            arguments: [.string(owner)], timeout: .seconds(5)
+        ).first?.uint32 {
             let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingWhitespace()
             process = "\(command ?? "process") pid \(pid)"
         }
@@ -153,10 +168,13 @@ struct DoctorReport {
         // Ask the owner's unique name, so that a check never starts a player by activation.
         var properties = Properties(root: [:], player: [:])
         var problems: [String] = []
-        for (interface, required) in [("org.mpris.MediaPlayer2", Self.requiredRoot), ("org.mpris.MediaPlayer2.Player", Self.requiredPlayer)] {
+        for (interface, required) in [
+            ("org.mpris.MediaPlayer2", Self.requiredRoot), ("org.mpris.MediaPlayer2.Player", Self.requiredPlayer),
+        ] {
             do {
                 let reply = try await connection.call(
-                    destination: owner, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: "org.freedesktop.DBus.Properties",
+                    destination: owner, path: ObjectPath("/org/mpris/MediaPlayer2")!,
+                    interface: "org.freedesktop.DBus.Properties",
                     member: "GetAll", arguments: [.string(interface)], timeout: .seconds(5))
                 let values = reply.first?.stringVariantDictionary ?? [:]
                 for (property, signature) in required.sorted(by: { $0.key < $1.key }) {
@@ -164,9 +182,15 @@ struct DoctorReport {
                         problems.append("\(property) missing")
                         continue
                     }
-                    if value.type.signature != signature { problems.append("\(property) is \(value.type.signature), not \(signature)") }
+                    if value.type.signature != signature {
+                        problems.append("\(property) is \(value.type.signature), not \(signature)")
+                    }
                 }
-                if interface == "org.mpris.MediaPlayer2" { properties.root = values } else { properties.player = values }
+                if interface == "org.mpris.MediaPlayer2" {
+                    properties.root = values
+                } else {
+                    properties.player = values
+                }
             } catch {
                 problems.append("GetAll(\(interface)) failed: \(error.message)")
             }
@@ -174,7 +198,8 @@ struct DoctorReport {
         if problems.isEmpty {
             add("MPRIS properties", .ok, "GetAll answers every required property with the right type")
         } else {
-            add("MPRIS properties", .failed, problems.joined(separator: "; "),
+            add(
+                "MPRIS properties", .failed, problems.joined(separator: "; "),
                 fix: "the process on the bus is not a working Quaver: restart it (systemctl --user restart quaver)")
         }
         return properties
@@ -187,15 +212,21 @@ struct DoctorReport {
         func flag(_ name: String) -> Bool { player[name]?.boolean ?? false }
         var problems: [String] = []
         if status == "Playing" && !flag("CanPause") { problems.append("Playing but CanPause is false") }
-        if status != "Stopped" && metadata["mpris:trackid"] == nil { problems.append("\(status) without a track in Metadata") }
+        if status != "Stopped" && metadata["mpris:trackid"] == nil {
+            problems.append("\(status) without a track in Metadata")
+        }
         if flag("CanSeek") && metadata["mpris:length"] == nil { problems.append("CanSeek without mpris:length") }
         if !flag("CanControl") { problems.append("CanControl is false: clients will hide the controls") }
-        if metadata["mpris:trackid"] != nil && !flag("CanPlay") { problems.append("a track is loaded but CanPlay is false") }
+        if metadata["mpris:trackid"] != nil && !flag("CanPlay") {
+            problems.append("a track is loaded but CanPlay is false")
+        }
         if problems.isEmpty {
             let track = metadata["xesam:title"]?.string.map { ", \"\($0)\"" } ?? ""
             add("Can* flags", .ok, "consistent with \(status)\(track)")
         } else {
-            add("Can* flags", .failed, problems.joined(separator: "; "), fix: "restart Quaver and report the bug with quaver --log-level debug output")
+            add(
+                "Can* flags", .failed, problems.joined(separator: "; "),
+                fix: "restart Quaver and report the bug with quaver --log-level debug output")
         }
     }
 
@@ -208,18 +239,23 @@ struct DoctorReport {
         } else {
             // GNOME Shell 43 shows the player the same either way; KDE Plasma takes the icon
             // from the desktop file, and clients that open the player's window use it.
-            let folders = XDG.dataDirectories.map { $0.appendingPathComponent("applications").path }.joined(separator: ", ")
-            add("desktop entry", .warning, "no \(file) in \(folders): KDE Plasma shows Quaver without its icon",
+            let folders = XDG.dataDirectories.map { $0.appendingPathComponent("applications").path }.joined(
+                separator: ", ")
+            add(
+                "desktop entry", .warning, "no \(file) in \(folders): KDE Plasma shows Quaver without its icon",
                 fix: "scripts/install (puts it in ~/.local/share/applications)")
         }
     }
 
     private mutating func checkActivation(busName: String) {
         let file = busName + ".service"
-        guard let found = XDG.dataDirectories.map({ $0.appendingPathComponent("dbus-1/services/" + file) })
-            .first(where: { FileManager.default.fileExists(atPath: $0.path) })
+        guard
+            let found = XDG.dataDirectories.map({ $0.appendingPathComponent("dbus-1/services/" + file) })
+                .first(where: { FileManager.default.fileExists(atPath: $0.path) })
         else {
-            add("D-Bus activation", .warning, "no \(file) installed: a client calling \(busName) cannot start Quaver when it is not running",
+            add(
+                "D-Bus activation", .warning,
+                "no \(file) installed: a client calling \(busName) cannot start Quaver when it is not running",
                 fix: "scripts/install")
             return
         }
@@ -227,7 +263,8 @@ struct DoctorReport {
         let exec = text.split(separator: "\n").first { $0.hasPrefix("Exec=") }.map { String($0.dropFirst(5)) }
         let program = exec?.split(separator: " ").first.map(String.init) ?? ""
         if program.isEmpty || !FileManager.default.isExecutableFile(atPath: program) {
-            add("D-Bus activation", .failed, "\(found.path) runs \"\(program)\", which is not an executable file",
+            add(
+                "D-Bus activation", .failed, "\(found.path) runs \"\(program)\", which is not an executable file",
                 fix: "reinstall: scripts/install")
         } else {
             add("D-Bus activation", .ok, "\(found.path) starts \(program)")
@@ -235,11 +272,20 @@ struct DoctorReport {
     }
 
     private mutating func checkUnit() {
-        let folders = [Paths.config.appendingPathComponent("systemd/user")]
+        let folders =
+            [Paths.config.appendingPathComponent("systemd/user")]
             + XDG.dataDirectories.map { $0.appendingPathComponent("systemd/user") }
-            + ["/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"].map { URL(fileURLWithPath: $0) }
-        guard let unit = folders.map({ $0.appendingPathComponent("quaver.service") }).first(where: { FileManager.default.fileExists(atPath: $0.path) }) else {
-            add("systemd user unit", .warning, "quaver.service is not installed", fix: "scripts/install, then systemctl --user enable --now quaver")
+            + ["/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"].map {
+                URL(fileURLWithPath: $0)
+            }
+        guard
+            let unit = folders.map({ $0.appendingPathComponent("quaver.service") }).first(where: {
+                FileManager.default.fileExists(atPath: $0.path)
+            })
+        else {
+            add(
+                "systemd user unit", .warning, "quaver.service is not installed",
+                fix: "scripts/install, then systemctl --user enable --now quaver")
             return
         }
         // Ask systemctl only when a user manager listens: without one it can wait a long time.
@@ -252,9 +298,12 @@ struct DoctorReport {
         }
         let enabled = Self.run("systemctl", ["--user", "is-enabled", "quaver.service"]) ?? "unknown"
         if state == "failed" {
-            add("systemd user unit", .failed, "\(unit.path) has failed", fix: "journalctl --user -u quaver -n 20, then systemctl --user restart quaver")
+            add(
+                "systemd user unit", .failed, "\(unit.path) has failed",
+                fix: "journalctl --user -u quaver -n 20, then systemctl --user restart quaver")
         } else if enabled != "enabled" {
-            add("systemd user unit", .warning,
+            add(
+                "systemd user unit", .warning,
                 "\(unit.path): \(state), \(enabled): Quaver does not start at login, and media keys reach running players only",
                 fix: "systemctl --user enable quaver")
         } else {
@@ -285,13 +334,16 @@ struct DoctorReport {
             }
         }
         guard GStreamer.hasElement("playbin") else {
-            add("GStreamer", .failed, "playbin is missing: nothing can play", fix: "sudo apt-get install gstreamer1.0-plugins-base")
+            add(
+                "GStreamer", .failed, "playbin is missing: nothing can play",
+                fix: "sudo apt-get install gstreamer1.0-plugins-base")
             return
         }
         if missing.isEmpty {
             add("GStreamer decoders", .ok, "\(GStreamer.version): " + Self.formats.map(\.name).joined(separator: ", "))
         } else {
-            add("GStreamer decoders", .warning, "cannot play \(missing.joined(separator: ", "))",
+            add(
+                "GStreamer decoders", .warning, "cannot play \(missing.joined(separator: ", "))",
                 fix: "sudo apt-get install \(packages.joined(separator: " "))")
         }
     }
@@ -303,13 +355,19 @@ struct DoctorReport {
             .filter { FileManager.default.fileExists(atPath: $0.1) }.map(\.0)
         switch GStreamer.probeAudioOutput(configured) {
         case .failure(let error):
-            add("sound output", .failed, "\(configured ?? "the system output"): \(error.reason)",
-                fix: configured == nil ? "start PipeWire or PulseAudio (systemctl --user start pipewire-pulse)" : "fix audio-sink in \(Config.defaultFile.path)")
+            add(
+                "sound output", .failed, "\(configured ?? "the system output"): \(error.reason)",
+                fix: configured == nil
+                    ? "start PipeWire or PulseAudio (systemctl --user start pipewire-pulse)"
+                    : "fix audio-sink in \(Config.defaultFile.path)")
         case .success(let elements):
             let sink = elements.first { $0.hasSuffix("sink") && $0 != "autoaudiosink" } ?? elements.first ?? "?"
-            let serverText = servers.isEmpty ? "no sound server socket in \(runtime)" : servers.joined(separator: " and ") + " running"
+            let serverText =
+                servers.isEmpty
+                ? "no sound server socket in \(runtime)" : servers.joined(separator: " and ") + " running"
             if configured == nil && sink == "fakesink" {
-                add("sound output", .warning, "no sound server or device (\(serverText)): Quaver would play silently",
+                add(
+                    "sound output", .warning, "no sound server or device (\(serverText)): Quaver would play silently",
                     fix: "start PipeWire or PulseAudio, or set audio-sink in \(Config.defaultFile.path)")
             } else {
                 add("sound output", .ok, "Quaver would play into \(configured ?? sink) (\(serverText))")
@@ -318,7 +376,9 @@ struct DoctorReport {
         do {
             let config = try Config.load()
             let exists = FileManager.default.fileExists(atPath: Config.defaultFile.path)
-            add("configuration", .ok, exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
+            add(
+                "configuration", .ok,
+                exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
             checkLoudness(config.loudness)
         } catch {
             add("configuration", .failed, "\(error)", fix: "correct that line (see data/quaver.conf.example)")
@@ -330,13 +390,17 @@ struct DoctorReport {
     private mutating func checkLoudness(_ settings: LoudnessSettings) {
         let missing = ["rgvolume", "rglimiter", "rganalysis"].filter { !GStreamer.hasElement($0) }
         guard missing.isEmpty else {
-            add("loudness", .warning, "\(missing.joined(separator: ", ")) missing: tracks play without ReplayGain",
+            add(
+                "loudness", .warning, "\(missing.joined(separator: ", ")) missing: tracks play without ReplayGain",
                 fix: "install gstreamer1.0-plugins-good")
             return
         }
         let cache = Paths.cache.appendingPathComponent(GainCache.fileName)
         let lines = (try? String(contentsOf: cache, encoding: .utf8))?.split(separator: "\n").count ?? 0
-        add("loudness", .ok, "\(settings.summary); \(max(lines - 1, 0)) measured gains in \(cache.path) (quaver --log-level debug logs the gain of each track)")
+        add(
+            "loudness", .ok,
+            "\(settings.summary); \(max(lines - 1, 0)) measured gains in \(cache.path) (quaver --log-level debug logs the gain of each track)"
+        )
     }
 
     private mutating func checkProblems() {
@@ -345,7 +409,10 @@ struct DoctorReport {
         if recent.isEmpty {
             add("recent problems", .ok, "none logged")
         } else {
-            add("recent problems", .warning, "the last \(recent.count) in \(log.file.path):\n" + recent.map { "             \($0)" }.joined(separator: "\n"))
+            add(
+                "recent problems", .warning,
+                "the last \(recent.count) in \(log.file.path):\n"
+                    + recent.map { "             \($0)" }.joined(separator: "\n"))
         }
     }
 
@@ -366,7 +433,9 @@ struct DoctorReport {
 /// The XDG data folders, most specific first.
 enum XDG {
     static var dataDirectories: [URL] {
-        let system = (ProcessInfo.processInfo.environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share")
+        let system =
+            (ProcessInfo.processInfo.environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "/usr/local/share:/usr/share")
             .split(separator: ":").map { URL(fileURLWithPath: String($0), isDirectory: true) }
         return [Paths.data] + system
     }

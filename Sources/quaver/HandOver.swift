@@ -22,12 +22,15 @@ enum HandOver {
     }
 
     /// Hands the paths to a running Quaver if there is one.
-    static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Outcome {
+    static func run(items: [String], name: String, policy: Config.InstancePolicy, play: Bool, logger: Logger) -> Outcome
+    {
         let busName = "org.mpris.MediaPlayer2." + name
         guard let connection = try? Connection(bus: .session, logger: logger) else { return .start(nil) }
-        let owned = (try? connection.callBlocking(
-            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
-            interface: "org.freedesktop.DBus", member: "NameHasOwner", arguments: [.string(busName)]))?.first?.boolean ?? false
+        let owned =
+            (try? connection.callBlocking(
+                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+                interface: "org.freedesktop.DBus", member: "NameHasOwner", arguments: [.string(busName)]))?.first?
+            .boolean ?? false
         guard owned else { return .start(connection) }
         defer { connection.close() }
         guard policy == .handOver, !items.isEmpty else {
@@ -42,7 +45,8 @@ enum HandOver {
         }
         // After the current track: its id, or NoTrack (the start) when nothing is loaded.
         var current = MPRISServer.noTrack
-        if let reply = try? call("org.freedesktop.DBus.Properties", "Get", [.string(MPRISServer.playerInterface), .string("Metadata")]),
+        if let reply = try? call(
+            "org.freedesktop.DBus.Properties", "Get", [.string(MPRISServer.playerInterface), .string("Metadata")]),
             let id = reply.first?.unwrapped.stringVariantDictionary?["mpris:trackid"]?.objectPath
         {
             current = id
@@ -52,7 +56,9 @@ enum HandOver {
         for (index, item) in items.enumerated().reversed() {
             let uri = Self.uri(item)
             do {
-                _ = try call(MPRISServer.trackListInterface, "AddTrack", [.string(uri), .objectPath(current), .boolean(index == 0)])
+                _ = try call(
+                    MPRISServer.trackListInterface, "AddTrack",
+                    [.string(uri), .objectPath(current), .boolean(index == 0)])
                 accepted += 1
             } catch {
                 logger.error("\(item): the running Quaver refused it: \(error.message)")

@@ -45,7 +45,10 @@ struct ConsoleLogHandler: LogHandler {
     /// second line, a journald `<2>`, terminal escapes) are written as `\n` or `\u{1B}`,
     /// and the line is cut at `maximumLength`.
     static func sanitized(_ message: String) -> String {
-        guard message.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) || message.utf8.count > maximumLength else {
+        guard
+            message.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+                || message.utf8.count > maximumLength
+        else {
             return message
         }
         var result = ""
@@ -59,7 +62,8 @@ struct ConsoleLogHandler: LogHandler {
             case "\n": result += "\\n"
             case "\r": result += "\\r"
             case "\t": result += "\\t"
-            case _ where scalar.properties.generalCategory == .control: result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            case _ where scalar.properties.generalCategory == .control:
+                result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             default: result.unicodeScalars.append(scalar)
             }
             length += 1
@@ -94,7 +98,8 @@ final class ProblemLog: Sendable {
     private var folder: PrivateFolder { PrivateFolder(file.deletingLastPathComponent()) }
 
     func append(_ text: String) {
-        let line = "\(Self.timestamp()) \(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))\n"
+        let line =
+            "\(Self.timestamp()) \(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))\n"
         guard let directory = try? folder.open() else { return }
         defer { close(directory) }
         let name = file.lastPathComponent

@@ -1,11 +1,12 @@
 public import ArgumentParser
 internal import CSystem
-import class DBus.Connection
 import Dispatch
 import FoundationEssentials
 import Glibc
 public import Logging
 import Playback
+
+import class DBus.Connection
 
 @main
 enum Main {
@@ -84,23 +85,26 @@ struct Play: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("Files, folders, playlists or file/http/https URIs to play.", valueName: "path-or-uri"))
+    @Argument(
+        help: ArgumentHelp("Files, folders, playlists or file/http/https URIs to play.", valueName: "path-or-uri"))
     var items: [String] = []
 
     @Option(help: ArgumentHelp("Bus name suffix: Quaver owns org.mpris.MediaPlayer2.<name>.", valueName: "name"))
     var name = "quaver"
 
-    @Option(help: ArgumentHelp(
-        "When Quaver already runs: 'hand-over' (the default) queues the paths named in it, after its current track, and plays the first; 'new' starts another one (named <name>.instance<PID>); 'quit' exits quietly.",
-        valueName: "hand-over|new|quit"))
+    @Option(
+        help: ArgumentHelp(
+            "When Quaver already runs: 'hand-over' (the default) queues the paths named in it, after its current track, and plays the first; 'new' starts another one (named <name>.instance<PID>); 'quit' exits quietly.",
+            valueName: "hand-over|new|quit"))
     var instance: Config.InstancePolicy?
 
     @Flag(help: "Start another Quaver even when one runs (the same as --instance new).")
     var newInstance = false
 
-    @Option(help: ArgumentHelp(
-        "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
-        valueName: "pipeline"))
+    @Option(
+        help: ArgumentHelp(
+            "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
+            valueName: "pipeline"))
     var audioSink: String?
 
     @Flag(help: "Load the first track but do not start playing.")
@@ -115,26 +119,32 @@ struct Play: ParsableCommand {
     @Option(help: ArgumentHelp("Start volume, 0 to 1 on the mixer (cubic) scale.", valueName: "level"))
     var volume: Double?
 
-    @Option(help: ArgumentHelp(
-        "Loudness levelling (ReplayGain): 'auto' (the default) plays an album in order at its album gain and anything else at track gain; 'album', 'track', or 'off'.",
-        valueName: "auto|album|track|off"))
+    @Option(
+        help: ArgumentHelp(
+            "Loudness levelling (ReplayGain): 'auto' (the default) plays an album in order at its album gain and anything else at track gain; 'album', 'track', or 'off'.",
+            valueName: "auto|album|track|off"))
     var replaygain: LoudnessSettings.Mode?
 
     @Option(help: ArgumentHelp("Added to every track's gain, in dB (-15 to 15; default 0).", valueName: "dB"))
     var replaygainPreamp: Double?
 
-    @Option(help: ArgumentHelp(
-        "How a gain is kept from clipping: 'peak' (the default) lowers it to the track's peak, 'limiter' applies it whole through rglimiter, 'off' does neither.",
-        valueName: "peak|limiter|off"))
+    @Option(
+        help: ArgumentHelp(
+            "How a gain is kept from clipping: 'peak' (the default) lowers it to the track's peak, 'limiter' applies it whole through rglimiter, 'off' does neither.",
+            valueName: "peak|limiter|off"))
     var replaygainClipping: LoudnessSettings.Clipping?
 
-    @Option(help: ArgumentHelp("Gain of a track without ReplayGain tags until it has been measured, in dB (-30 to 15; default 0).", valueName: "dB"))
+    @Option(
+        help: ArgumentHelp(
+            "Gain of a track without ReplayGain tags until it has been measured, in dB (-30 to 15; default 0).",
+            valueName: "dB"))
     var replaygainFallback: Double?
 
     @Flag(help: "Do not measure tracks without ReplayGain tags while they play.")
     var noReplaygainAnalysis = false
 
-    @Option(help: ArgumentHelp("Log detail: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    @Option(
+        help: ArgumentHelp("Log detail: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
     var logLevel: Logger.Level = .info
 
     @Option(help: .hidden)
@@ -157,13 +167,19 @@ struct Play: ParsableCommand {
     var printIntrospection = false
 
     func validate() throws {
-        if let volume, !(volume.isFinite && (0...1).contains(volume)) { throw ValidationError("--volume must be between 0 and 1") }
+        if let volume, !(volume.isFinite && (0...1).contains(volume)) {
+            throw ValidationError("--volume must be between 0 and 1")
+        }
         if paused && play { throw ValidationError("--paused and --play contradict each other") }
         if let replaygainPreamp, Config.decibels("\(replaygainPreamp)", in: LoudnessSettings.preampRange) == nil {
-            throw ValidationError("--replaygain-preamp must be from \(LoudnessSettings.preampRange.lowerBound) to \(LoudnessSettings.preampRange.upperBound) dB")
+            throw ValidationError(
+                "--replaygain-preamp must be from \(LoudnessSettings.preampRange.lowerBound) to \(LoudnessSettings.preampRange.upperBound) dB"
+            )
         }
         if let replaygainFallback, Config.decibels("\(replaygainFallback)", in: LoudnessSettings.fallbackRange) == nil {
-            throw ValidationError("--replaygain-fallback must be from \(LoudnessSettings.fallbackRange.lowerBound) to \(LoudnessSettings.fallbackRange.upperBound) dB")
+            throw ValidationError(
+                "--replaygain-fallback must be from \(LoudnessSettings.fallbackRange.lowerBound) to \(LoudnessSettings.fallbackRange.upperBound) dB"
+            )
         }
         guard !name.isEmpty, name.utf8.count < 100,
             name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }),
@@ -199,7 +215,8 @@ struct Play: ParsableCommand {
         options.resume = config.resume && !noResume
         options.rates = config.minimumRate...config.maximumRate
         options.instance = newInstance ? .new : instance ?? config.instance
-        options.playlistsFolder = config.playlistsFolder ?? Paths.music.appendingPathComponent("Playlists", isDirectory: true)
+        options.playlistsFolder =
+            config.playlistsFolder ?? Paths.music.appendingPathComponent("Playlists", isDirectory: true)
         options.loudness = LoudnessOverrides(
             mode: replaygain, preamp: replaygainPreamp, clipping: replaygainClipping, fallbackGain: replaygainFallback,
             noAnalysis: noReplaygainAnalysis)
@@ -256,11 +273,16 @@ extension Play {
     static func avoidGSettingsAbort() {
         let environment = ProcessInfo.processInfo.environment
         guard environment["GIO_USE_PROXY_RESOLVER"] == nil, environment["GSETTINGS_SCHEMA_DIR"] == nil else { return }
-        let home = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let home =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share").path
         let system = environment["XDG_DATA_DIRS"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/local/share:/usr/share"
         let folders = [home] + system.split(separator: ":").map(String.init)
-        guard !folders.contains(where: { FileManager.default.fileExists(atPath: $0 + "/glib-2.0/schemas/gschemas.compiled") }) else { return }
+        guard
+            !folders.contains(where: {
+                FileManager.default.fileExists(atPath: $0 + "/glib-2.0/schemas/gschemas.compiled")
+            })
+        else { return }
         setenv("GIO_USE_PROXY_RESOLVER", "dummy", 1)
     }
 }

@@ -80,7 +80,8 @@ final class SleepGuard {
             DispatchQueue.main.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
                 MainActor.assumeIsolated {
                     guard let self, self.awaitingPause, self.pauseGeneration == generation else { return }
-                    self.logger.warning("the pause before sleep did not settle within \(Self.pauseAllowance); letting the system sleep")
+                    self.logger.warning(
+                        "the pause before sleep did not settle within \(Self.pauseAllowance); letting the system sleep")
                     self.finishPause()
                 }
             }
@@ -104,8 +105,12 @@ final class SleepGuard {
             let reply: [Value]
             do {
                 reply = try await connection.call(
-                    destination: Self.login1, path: Self.managerPath, interface: Self.managerInterface, member: "Inhibit",
-                    arguments: [.string("sleep"), .string("Quaver"), .string("Pausing playback before the system sleeps"), .string("delay")],
+                    destination: Self.login1, path: Self.managerPath, interface: Self.managerInterface,
+                    member: "Inhibit",
+                    arguments: [
+                        .string("sleep"), .string("Quaver"), .string("Pausing playback before the system sleeps"),
+                        .string("delay"),
+                    ],
                     timeout: .seconds(5))
             } catch {
                 self?.isTakingInhibitor = false

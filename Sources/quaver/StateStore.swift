@@ -74,11 +74,16 @@ struct CheckedState: Decodable {
             current = checked(.current, Int.self, expected: "an index from 0") { $0 >= 0 }
         }
         let positions = SavedState.positions
-        let position = checked(.position, Int64.self, expected: "\(positions.lowerBound) to \(positions.upperBound) µs") { positions.contains($0) }
+        let position = checked(.position, Int64.self, expected: "\(positions.lowerBound) to \(positions.upperBound) µs")
+        { positions.contains($0) }
         let volume = checked(.volume, Double.self, expected: "a volume from 0 to 1") { SavedState.volumes.contains($0) }
         let rates = Config.rateLimits
-        let rate = checked(.rate, Double.self, expected: "a rate from \(rates.lowerBound) to \(rates.upperBound)") { rates.contains($0) }
-        let loop = checked(.loop, String.self, expected: Player.RepeatMode.allCases.map(\.rawValue).joined(separator: ", ")) {
+        let rate = checked(.rate, Double.self, expected: "a rate from \(rates.lowerBound) to \(rates.upperBound)") {
+            rates.contains($0)
+        }
+        let loop = checked(
+            .loop, String.self, expected: Player.RepeatMode.allCases.map(\.rawValue).joined(separator: ", ")
+        ) {
             Player.RepeatMode(rawValue: $0) != nil
         }
         let shuffle = checked(.shuffle, Bool.self, expected: "true or false") { _ in true }
@@ -147,7 +152,8 @@ struct StateStore {
             }
             let queue = try loadQueue(refused: refusal != nil)
             guard queue.count == state.queueCount else {
-                throw LoadError.corrupt("\(queueFile.path) holds \(queue.count) entries, the state expects \(state.queueCount)")
+                throw LoadError.corrupt(
+                    "\(queueFile.path) holds \(queue.count) entries, the state expects \(state.queueCount)")
             }
             var dropped = checked.dropped
             if let current = state.current, !queue.indices.contains(current) {
@@ -180,7 +186,9 @@ struct StateStore {
         } catch PrivateFolder.ReadFailure.missing {
             return []
         } catch {
-            if case PrivateFolder.ReadFailure.tooLarge = error { setAside(queueFile, refused: refused, because: "\(error)") }
+            if case PrivateFolder.ReadFailure.tooLarge = error {
+                setAside(queueFile, refused: refused, because: "\(error)")
+            }
             throw LoadError.corrupt("cannot read the queue: \(error)")
         }
         let text = String(decoding: data, as: UTF8.self)
@@ -208,7 +216,9 @@ struct StateStore {
         }
         if refusedCount > 0 {
             let more = refusedCount > refused.count ? " and \(refusedCount - refused.count) more" : ""
-            logger.warning("\(queueFile.path): dropped \(refusedCount) entries Quaver does not open: \(refused.joined(separator: ", "))\(more)")
+            logger.warning(
+                "\(queueFile.path): dropped \(refusedCount) entries Quaver does not open: \(refused.joined(separator: ", "))\(more)"
+            )
         }
         return (kept, newIndex)
     }
@@ -232,7 +242,9 @@ struct StateStore {
         var outcome = "left it in place"
         if !refused {
             try? FileManager.default.removeItem(at: aside)
-            outcome = rename(file.path, aside.path) == 0 ? "moved it aside to \(aside.lastPathComponent)" : "could not move it aside"
+            outcome =
+                rename(file.path, aside.path) == 0
+                ? "moved it aside to \(aside.lastPathComponent)" : "could not move it aside"
         }
         logger.error("cannot restore the saved session from \(file.path): \(reason); \(outcome) and starting afresh")
     }

@@ -1,6 +1,6 @@
 internal import CSpawn
 public import Foundation
-public import Glibc
+import Glibc
 
 /// A program the tests start: the one way every test target starts one.
 ///
@@ -57,7 +57,9 @@ public final class ChildProcess: @unchecked Sendable {
                 return fd
             case .file(let path, let append):
                 let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0o644)
-                guard fd >= 0 else { throw ChildProcessError("cannot open \(path): \(String(cString: strerror(errno)))") }
+                guard fd >= 0 else {
+                    throw ChildProcessError("cannot open \(path): \(String(cString: strerror(errno)))")
+                }
                 childEnds.append(fd)
                 return fd
             case .pipe:
@@ -70,13 +72,18 @@ public final class ChildProcess: @unchecked Sendable {
                 return childEnd
             }
         }
-        let descriptors = try [input, output, error].enumerated().map { try descriptor($0.element, target: Int32($0.offset)) }
+        let descriptors = try [input, output, error].enumerated().map {
+            try descriptor($0.element, target: Int32($0.offset))
+        }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] =
+            (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let result = cspawn(&pid, executable, argv, envp, descriptors[0], descriptors[1], descriptors[2])
-        guard result == 0 else { throw ChildProcessError("cannot run \(executable): \(String(cString: strerror(result)))") }
+        guard result == 0 else {
+            throw ChildProcessError("cannot run \(executable): \(String(cString: strerror(result)))")
+        }
         self.pid = pid
         self.executable = executable
         self.input = parentEnds[0]

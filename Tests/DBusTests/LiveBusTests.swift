@@ -1,7 +1,8 @@
-@testable import DBus
 import Foundation
 import TestKit
 import Testing
+
+@testable import DBus
 
 /// Two connections on a private `dbus-daemon`: one exports an object and owns a name,
 /// the other calls it and listens to its signals.
@@ -39,7 +40,8 @@ struct LiveBusTests {
             Interface(
                 LiveBusTests.interfaceName,
                 methods: [
-                    Method("Add", in: [Argument("a", .int32), Argument("b", .int32)], out: [Argument("sum", .int64)]) { args throws(BusError) in
+                    Method("Add", in: [Argument("a", .int32), Argument("b", .int32)], out: [Argument("sum", .int64)]) {
+                        args throws(BusError) in
                         guard case .int32(let a) = args[0], case .int32(let b) = args[1] else { return [] }
                         return [.int64(Int64(a) + Int64(b))]
                     },
@@ -50,15 +52,19 @@ struct LiveBusTests {
                     Method("BadReply") { _ in [.array(.string, [.int32(1)])] },
                 ],
                 properties: [
-                    Property("Volume", .double, get: { [unowned self] in .double(volume) },
-                             set: { [unowned self] (value: Value) throws(BusError) in volume = value.double ?? volume }),
+                    Property(
+                        "Volume", .double, get: { [unowned self] in .double(volume) },
+                        set: { [unowned self] (value: Value) throws(BusError) in volume = value.double ?? volume })
                 ],
                 signals: [SignalDeclaration("Seeked", [Argument("position", .int64)])])
         }
 
-        func call(_ member: String, _ arguments: [Value] = [], interface: String = LiveBusTests.interfaceName,
-                  path: ObjectPath = LiveBusTests.objectPath, destination: String = LiveBusTests.name) async throws(BusError) -> [Value] {
-            try await client.call(destination: destination, path: path, interface: interface, member: member, arguments: arguments)
+        func call(
+            _ member: String, _ arguments: [Value] = [], interface: String = LiveBusTests.interfaceName,
+            path: ObjectPath = LiveBusTests.objectPath, destination: String = LiveBusTests.name
+        ) async throws(BusError) -> [Value] {
+            try await client.call(
+                destination: destination, path: path, interface: interface, member: member, arguments: arguments)
         }
 
         func stop() {
@@ -123,11 +129,13 @@ struct LiveBusTests {
         try await withFixture { f async throws in
             #expect(try await f.call("Add", [.int32(40), .int32(2)]) == [.int64(42)])
             // By unique name too.
-            #expect(try await f.call("Add", [.int32(-1), .int32(-1)], destination: f.service.uniqueName) == [.int64(-2)])
-            let payload = Value.variant(.stringVariantDictionary([
-                "nested": .variant(.structure([.string("é"), .array(.int64, [.int64(.min)])])),
-                "empty": .array(.string, []),
-            ]))
+            #expect(
+                try await f.call("Add", [.int32(-1), .int32(-1)], destination: f.service.uniqueName) == [.int64(-2)])
+            let payload = Value.variant(
+                .stringVariantDictionary([
+                    "nested": .variant(.structure([.string("é"), .array(.int64, [.int64(.min)])])),
+                    "empty": .array(.string, []),
+                ]))
             #expect(try await f.call("Echo", [payload]) == [payload])
             #expect(try await f.call("Ping", interface: "org.freedesktop.DBus.Peer") == [])
         }
@@ -140,7 +148,9 @@ struct LiveBusTests {
             #expect(failure?.message == "it failed\u{FFFD}here")
             await expectCallError(.invalidArgs) { try await f.call("Add", [.int32(1)]) }
             await expectCallError(.unknownMethod) { try await f.call("Subtract") }
-            await expectCallError(.unknownInterface) { try await f.call("Add", [.int32(1), .int32(2)], interface: "org.example.Nothing") }
+            await expectCallError(.unknownInterface) {
+                try await f.call("Add", [.int32(1), .int32(2)], interface: "org.example.Nothing")
+            }
             await expectCallError(.serviceUnknown) { try await f.call("Add", destination: "org.example.NobodyHere") }
             // A handler whose reply cannot be built answers Failed instead of crashing.
             await expectCallError(.failed) { try await f.call("BadReply") }
@@ -155,8 +165,14 @@ struct LiveBusTests {
     func properties() async throws {
         try await withFixture { f async throws in
             let properties = ExportedObject.propertiesInterface
-            #expect(try await f.call("Get", [.string(Self.interfaceName), .string("Volume")], interface: properties) == [.variant(.double(0.5))])
-            #expect(try await f.call("Set", [.string(Self.interfaceName), .string("Volume"), .variant(.double(0.9))], interface: properties) == [])
+            #expect(
+                try await f.call("Get", [.string(Self.interfaceName), .string("Volume")], interface: properties) == [
+                    .variant(.double(0.5))
+                ])
+            #expect(
+                try await f.call(
+                    "Set", [.string(Self.interfaceName), .string("Volume"), .variant(.double(0.9))],
+                    interface: properties) == [])
             #expect(f.volume == 0.9)
             let all = try await f.call("GetAll", [.string(Self.interfaceName)], interface: properties)
             #expect(all.first?.stringVariantDictionary == ["Volume": .double(0.9)])
@@ -164,7 +180,9 @@ struct LiveBusTests {
                 try await f.call("Get", [.string(Self.interfaceName), .string("Nope")], interface: properties)
             }
             await expectCallError(.invalidArgs) {
-                try await f.call("Set", [.string(Self.interfaceName), .string("Volume"), .variant(.string("x"))], interface: properties)
+                try await f.call(
+                    "Set", [.string(Self.interfaceName), .string("Volume"), .variant(.string("x"))],
+                    interface: properties)
             }
             #expect(f.volume == 0.9)
         }
@@ -190,7 +208,9 @@ struct LiveBusTests {
             let introspectable = ExportedObject.introspectableInterface
             let root = try await f.call("Introspect", interface: introspectable, path: .root).first?.string ?? ""
             #expect(root.contains("<node name=\"org\"/>"), "\(root)")
-            let middle = try await f.call("Introspect", interface: introspectable, path: ObjectPath("/org/example")!).first?.string ?? ""
+            let middle =
+                try await f.call("Introspect", interface: introspectable, path: ObjectPath("/org/example")!).first?
+                .string ?? ""
             #expect(middle.contains("<node name=\"Music\"/>"), "\(middle)")
             let leaf = try await f.call("Introspect", interface: introspectable).first?.string ?? ""
             #expect(leaf.contains("<interface name=\"org.example.Music\">"))
@@ -210,9 +230,13 @@ struct LiveBusTests {
     func signals() async throws {
         try await withFixture { f async throws in
             let received = EventRecorder<Message>()
-            try f.client.onSignal(interface: Self.interfaceName, member: "Seeked", path: Self.objectPath) { received.record($0) }
+            try f.client.onSignal(interface: Self.interfaceName, member: "Seeked", path: Self.objectPath) {
+                received.record($0)
+            }
             let changes = EventRecorder<Message>()
-            try f.client.onSignal(interface: ExportedObject.propertiesInterface, member: "PropertiesChanged") { changes.record($0) }
+            try f.client.onSignal(interface: ExportedObject.propertiesInterface, member: "PropertiesChanged") {
+                changes.record($0)
+            }
             // Round trip once so the match rules are surely installed before emitting.
             _ = try await f.call("Ping", interface: "org.freedesktop.DBus.Peer")
 
@@ -229,16 +253,19 @@ struct LiveBusTests {
 
             #expect(await changes.wait(forCount: 1), "no PropertiesChanged signal within the deadline")
             #expect(changes.events.first?.signature == "sa{sv}as")
-            #expect(changes.events.first?.arguments == [
-                .string(Self.interfaceName), .stringVariantDictionary(["Volume": .double(0.1)]), .array(.string, []),
-            ])
+            #expect(
+                changes.events.first?.arguments == [
+                    .string(Self.interfaceName), .stringVariantDictionary(["Volume": .double(0.1)]),
+                    .array(.string, []),
+                ])
         }
     }
 
     @Test("a removed signal handler is not called again")
     func removeSignalHandler() async throws {
         try await withFixture { f async throws in
-            let removed = EventRecorder<Message>(), kept = EventRecorder<Message>()
+            let removed = EventRecorder<Message>()
+            let kept = EventRecorder<Message>()
             let subscription = try f.client.onSignal(member: "Seeked") { removed.record($0) }
             try f.client.onSignal(member: "Seeked") { kept.record($0) }
             _ = try await f.call("Ping", interface: "org.freedesktop.DBus.Peer")
@@ -259,12 +286,14 @@ struct LiveBusTests {
         try await withFixture { f async throws in
             let other = try Connection(address: f.bus.address)
             defer { other.close() }
-            let fromService = EventRecorder<Message>(), fromAnyone = EventRecorder<Message>()
+            let fromService = EventRecorder<Message>()
+            let fromAnyone = EventRecorder<Message>()
             try f.client.onSignal(sender: f.service.uniqueName, member: "Seeked") { fromService.record($0) }
             try f.client.onSignal(member: "Seeked") { fromAnyone.record($0) }
             _ = try await f.call("Ping", interface: "org.freedesktop.DBus.Peer")
 
-            other.emitSignal(path: Self.objectPath, interface: Self.interfaceName, member: "Seeked", arguments: [.int64(9)])
+            other.emitSignal(
+                path: Self.objectPath, interface: Self.interfaceName, member: "Seeked", arguments: [.int64(9)])
             #expect(await fromAnyone.wait(forCount: 1))
             #expect(fromAnyone.events.first?.sender == other.uniqueName)
             // Both handlers ran for that message, so the sender-filtered one has had its chance.
@@ -277,12 +306,15 @@ struct LiveBusTests {
         try await withFixture { f async throws in
             let other = try Connection(address: f.bus.address)
             defer { other.close() }
-            let fromName = EventRecorder<Message>(), fromAnyone = EventRecorder<Message>()
+            let fromName = EventRecorder<Message>()
+            let fromAnyone = EventRecorder<Message>()
             try f.client.onSignal(sender: Self.name, member: "Seeked") { fromName.record($0) }
             try f.client.onSignal(member: "Seeked") { fromAnyone.record($0) }
             _ = try await f.call("Ping", interface: "org.freedesktop.DBus.Peer")
             @MainActor func seeked(from connection: Connection, _ position: Int64) {
-                connection.emitSignal(path: Self.objectPath, interface: Self.interfaceName, member: "Seeked", arguments: [.int64(position)])
+                connection.emitSignal(
+                    path: Self.objectPath, interface: Self.interfaceName, member: "Seeked",
+                    arguments: [.int64(position)])
             }
             @MainActor func heard() -> [Int64] { fromName.events.compactMap { $0.arguments.first?.int64 }.sorted() }
 
@@ -312,7 +344,9 @@ struct LiveBusTests {
     func onSignalValidatesNames() async throws {
         try await withFixture { f async throws in
             expectBusError(.invalidArgs) { try f.client.onSignal(sender: "org.example.X',member='Y") { _ in } }
-            expectBusError(.invalidArgs) { try f.client.onSignal(sender: ":1." + String(repeating: "2", count: 253)) { _ in } }
+            expectBusError(.invalidArgs) {
+                try f.client.onSignal(sender: ":1." + String(repeating: "2", count: 253)) { _ in }
+            }
             expectBusError(.invalidArgs) { try f.client.onSignal(interface: "noDots") { _ in } }
             expectBusError(.invalidArgs) { try f.client.onSignal(member: "a.b") { _ in } }
         }
@@ -344,9 +378,12 @@ struct LiveBusTests {
             _ = try old.requestName("org.example.Reconnect")
             old.close()
             let new = try Connection(address: bus.address)
-            new.export(ExportedObject(path: .root, interfaces: [
-                Interface("org.example.E", methods: [Method("Hi") { _ in [.string("hi")] }]),
-            ]))
+            new.export(
+                ExportedObject(
+                    path: .root,
+                    interfaces: [
+                        Interface("org.example.E", methods: [Method("Hi") { _ in [.string("hi")] }])
+                    ]))
             let reply = try await new.call(
                 destination: new.uniqueName, path: .root, interface: "org.example.E", member: "Hi",
                 timeout: .seconds(10))
@@ -373,20 +410,22 @@ struct LiveBusTests {
         }
     }
 
-    @Test("call timeouts become libdbus milliseconds without overflow", arguments: [
-        (Duration.seconds(25), Int32(25_000)),
-        (.milliseconds(1), 1),
-        (.microseconds(1), 1),  // a partial millisecond counts as one
-        (.milliseconds(1500) + .nanoseconds(1), 1501),
-        (.zero, 1),
-        (.seconds(-5), 1),
-        (.seconds(Int64.min), 1),
-        (.milliseconds(Int64(Int32.max) - 1), Int32.max - 1),
-        (.milliseconds(Int64(Int32.max)), Int32.max),  // DBUS_TIMEOUT_INFINITE
-        (.seconds(30 * 24 * 3600), Int32.max),
-        (.seconds(Int64.max / 2), Int32.max),
-        (.seconds(Int64.max), Int32.max),
-    ])
+    @Test(
+        "call timeouts become libdbus milliseconds without overflow",
+        arguments: [
+            (Duration.seconds(25), Int32(25_000)),
+            (.milliseconds(1), 1),
+            (.microseconds(1), 1),  // a partial millisecond counts as one
+            (.milliseconds(1500) + .nanoseconds(1), 1501),
+            (.zero, 1),
+            (.seconds(-5), 1),
+            (.seconds(Int64.min), 1),
+            (.milliseconds(Int64(Int32.max) - 1), Int32.max - 1),
+            (.milliseconds(Int64(Int32.max)), Int32.max),  // DBUS_TIMEOUT_INFINITE
+            (.seconds(30 * 24 * 3600), Int32.max),
+            (.seconds(Int64.max / 2), Int32.max),
+            (.seconds(Int64.max), Int32.max),
+        ])
     func timeoutMilliseconds(_ timeout: Duration, _ expected: Int32) {
         #expect(Connection.milliseconds(timeout) == expected)
     }

@@ -143,8 +143,9 @@ struct NameValidationTests {
         #expect(!NameValidation.isValidBusName("1.42"))
     }
 
-    @Test("every bus name the Swift validator accepts is accepted by libdbus",
-          arguments: validBusNames + invalidBusNames)
+    @Test(
+        "every bus name the Swift validator accepts is accepted by libdbus",
+        arguments: validBusNames + invalidBusNames)
     func busNamesAreSoundForLibdbus(_ name: String) {
         // libdbus is looser than the specification for unique names (it takes ":1"), so
         // only one direction must hold: the Swift side never passes a name libdbus rejects.

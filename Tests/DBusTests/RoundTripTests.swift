@@ -1,7 +1,8 @@
 import CDBus
-@testable import DBus
 import TestKit
 import Testing
+
+@testable import DBus
 
 /// Every D-Bus type written into a real libdbus message and read back.
 @Suite("Value round trips through libdbus")
@@ -25,7 +26,9 @@ struct RoundTripTests {
         Case("string empty", .string("")), Case("string ascii", .string("hello")),
         Case("string unicode", .string("Grüße, 日本語, Ελληνικά")),
         Case("string emoji", .string("🎵👩‍👩‍👧‍👦🇫🇷")),
-        Case("string noncharacters", .string(String(String.UnicodeScalarView([Unicode.Scalar(0xFFFF)!, Unicode.Scalar(0xFDD0)!])))),
+        Case(
+            "string noncharacters",
+            .string(String(String.UnicodeScalarView([Unicode.Scalar(0xFFFF)!, Unicode.Scalar(0xFDD0)!])))),
         Case("object path root", .objectPath(.root)),
         Case("object path", .objectPath(ObjectPath("/org/mpris/MediaPlayer2")!)),
         Case("signature empty", .signature(try! Signature(""))),
@@ -46,35 +49,59 @@ struct RoundTripTests {
         Case("ax", .array(.int64, [.int64(.min), .int64(0), .int64(.max)])),
         Case("as", .strings(["a", "", "ü"])),
         Case("ao", .array(.objectPath, [.objectPath(.root), .objectPath(ObjectPath("/a/b")!)])),
-        Case("aai", .array(.array(.int32), [
-            .array(.int32, [.int32(1), .int32(2)]), .array(.int32, []), .array(.int32, [.int32(3)]),
-        ])),
+        Case(
+            "aai",
+            .array(
+                .array(.int32),
+                [
+                    .array(.int32, [.int32(1), .int32(2)]), .array(.int32, []), .array(.int32, [.int32(3)]),
+                ])),
         Case("aaas", .array(.array(.array(.string)), [.array(.array(.string), [.strings(["x"]), .strings([])])])),
         Case("av mixed", .array(.variant, [.variant(.int32(1)), .variant(.string("s")), .variant(.boolean(false))])),
         Case("empty a{sv}", .dictionary(key: .string, value: .variant, [])),
         Case("empty a{ias}", .dictionary(key: .int32, value: .array(.string), [])),
         Case("empty a{oa{sv}}", .dictionary(key: .objectPath, value: sv, [])),
-        Case("a{sv}", .stringVariantDictionary([
-            "title": .string("Song"), "length": .int64(123_456), "rating": .double(0.5),
-            "artists": .strings(["A", "B"]),
-        ])),
-        Case("a{ias}", .dictionary(key: .int32, value: .array(.string), [
-            .init(.int32(-1), .strings([])), .init(.int32(7), .strings(["x", "y"])),
-        ])),
+        Case(
+            "a{sv}",
+            .stringVariantDictionary([
+                "title": .string("Song"), "length": .int64(123_456), "rating": .double(0.5),
+                "artists": .strings(["A", "B"]),
+            ])),
+        Case(
+            "a{ias}",
+            .dictionary(
+                key: .int32, value: .array(.string),
+                [
+                    .init(.int32(-1), .strings([])), .init(.int32(7), .strings(["x", "y"])),
+                ])),
         Case("a{yb}", .dictionary(key: .byte, value: .boolean, [.init(.byte(1), .boolean(true))])),
-        Case("a{ta{sv}}", .dictionary(key: .uint64, value: sv, [
-            .init(.uint64(.max), .stringVariantDictionary(["k": .uint32(1)])),
-        ])),
+        Case(
+            "a{ta{sv}}",
+            .dictionary(
+                key: .uint64, value: sv,
+                [
+                    .init(.uint64(.max), .stringVariantDictionary(["k": .uint32(1)]))
+                ])),
         Case("aa{sv}", .array(sv, [.stringVariantDictionary(["a": .byte(1)]), .stringVariantDictionary([:])])),
         Case("(i)", .structure([.int32(1)])),
-        Case("(ybnqiuxtdsog)", .structure([
-            .byte(1), .boolean(true), .int16(-2), .uint16(3), .int32(-4), .uint32(5), .int64(-6), .uint64(7),
-            .double(8.5), .string("nine"), .objectPath(ObjectPath("/ten")!), .signature(try! Signature("a{sv}")),
-        ])),
-        Case("nested structs", .structure([.int32(1), .structure([.string("a"), .structure([.boolean(true)])]), .double(2)])),
-        Case("a(sa(ii))", .array(.structure([.string, .array(.structure([.int32, .int32]))]), [
-            .structure([.string("p"), .array(.structure([.int32, .int32]), [.structure([.int32(1), .int32(2)])])]),
-        ])),
+        Case(
+            "(ybnqiuxtdsog)",
+            .structure([
+                .byte(1), .boolean(true), .int16(-2), .uint16(3), .int32(-4), .uint32(5), .int64(-6), .uint64(7),
+                .double(8.5), .string("nine"), .objectPath(ObjectPath("/ten")!), .signature(try! Signature("a{sv}")),
+            ])),
+        Case(
+            "nested structs",
+            .structure([.int32(1), .structure([.string("a"), .structure([.boolean(true)])]), .double(2)])),
+        Case(
+            "a(sa(ii))",
+            .array(
+                .structure([.string, .array(.structure([.int32, .int32]))]),
+                [
+                    .structure([
+                        .string("p"), .array(.structure([.int32, .int32]), [.structure([.int32(1), .int32(2)])]),
+                    ])
+                ])),
         Case("variant int", .variant(.int32(42))),
         Case("variant of variant of variant", .variant(.variant(.variant(.string("deep"))))),
         Case("variants 10 deep", nestedVariants(10, around: .uint16(9))),
@@ -163,10 +190,11 @@ struct RoundTripTests {
             .string("a\0b"), .string("\0"), .strings(["x\0", "\0\0y"]),
             .stringVariantDictionary(["k\0": .string("v\0w")]),
         ])
-        #expect(values == [
-            .string("a\u{FFFD}b"), .string("\u{FFFD}"), .strings(["x\u{FFFD}", "\u{FFFD}\u{FFFD}y"]),
-            .stringVariantDictionary(["k\u{FFFD}": .string("v\u{FFFD}w")]),
-        ])
+        #expect(
+            values == [
+                .string("a\u{FFFD}b"), .string("\u{FFFD}"), .strings(["x\u{FFFD}", "\u{FFFD}\u{FFFD}y"]),
+                .stringVariantDictionary(["k\u{FFFD}": .string("v\u{FFFD}w")]),
+            ])
     }
 
     @Test("several arguments keep their order")
@@ -187,8 +215,12 @@ struct RoundTripTests {
     /// (the Swift parser once rejected them, and reading stopped at the first one).
     static let deepButValid: [Case] = {
         let dictOfInts = DataType.dictionary(key: .string, value: .array(.int32))
-        let arraysOfDicts = (0..<16).reduce(DataType.int32) { inner, _ in .array(.dictionary(key: .string, value: inner)) }
-        let dictsOfStructs = (0..<16).reduce(DataType.int32) { inner, _ in .dictionary(key: .string, value: .structure([inner])) }
+        let arraysOfDicts = (0..<16).reduce(DataType.int32) { inner, _ in
+            .array(.dictionary(key: .string, value: inner))
+        }
+        let dictsOfStructs = (0..<16).reduce(DataType.int32) { inner, _ in
+            .dictionary(key: .string, value: .structure([inner]))
+        }
         return [
             Case("aaa…a{sai}, 32 arrays then a dict of arrays", .array(nestedArrayType(30, of: dictOfInts), [])),
             Case("aa{s repeated 17 times", .array(.dictionary(key: .string, value: arraysOfDicts), [])),

@@ -39,14 +39,19 @@ struct SignatureTests {
         expectBusError(.invalidArgs, "'\(text)'") { try Signature(text) }
     }
 
-    @Test("DataType(parsing:) takes exactly one complete type", arguments: [
-        ("a{sv}", DataType.dictionary(key: .string, value: .variant)),
-        ("(ia{s(ov)})", .structure([.int32, .dictionary(key: .string, value: .structure([.objectPath, .variant]))])),
-        ("aav", .array(.array(.variant))),
-        ("aa{sv}", .array(.dictionary(key: .string, value: .variant))),
-        ("h", .unixFD),
-        ("g", .signature),
-    ])
+    @Test(
+        "DataType(parsing:) takes exactly one complete type",
+        arguments: [
+            ("a{sv}", DataType.dictionary(key: .string, value: .variant)),
+            (
+                "(ia{s(ov)})",
+                .structure([.int32, .dictionary(key: .string, value: .structure([.objectPath, .variant]))])
+            ),
+            ("aav", .array(.array(.variant))),
+            ("aa{sv}", .array(.dictionary(key: .string, value: .variant))),
+            ("h", .unixFD),
+            ("g", .signature),
+        ])
     func singleType(_ text: String, _ expected: DataType) throws {
         let type = try DataType(parsing: text)
         #expect(type == expected)
@@ -54,17 +59,22 @@ struct SignatureTests {
         #expect(type.description == text)
     }
 
-    @Test("DataType(parsing:) rejects zero, several or broken types", arguments: ["", "ii", "a{sv}s", "a", "()", "a{vs}"])
+    @Test(
+        "DataType(parsing:) rejects zero, several or broken types", arguments: ["", "ii", "a{sv}s", "a", "()", "a{vs}"])
     func notASingleType(_ text: String) {
         expectBusError(.invalidArgs) { try DataType(parsing: text) }
     }
 
     @Test("only basic types are basic")
     func basicTypes() {
-        let basic: [DataType] = [.byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
-                                 .string, .objectPath, .signature, .unixFD]
+        let basic: [DataType] = [
+            .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double,
+            .string, .objectPath, .signature, .unixFD,
+        ]
         #expect(basic.allSatisfy { $0.isBasic })
-        let containers: [DataType] = [.variant, .array(.byte), .dictionary(key: .string, value: .variant), .structure([.int32])]
+        let containers: [DataType] = [
+            .variant, .array(.byte), .dictionary(key: .string, value: .variant), .structure([.int32]),
+        ]
         #expect(!containers.contains { $0.isBasic })
     }
 
@@ -99,14 +109,16 @@ struct SignatureTests {
         #expect(swiftAccepts == libdbusAcceptsSignature(text), "'\(text)' (\(text.utf8.count) bytes)")
     }
 
-    @Test("Signature(types:) throws for types that make no valid signature", arguments: [
-        [DataType.structure([])],
-        [.array(.structure([]))],
-        [.dictionary(key: .variant, value: .string)],
-        [.int32, .dictionary(key: .structure([.int32]), value: .string)],
-        [nestedArrayType(33)],
-        Array(repeating: DataType.int32, count: 256),
-    ])
+    @Test(
+        "Signature(types:) throws for types that make no valid signature",
+        arguments: [
+            [DataType.structure([])],
+            [.array(.structure([]))],
+            [.dictionary(key: .variant, value: .string)],
+            [.int32, .dictionary(key: .structure([.int32]), value: .string)],
+            [nestedArrayType(33)],
+            Array(repeating: DataType.int32, count: 256),
+        ])
     func signatureFromInvalidTypes(_ types: [DataType]) {
         expectBusError(.invalidArgs) { try Signature(types: types) }
     }

@@ -1,10 +1,11 @@
-import ChildProcess
 import CDBus
-@testable import DBus
+import ChildProcess
 import Dispatch
 import Foundation
 import TestKit
 import Testing
+
+@testable import DBus
 
 // MARK: - Building messages
 

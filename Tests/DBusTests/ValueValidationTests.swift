@@ -20,15 +20,23 @@ struct ValueValidationTests {
         Case("a{vs} with a variant key type", .dictionary(key: .variant, value: .string, [])),
         Case("a{(i)s} with a struct key type", .dictionary(key: .structure([.int32]), value: .string, [])),
         Case("a{ass} with an array key type", .dictionary(key: .array(.string), value: .string, [])),
-        Case("a{sv} holding an int key", .dictionary(key: .string, value: .variant, [.init(.int32(1), .variant(.int32(1)))])),
-        Case("a{sv} holding an unwrapped value", .dictionary(key: .string, value: .variant, [.init(.string("k"), .int32(1))])),
+        Case(
+            "a{sv} holding an int key",
+            .dictionary(key: .string, value: .variant, [.init(.int32(1), .variant(.int32(1)))])),
+        Case(
+            "a{sv} holding an unwrapped value",
+            .dictionary(key: .string, value: .variant, [.init(.string("k"), .int32(1))])),
         Case("empty struct", .structure([])),
         Case("struct holding an empty struct", .structure([.int32(1), .structure([])])),
         Case("variant holding an empty struct", .variant(.structure([]))),
         Case("mistyped array deep inside", .variant(.structure([.array(.string, [.boolean(true)])]))),
-        Case("mistyped dict value inside an array", .array(.dictionary(key: .string, value: .int32), [
-            .dictionary(key: .string, value: .int32, [.init(.string("k"), .uint32(1))]),
-        ])),
+        Case(
+            "mistyped dict value inside an array",
+            .array(
+                .dictionary(key: .string, value: .int32),
+                [
+                    .dictionary(key: .string, value: .int32, [.init(.string("k"), .uint32(1))])
+                ])),
         Case("variants nested 65 deep", nestedVariants(65, around: .int32(1))),
     ]
 
@@ -74,8 +82,9 @@ struct ValueValidationTests {
     static let invalidTypes: [Case] = [
         Case("empty array of empty structs a()", .array(.structure([]), [])),
         Case("empty array of a{vs}", .array(.dictionary(key: .variant, value: .string), [])),
-        Case("variant holding an empty array of a{(i)s}",
-             .variant(.array(.dictionary(key: .structure([.int32]), value: .string), []))),
+        Case(
+            "variant holding an empty array of a{(i)s}",
+            .variant(.array(.dictionary(key: .structure([.int32]), value: .string), []))),
         Case("empty array, 34 arrays deep", .array(nestedArrayType(33), [])),
         Case("structs nested 33 deep", nestedStructs(33, around: .int32(1))),
     ]
@@ -131,10 +140,17 @@ struct ValueValidationTests {
         (Case("64 variants around a non-empty ai", nestedVariants(64, around: .array(.int32, [.int32(1)]))), true),
         (Case("64 variants around an empty as", nestedVariants(64, around: .strings([]))), true),
         // The dictionary adds a variant of its own around each value.
-        (Case("32 structs around a{sv} holding 30 variants",
-              nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(29, around: .int32(1))]))), true),
-        (Case("32 structs around a{sv} holding 31 variants",
-              nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(30, around: .int32(1))]))), false),
+        (
+            Case(
+                "32 structs around a{sv} holding 30 variants",
+                nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(29, around: .int32(1))]))), true
+        ),
+        (
+            Case(
+                "32 structs around a{sv} holding 31 variants",
+                nestedStructs(32, around: .stringVariantDictionary(["k": nestedVariants(30, around: .int32(1))]))),
+            false
+        ),
     ]
 
     @Test("validate() accepts exactly the nesting libdbus accepts on receipt", arguments: nestingLimit)

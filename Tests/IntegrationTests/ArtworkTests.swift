@@ -15,7 +15,8 @@ struct ArtworkTests {
     /// The Metadata maps published since signal `from`, in order.
     static func publishedMetadata(_ session: Session, after from: Int = 0) -> [[String: Value]] {
         session.signals.dropFirst(from).compactMap { signal in
-            guard signal.member == "PropertiesChanged", signal.changedInterface == "org.mpris.MediaPlayer2.Player" else { return nil }
+            guard signal.member == "PropertiesChanged", signal.changedInterface == "org.mpris.MediaPlayer2.Player"
+            else { return nil }
             return signal.changed["Metadata"]?.stringVariantDictionary
         }
     }
@@ -26,7 +27,8 @@ struct ArtworkTests {
         // A track that was current when the name appeared (a slow start owns the name before
         // playback starts) is in the state a client reads then, not in a signal.
         let announced = session.signals.dropFirst(from).contains { $0.changed["Metadata"] != nil }
-        if from == 0, !announced, let current = try? await session.metadata(), current["xesam:url"]?.string == track.absoluteString,
+        if from == 0, !announced, let current = try? await session.metadata(),
+            current["xesam:url"]?.string == track.absoluteString,
             let id = current[trackID]?.objectPath?.rawValue
         {
             return id
@@ -43,24 +45,32 @@ struct ArtworkTests {
     }
 
     /// The cached image an art URL names: in the session's cache, 0600 in a 0700 folder.
-    static func artFile(_ url: String?, in session: Session, sourceLocation: SourceLocation = #_sourceLocation) throws -> URL {
+    static func artFile(_ url: String?, in session: Session, sourceLocation: SourceLocation = #_sourceLocation) throws
+        -> URL
+    {
         let url = try #require(url.flatMap(URL.init(string:)), "no mpris:artUrl", sourceLocation: sourceLocation)
         #expect(url.isFileURL, sourceLocation: sourceLocation)
         let folder = session.home.appendingPathComponent(".cache/quaver/art")
-        #expect(url.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path, sourceLocation: sourceLocation)
+        #expect(
+            url.deletingLastPathComponent().standardizedFileURL.path == folder.standardizedFileURL.path,
+            sourceLocation: sourceLocation)
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o600, sourceLocation: sourceLocation)
         let folderAttributes = try FileManager.default.attributesOfItem(atPath: folder.path)
-        #expect((folderAttributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700, sourceLocation: sourceLocation)
+        #expect(
+            (folderAttributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700, sourceLocation: sourceLocation)
         return url
     }
 
     /// Every art URL published since signal `from` names a file that exists.
-    static func expectPublishedArtExists(_ session: Session, after from: Int = 0, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func expectPublishedArtExists(
+        _ session: Session, after from: Int = 0, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for metadata in publishedMetadata(session, after: from) {
             guard let url = metadata[artURL]?.string else { continue }
-            #expect(URL(string: url).map { FileManager.default.fileExists(atPath: $0.path) } ?? false,
-                    "published \(url), which does not exist", sourceLocation: sourceLocation)
+            #expect(
+                URL(string: url).map { FileManager.default.fileExists(atPath: $0.path) } ?? false,
+                "published \(url), which does not exist", sourceLocation: sourceLocation)
         }
     }
 
@@ -88,7 +98,9 @@ struct ArtworkTests {
             let id = try await Self.waitForTrack(track, in: session, after: mark)
             let first = try #require(Self.metadata(of: id, in: session, after: mark).first)
             let file = try Self.artFile(first[Self.artURL]?.string, in: session)
-            #expect(try Data(contentsOf: file) == cover, "\(formats[index]): the cached image is the embedded one, byte for byte")
+            #expect(
+                try Data(contentsOf: file) == cover,
+                "\(formats[index]): the cached image is the embedded one, byte for byte")
             mark = session.signals.count
             if index < tracks.count - 1 { _ = try await session.call("Next") }
         }
@@ -100,7 +112,9 @@ struct ArtworkTests {
             #expect(arts.count == 1, "\(id) was published with \(arts)")
         }
         Self.expectPublishedArtExists(session)
-        #expect(try await session.playerctl("metadata", "mpris:artUrl") == Self.publishedMetadata(session).last?[Self.artURL]?.string)
+        #expect(
+            try await session.playerctl("metadata", "mpris:artUrl")
+                == Self.publishedMetadata(session).last?[Self.artURL]?.string)
     }
 
     @Test("a sidecar cover image in the track's folder, any case, when nothing is embedded")
@@ -152,7 +166,9 @@ struct ArtworkTests {
         let firstOfFinal = try #require(published.firstIndex { $0[Self.trackID]?.objectPath?.rawValue == id })
         for later in published[firstOfFinal...] {
             #expect(later[Self.trackID]?.objectPath?.rawValue == id, "a stale update after the final track: \(later)")
-            #expect(later[Self.artURL] == published[firstOfFinal][Self.artURL], "the art changed after the final track came")
+            #expect(
+                later[Self.artURL] == published[firstOfFinal][Self.artURL], "the art changed after the final track came"
+            )
         }
         let shown = try await session.metadata()
         #expect(shown[Self.trackID]?.objectPath?.rawValue == id)
@@ -162,7 +178,9 @@ struct ArtworkTests {
             guard let url = metadata["xesam:url"]?.string, let art = metadata[Self.artURL]?.string,
                 let track = tracks.first(where: { $0.track.absoluteString == url })
             else { continue }
-            #expect(try Data(contentsOf: Self.artFile(art, in: session)) == track.cover, "\(url) shown with another track's art")
+            #expect(
+                try Data(contentsOf: Self.artFile(art, in: session)) == track.cover,
+                "\(url) shown with another track's art")
         }
         Self.expectPublishedArtExists(session)
     }

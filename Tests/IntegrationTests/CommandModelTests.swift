@@ -50,7 +50,9 @@ struct CommandModelTests {
         guard tagsRead else { throw HarnessError("the tracks' tags were not read; log:\n\(session.log())") }
 
         var random = SplitMix(seed: seed)
-        var model = Model(ids: ids, trackSeconds: Double(Self.trackSeconds), position: Double(try await session.position()) / 1_000_000)
+        var model = Model(
+            ids: ids, trackSeconds: Double(Self.trackSeconds),
+            position: Double(try await session.position()) / 1_000_000)
         var commands: [Command] = []
         var expectations: [Reply] = []
         var trace: [String] = []
@@ -60,7 +62,9 @@ struct CommandModelTests {
             expectations.append(model.apply(command))
             trace.append("\(command) → \(model)")
         }
-        print("model: seed 0x\(String(seed, radix: 16)) (replay with QUAVER_MODEL_SEED), \(commands.count) commands, expected end: \(model)")
+        print(
+            "model: seed 0x\(String(seed, radix: 16)) (replay with QUAVER_MODEL_SEED), \(commands.count) commands, expected end: \(model)"
+        )
 
         let started = ContinuousClock.now
         let answers = await session.sendPipelined(try commands.map { try $0.message(session) })
@@ -70,8 +74,13 @@ struct CommandModelTests {
         // a margin; the verdict holds while the calls, at the pace they were answered (taken
         // three times slower, at the fastest rate), leave it intact.
         let perCall = answered.inSeconds / Double(commands.count)
-        print("model: \(commands.count) calls answered in \(answered); the tightest position margin allows \(String(format: "%.1f", model.tightestMargin * 1000)) ms a call")
-        #expect(perCall * 3 < model.tightestMargin, "the calls took \(answered) to be answered: too slow for the model's positions to hold (the tightest margin allows \(model.tightestMargin * 1000) ms a call)")
+        print(
+            "model: \(commands.count) calls answered in \(answered); the tightest position margin allows \(String(format: "%.1f", model.tightestMargin * 1000)) ms a call"
+        )
+        #expect(
+            perCall * 3 < model.tightestMargin,
+            "the calls took \(answered) to be answered: too slow for the model's positions to hold (the tightest margin allows \(model.tightestMargin * 1000) ms a call)"
+        )
         for (index, (answer, expected)) in zip(answers, expectations).enumerated() where answer != expected {
             Issue.record("call #\(index) \(commands[index]) was answered \(answer), the model expects \(expected)")
         }
@@ -79,7 +88,9 @@ struct CommandModelTests {
         // The state settles on the model's (each change is signalled), then stays there.
         let (settled, final) = try await session.waitForPlayerState { model.matches($0) }
         let differences = model.differences(final)
-        #expect(settled && differences.isEmpty, """
+        #expect(
+            settled && differences.isEmpty,
+            """
             seed 0x\(String(seed, radix: 16)): the daemon's state is not the model's: \(differences.joined(separator: "; "))
             daemon: \(PlayerMirror.describe(final))
             model: \(model)
@@ -92,9 +103,13 @@ struct CommandModelTests {
             // Nothing moves on afterwards (a late load or a stale seek would).
             let mark = session.signals.count
             let moved = await session.waiter.wait(timeout: .seconds(2)) {
-                session.signals.dropFirst(mark).contains { $0.changed["Metadata"] != nil || $0.changed["PlaybackStatus"] != nil }
+                session.signals.dropFirst(mark).contains {
+                    $0.changed["Metadata"] != nil || $0.changed["PlaybackStatus"] != nil
+                }
             }
-            #expect(!moved, "the state moved after settling on the model's: \(session.signals.dropFirst(mark).map(\.description))")
+            #expect(
+                !moved,
+                "the state moved after settling on the model's: \(session.signals.dropFirst(mark).map(\.description))")
             if model.status == "Playing" {
                 // Playing at the Rate it says: the position moves that fast.
                 let progress = try await session.progress(rate: model.rate, over: .seconds(2))
@@ -138,7 +153,8 @@ struct CommandModelTests {
             case .next: try session.playerMessage("Next")
             case .previous: try session.playerMessage("Previous")
             case .seek(let seconds): try session.playerMessage("Seek", [.int64(Int64(seconds) * 1_000_000)])
-            case .setPosition(let id, let seconds): try session.playerMessage("SetPosition", [.objectPath(id), .int64(Int64(seconds) * 1_000_000)])
+            case .setPosition(let id, let seconds):
+                try session.playerMessage("SetPosition", [.objectPath(id), .int64(Int64(seconds) * 1_000_000)])
             case .rate(let rate): try session.setMessage("Rate", .double(rate))
             case .volume(let volume): try session.setMessage("Volume", .double(volume))
             }
@@ -245,7 +261,9 @@ struct CommandModelTests {
                     position = target  // relative: what had moved on unseen still has
                 }
             case .setPosition(let id, let seconds):
-                guard status != "Stopped", id == ids[index], seconds >= 0, Double(seconds) <= trackSeconds else { break }
+                guard status != "Stopped", id == ids[index], seconds >= 0, Double(seconds) <= trackSeconds else {
+                    break
+                }
                 position = Double(seconds)
                 exactAt = applied
             case .rate(let newRate):
@@ -281,14 +299,19 @@ struct CommandModelTests {
         func differences(_ properties: [String: Value]) -> [String] {
             var found: [String] = []
             for (name, value) in expected.sorted(by: { $0.key < $1.key }) where properties[name] != value {
-                found.append("\(name) is \(properties[name].map(PlayerMirror.describe) ?? "missing"), the model's \(PlayerMirror.describe(value))")
+                found.append(
+                    "\(name) is \(properties[name].map(PlayerMirror.describe) ?? "missing"), the model's \(PlayerMirror.describe(value))"
+                )
             }
             let metadata = properties["Metadata"]?.stringVariantDictionary ?? [:]
             if metadata["mpris:trackid"]?.objectPath != ids[index] {
-                found.append("mpris:trackid is \(metadata["mpris:trackid"]?.objectPath?.rawValue ?? "missing"), the model's \(ids[index].rawValue)")
+                found.append(
+                    "mpris:trackid is \(metadata["mpris:trackid"]?.objectPath?.rawValue ?? "missing"), the model's \(ids[index].rawValue)"
+                )
             }
             if metadata["xesam:title"]?.string != "Track \(index + 1)" {
-                found.append("xesam:title is \(metadata["xesam:title"]?.string ?? "missing"), the model's Track \(index + 1)")
+                found.append(
+                    "xesam:title is \(metadata["xesam:title"]?.string ?? "missing"), the model's Track \(index + 1)")
             }
             return found
         }

@@ -16,18 +16,25 @@ struct CoverAsVideoTests {
     /// Makes each kind of file into `folder`, and checks that playbin on its own (as
     /// `gst-launch-1.0` runs it) does decode its picture: the file really has a video track.
     static func makeFiles(in folder: URL) async throws -> [(kind: CoverAsVideo, file: URL)] {
-        guard let gstLaunch = Tools.find("gst-launch-1.0") else { throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        guard let gstLaunch = Tools.find("gst-launch-1.0") else {
+            throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
         var files: [(CoverAsVideo, URL)] = []
         for kind in CoverAsVideo.allCases {
             let file = folder.appendingPathComponent("cover \(kind.rawValue).\(kind.fileExtension)")
-            let made = try await Tools.run(gstLaunch, kind.gstLaunchArguments(file: file, seconds: seconds), environment: environment)
+            let made = try await Tools.run(
+                gstLaunch, kind.gstLaunchArguments(file: file, seconds: seconds), environment: environment)
             guard made.status == 0 else { throw HarnessError("gst-launch-1.0 could not make \(kind): \(made.error)") }
             let plain = try await Tools.run(
-                gstLaunch, ["-v", "playbin", "uri=\(file.absoluteString)", "audio-sink=fakesink", "video-sink=fakesink"], environment: environment)
-            #expect(plain.status == 0 && plain.output.contains(":\(kind.pictureDecoder)"),
-                    "playbin alone does not decode the picture of \(kind), so the test proves nothing: \(plain.output.suffix(2000))")
+                gstLaunch,
+                ["-v", "playbin", "uri=\(file.absoluteString)", "audio-sink=fakesink", "video-sink=fakesink"],
+                environment: environment)
+            #expect(
+                plain.status == 0 && plain.output.contains(":\(kind.pictureDecoder)"),
+                "playbin alone does not decode the picture of \(kind), so the test proves nothing: \(plain.output.suffix(2000))"
+            )
             files.append((kind, file))
         }
         return files
@@ -52,15 +59,20 @@ struct CoverAsVideoTests {
             let found = await session.waiter.wait(timeout: .seconds(30)) {
                 Self.playing(file, in: session.signals) != nil
             }
-            #expect(found, "\(kind) never played; signals: \(session.signals.map(\.description))\nlog:\n\(session.log())")
+            #expect(
+                found, "\(kind) never played; signals: \(session.signals.map(\.description))\nlog:\n\(session.log())")
             guard found, let (metadata, index) = Self.playing(file, in: session.signals) else { continue }
             starts.append(index)
             let length = metadata["mpris:length"]?.int64 ?? 0
-            #expect(abs(length - Int64(Self.seconds) * 1_000_000) < 100_000, "\(kind): mpris:length \(length) µs for \(Self.seconds) s of audio")
+            #expect(
+                abs(length - Int64(Self.seconds) * 1_000_000) < 100_000,
+                "\(kind): mpris:length \(length) µs for \(Self.seconds) s of audio")
         }
         #expect(starts == starts.sorted(), "the files did not play in order: signals \(starts)")
         let last = try #require(starts.last)
-        try await session.waitForSignal(after: last, "the end of the queue") { $0.changed["PlaybackStatus"] == .string("Stopped") }
+        try await session.waitForSignal(after: last, "the end of the queue") {
+            $0.changed["PlaybackStatus"] == .string("Stopped")
+        }
         _ = try await session.call("Quit", interface: MPRISNames.root)
         #expect(try await session.waitForExit() == 0)
 
@@ -69,8 +81,12 @@ struct CoverAsVideoTests {
         let bytes = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int ?? 0
         let played = Double(bytes / 2) / Double(Gapless.sampleRate)  // 16-bit mono
         let expected = Double(files.count * Self.seconds)
-        print("cover as video: \(String(format: "%.3f", played)) s rendered for \(files.count) files of \(Self.seconds) s")
-        #expect(abs(played - expected) < 0.1 * Double(files.count), "\(played) s of audio rendered for \(expected) s in \(files.count) files")
+        print(
+            "cover as video: \(String(format: "%.3f", played)) s rendered for \(files.count) files of \(Self.seconds) s"
+        )
+        #expect(
+            abs(played - expected) < 0.1 * Double(files.count),
+            "\(played) s of audio rendered for \(expected) s in \(files.count) files")
 
         let log = session.log()
         let lines = log.split(separator: "\n").map(String.init)
@@ -82,11 +98,17 @@ struct CoverAsVideoTests {
             let names = line.dropFirst(prefix.count).split(separator: " ").map(String.init)
             #expect(names.contains("uridecodebin") && names.contains(kind.audioDecoder), "\(kind): \(names)")
             #expect(!names.contains(kind.pictureDecoder), "\(kind): the picture is decoded: \(names)")
-            #expect(!names.contains { $0.contains("video") || $0.contains("image") || $0 == "deinterlace" || $0.hasSuffix("jpegdec") || $0.hasSuffix("pngdec") },
-                    "\(kind): a video or picture element: \(names)")
+            #expect(
+                !names.contains {
+                    $0.contains("video") || $0.contains("image") || $0 == "deinterlace" || $0.hasSuffix("jpegdec")
+                        || $0.hasSuffix("pngdec")
+                },
+                "\(kind): a video or picture element: \(names)")
         }
         // Nothing to warn about in playing them: the picture is left alone on purpose.
-        let problems = lines.filter { ($0.hasPrefix("quaver[warning]") || $0.hasPrefix("quaver[error]")) && !$0.contains("playlist") }
+        let problems = lines.filter {
+            ($0.hasPrefix("quaver[warning]") || $0.hasPrefix("quaver[error]")) && !$0.contains("playlist")
+        }
         #expect(problems.isEmpty, "\(problems)")
     }
 
@@ -95,7 +117,8 @@ struct CoverAsVideoTests {
     static func playing(_ file: URL, in signals: [Session.RecordedSignal]) -> ([String: Value], Int)? {
         var status = "Stopped"
         var metadata: [String: Value] = [:]
-        for (index, signal) in signals.enumerated() where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
+        for (index, signal) in signals.enumerated()
+        where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
             if let new = signal.changed["Metadata"]?.stringVariantDictionary { metadata = new }
             if let new = signal.changed["PlaybackStatus"]?.string { status = new }
             if status == "Playing", metadata["xesam:url"]?.string == file.absoluteString { return (metadata, index) }

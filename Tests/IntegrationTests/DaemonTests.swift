@@ -17,7 +17,8 @@ struct DaemonTests {
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
         let live = try await session.call("Introspect", interface: "org.freedesktop.DBus.Introspectable").first?.string
-        let file = try String(contentsOf: Self.repository.appendingPathComponent("dbus/org.mpris.MediaPlayer2.xml"), encoding: .utf8)
+        let file = try String(
+            contentsOf: Self.repository.appendingPathComponent("dbus/org.mpris.MediaPlayer2.xml"), encoding: .utf8)
         #expect(live == file, "regenerate with: quaver --print-introspection > dbus/org.mpris.MediaPlayer2.xml")
     }
 
@@ -44,13 +45,17 @@ struct DaemonTests {
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
 
-        let root = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2")])
+        let root =
+            try await session.call(
+                "GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2")]
+            )
             .first?.stringVariantDictionary ?? [:]
         let rootTypes = root.mapValues(\.type.signature)
-        #expect(rootTypes == [
-            "CanQuit": "b", "CanRaise": "b", "HasTrackList": "b", "Identity": "s", "DesktopEntry": "s",
-            "SupportedUriSchemes": "as", "SupportedMimeTypes": "as",
-        ])
+        #expect(
+            rootTypes == [
+                "CanQuit": "b", "CanRaise": "b", "HasTrackList": "b", "Identity": "s", "DesktopEntry": "s",
+                "SupportedUriSchemes": "as", "SupportedMimeTypes": "as",
+            ])
         #expect(root["Identity"] == .string("Quaver"))
         #expect(root["DesktopEntry"] == .string("quaver"))
         #expect(root["CanQuit"] == .boolean(true))
@@ -59,15 +64,23 @@ struct DaemonTests {
         #expect(root["SupportedUriSchemes"] == .strings(["file", "http", "https"]))
         let mimeTypes = root["SupportedMimeTypes"]?.stringArray ?? []
         #expect(mimeTypes.contains("audio/flac") && mimeTypes.contains("audio/x-wav"), "\(mimeTypes)")
-        #expect(!mimeTypes.contains { $0.hasPrefix("video/") && !$0.contains("ogg") && !$0.contains("webm") && !$0.contains("mp4") && !$0.contains("matroska") })
+        #expect(
+            !mimeTypes.contains {
+                $0.hasPrefix("video/") && !$0.contains("ogg") && !$0.contains("webm") && !$0.contains("mp4")
+                    && !$0.contains("matroska")
+            })
 
-        let player = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
+        let player =
+            try await session.call(
+                "GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")]
+            )
             .first?.stringVariantDictionary ?? [:]
-        #expect(player.mapValues(\.type.signature) == [
-            "PlaybackStatus": "s", "LoopStatus": "s", "Rate": "d", "Shuffle": "b", "Metadata": "a{sv}",
-            "Volume": "d", "Position": "x", "MinimumRate": "d", "MaximumRate": "d", "CanGoNext": "b",
-            "CanGoPrevious": "b", "CanPlay": "b", "CanPause": "b", "CanSeek": "b", "CanControl": "b",
-        ])
+        #expect(
+            player.mapValues(\.type.signature) == [
+                "PlaybackStatus": "s", "LoopStatus": "s", "Rate": "d", "Shuffle": "b", "Metadata": "a{sv}",
+                "Volume": "d", "Position": "x", "MinimumRate": "d", "MaximumRate": "d", "CanGoNext": "b",
+                "CanGoPrevious": "b", "CanPlay": "b", "CanPause": "b", "CanSeek": "b", "CanControl": "b",
+            ])
         #expect(player["PlaybackStatus"] == .string("Paused"))
         #expect(player["Rate"] == .double(1))
         #expect(player["MinimumRate"] == .double(0.5))
@@ -132,11 +145,16 @@ struct DaemonTests {
         let session = try await Session()
         defer { session.stop() }
         try await session.launch(["--paused"] + tracks.map(\.path))
-        let second = try session.spawn(["--new-instance", "--paused"] + tracks.map(\.path), log: session.bus.directory.appendingPathComponent("second.log"))
+        let second = try session.spawn(
+            ["--new-instance", "--paused"] + tracks.map(\.path),
+            log: session.bus.directory.appendingPathComponent("second.log"))
         let instance = session.busName + ".instance\(second.pid)"
-        let owned = await session.waiter.wait(timeout: .seconds(20)) { session.owners[instance].map { !$0.isEmpty } ?? false }
+        let owned = await session.waiter.wait(timeout: .seconds(20)) {
+            session.owners[instance].map { !$0.isEmpty } ?? false
+        }
         #expect(owned, "\(session.owners)")
-        let identity = try await session.call("Get", interface: "org.freedesktop.DBus.Properties",
+        let identity = try await session.call(
+            "Get", interface: "org.freedesktop.DBus.Properties",
             [.string("org.mpris.MediaPlayer2"), .string("Identity")], destination: instance)
         #expect(identity.first?.unwrapped == .string("Quaver"))
         #expect(session.owners[session.busName] != session.owners[instance])

@@ -16,9 +16,12 @@ struct DesktopIntegrationTests {
         environment["PREFIX"] = (prefix ?? session.home.appendingPathComponent(".local")).path
         environment["QUAVER_BINARY"] = Tools.quaver.path
         let result = try await Tools.run(
-            URL(fileURLWithPath: "/bin/bash"), [repository.appendingPathComponent("scripts/install").path] + (uninstall ? ["--uninstall"] : []),
+            URL(fileURLWithPath: "/bin/bash"),
+            [repository.appendingPathComponent("scripts/install").path] + (uninstall ? ["--uninstall"] : []),
             environment: environment)
-        guard result.status == 0 else { throw HarnessError("scripts/install failed (\(result.status)): \(result.error)") }
+        guard result.status == 0 else {
+            throw HarnessError("scripts/install failed (\(result.status)): \(result.error)")
+        }
         return result.output
     }
 
@@ -43,20 +46,28 @@ struct DesktopIntegrationTests {
         }
         let bin = prefix.appendingPathComponent("bin/quaver").path
         #expect(FileManager.default.isExecutableFile(atPath: bin))
-        let unit = try String(contentsOf: prefix.appendingPathComponent("share/systemd/user/quaver.service"), encoding: .utf8)
+        let unit = try String(
+            contentsOf: prefix.appendingPathComponent("share/systemd/user/quaver.service"), encoding: .utf8)
         #expect(unit.contains("ExecStart=\(bin) --paused"))
         #expect(unit.contains("Type=dbus") && unit.contains("BusName=org.mpris.MediaPlayer2.quaver"))
         #expect(!unit.contains("@BINDIR@"))
-        let activation = try String(contentsOf: prefix.appendingPathComponent("share/dbus-1/services/org.mpris.MediaPlayer2.quaver.service"), encoding: .utf8)
+        let activation = try String(
+            contentsOf: prefix.appendingPathComponent("share/dbus-1/services/org.mpris.MediaPlayer2.quaver.service"),
+            encoding: .utf8)
         #expect(activation.contains("Exec=\(bin) --paused") && activation.contains("SystemdService=quaver.service"))
-        let desktop = try String(contentsOf: prefix.appendingPathComponent("share/applications/quaver.desktop"), encoding: .utf8)
-        #expect(desktop.contains("Exec=\(bin) --instance quit") && desktop.contains("NoDisplay=true") && desktop.contains("Icon=quaver"))
+        let desktop = try String(
+            contentsOf: prefix.appendingPathComponent("share/applications/quaver.desktop"), encoding: .utf8)
+        #expect(
+            desktop.contains("Exec=\(bin) --instance quit") && desktop.contains("NoDisplay=true")
+                && desktop.contains("Icon=quaver"))
         let version = try await Tools.run(URL(fileURLWithPath: bin), ["--version"], environment: session.environment)
         #expect(version.output.trimmingCharacters(in: .whitespacesAndNewlines) == "0.1.0")
 
         try await Self.install(session, uninstall: true)
         for file in Self.installedFiles {
-            #expect(!FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file) is left behind")
+            #expect(
+                !FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path),
+                "\(file) is left behind")
         }
     }
 
@@ -66,15 +77,19 @@ struct DesktopIntegrationTests {
         defer { session.stop() }
         try await Self.install(session)
         let unit = session.home.appendingPathComponent(".local/share/systemd/user/quaver.service").path
-        guard let analyze = Tools.find("systemd-analyze") else { throw HarnessError("systemd-analyze is not installed") }
+        guard let analyze = Tools.find("systemd-analyze") else {
+            throw HarnessError("systemd-analyze is not installed")
+        }
         var environment = session.environment
         let runtime = session.home.appendingPathComponent("runtime")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         environment["XDG_RUNTIME_DIR"] = runtime.path
         let verify = try await Tools.run(analyze, ["verify", "--user", "--man=no", unit], environment: environment)
         #expect(verify.status == 0, "\(verify.output)\(verify.error)")
         #expect(!(verify.output + verify.error).contains("quaver.service:"), "\(verify.output)\(verify.error)")
-        let security = try await Tools.run(analyze, ["security", "--user", "--offline=true", "--no-pager", unit], environment: environment)
+        let security = try await Tools.run(
+            analyze, ["security", "--user", "--offline=true", "--no-pager", unit], environment: environment)
         let text = security.output + security.error
         let line = try #require(text.split(separator: "\n").first { $0.contains("Overall exposure level") }, "\(text)")
         let score = line.split(separator: " ").compactMap { Double($0) }.first ?? 99
@@ -87,9 +102,11 @@ struct DesktopIntegrationTests {
         let session = try await Session(activation: true)
         defer { session.stop() }
         try await Self.install(session)
-        try session.writeConfig("audio-sink = fakesink sync=true\nmusic-folder = \(tracks[0].deletingLastPathComponent().path)\n")
+        try session.writeConfig(
+            "audio-sink = fakesink sync=true\nmusic-folder = \(tracks[0].deletingLastPathComponent().path)\n")
         let activatable = try await session.client.call(
-            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+            interface: "org.freedesktop.DBus",
             member: "ListActivatableNames")
         #expect(activatable.first?.stringArray?.contains(session.busName) == true)
         #expect(session.owners[session.busName] == nil)
@@ -104,8 +121,10 @@ struct DesktopIntegrationTests {
 
     // MARK: - doctor
 
-    func doctor(_ session: Session, environment: [String: String]? = nil) async throws -> (status: Int32, text: String) {
-        let result = try await Tools.run(Tools.quaver, ["doctor", "--name", session.name], environment: environment ?? session.environment)
+    func doctor(_ session: Session, environment: [String: String]? = nil) async throws -> (status: Int32, text: String)
+    {
+        let result = try await Tools.run(
+            Tools.quaver, ["doctor", "--name", session.name], environment: environment ?? session.environment)
         return (result.status, result.output + result.error)
     }
 
@@ -145,7 +164,10 @@ struct DesktopIntegrationTests {
         try await session.waitForStatus("Playing")
         let (status, text) = try await doctor(session)
         #expect(status == 0, "\(text)")
-        for title in ["session bus", "player on the bus", "MPRIS properties", "Can* flags", "desktop entry", "D-Bus activation", "configuration"] {
+        for title in [
+            "session bus", "player on the bus", "MPRIS properties", "Can* flags", "desktop entry", "D-Bus activation",
+            "configuration",
+        ] {
             #expect(line(text, title).hasPrefix("  ok "), "\(title): \(text)")
         }
         #expect(line(text, "Can* flags").contains("Playing, \"Track 1\""))
@@ -171,7 +193,9 @@ struct DesktopIntegrationTests {
         let (status, text) = try await doctor(session)
         #expect(status == 1)
         #expect(line(text, "player on the bus").hasPrefix("  failed "), "\(text)")
-        #expect(line(text, "desktop entry").hasPrefix("  warning ") && line(text, "desktop entry").contains("KDE Plasma"), "\(text)")
+        #expect(
+            line(text, "desktop entry").hasPrefix("  warning ") && line(text, "desktop entry").contains("KDE Plasma"),
+            "\(text)")
         #expect(line(text, "D-Bus activation").hasPrefix("  warning "), "\(text)")
     }
 
@@ -184,8 +208,10 @@ struct DesktopIntegrationTests {
         try session.writeConfig("volume = loud\n")
         let (status, text) = try await doctor(session)
         #expect(status == 1)
-        #expect(line(text, "D-Bus activation").hasPrefix("  failed ") && text.contains("not an executable file"), "\(text)")
-        #expect(line(text, "configuration").hasPrefix("  failed ") && text.contains("quaver.conf:1: \"volume\""), "\(text)")
+        #expect(
+            line(text, "D-Bus activation").hasPrefix("  failed ") && text.contains("not an executable file"), "\(text)")
+        #expect(
+            line(text, "configuration").hasPrefix("  failed ") && text.contains("quaver.conf:1: \"volume\""), "\(text)")
         #expect(line(text, "player on the bus").hasPrefix("  warning "), "activatable, though broken: \(text)")
     }
 

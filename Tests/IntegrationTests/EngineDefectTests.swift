@@ -10,10 +10,12 @@ import Testing
 struct EngineDefectTests {
     /// Defect 1: a stream that cannot be reached, alone in the queue, stays the current
     /// entry, shown, playable and explained, so that a client can show it and try again.
-    @Test("an unreachable stream as the only entry stays shown with CanPlay; the log says why; Play tries again",
-          arguments: ["refused", "404"])
+    @Test(
+        "an unreachable stream as the only entry stays shown with CanPlay; the log says why; Play tries again",
+        arguments: ["refused", "404"])
     func unreachableStreamStaysCurrent(kind: String) async throws {
-        let served = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-defects-\(UUID().uuidString)")
+        let served = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-defects-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: served) }
         let server = kind == "404" ? try await HTTPTestServer(serving: served) : nil
@@ -37,7 +39,9 @@ struct EngineDefectTests {
         #expect(try await timer.time { try await session.trackListTracks() } == [track], "TrackList still lists it")
         let first = session.logLines(containing: "skipping", stream)
         #expect(first.count == 1, "\(session.log())")
-        #expect(first.contains { line in reason.contains { line.lowercased().contains($0) } }, "the log says why (\(reason)): \(first)")
+        #expect(
+            first.contains { line in reason.contains { line.lowercased().contains($0) } },
+            "the log says why (\(reason)): \(first)")
 
         // Play tries again, and that shows: a second attempt in the log (and at the server).
         let requests = server?.requests.count ?? 0
@@ -79,9 +83,13 @@ struct EngineDefectTests {
         // With CanGoPrevious false the call may do nothing (the spec's reading) or restart the
         // track; a restart is never silent: clients that extrapolate hear Seeked(0).
         let restarted = afterPrevious < beforePrevious
-        print("loop of one: Previous at \(beforePrevious) µs \(restarted ? "restarted the track" : "did nothing"); now \(afterPrevious) µs")
+        print(
+            "loop of one: Previous at \(beforePrevious) µs \(restarted ? "restarted the track" : "did nothing"); now \(afterPrevious) µs"
+        )
         if restarted {
-            #expect(seeked.contains { ($0.arguments.first?.int64 ?? -1) < 300_000 }, "a restart without Seeked(0): \(seeked)")
+            #expect(
+                seeked.contains { ($0.arguments.first?.int64 ?? -1) < 300_000 },
+                "a restart without Seeked(0): \(seeked)")
         } else {
             #expect(seeked.isEmpty, "Seeked without a restart: \(seeked)")
         }
@@ -93,7 +101,9 @@ struct EngineDefectTests {
         _ = try await session.call("Next")
         try await Task.sleep(for: .milliseconds(700))
         let after = try await session.position()
-        #expect(session.signals.dropFirst(mark).filter { $0.member == "Seeked" }.isEmpty, "Next restarted: \(session.signals.dropFirst(mark))")
+        #expect(
+            session.signals.dropFirst(mark).filter { $0.member == "Seeked" }.isEmpty,
+            "Next restarted: \(session.signals.dropFirst(mark))")
         #expect(session.metadataChanges(after: mark).isEmpty, "\(session.signals.dropFirst(mark))")
         #expect(after >= before + 300_000, "the track plays on: \(before) → \(after)")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
@@ -106,7 +116,9 @@ struct EngineDefectTests {
     /// return from: the pipeline is replaced once. Its replacement never prerolls either, and
     /// Quaver must then say so and publish the truth, not wait or retry without a word. Every
     /// call is answered throughout (the 2 s bound is generous: the benchmark measures speed).
-    @Test("a sink that never takes audio: replaced, then the truth and a log line, no retry without Play; every call answered")
+    @Test(
+        "a sink that never takes audio: replaced, then the truth and a log line, no retry without Play; every call answered"
+    )
     func stuckTwice() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
         let session = try await Session()
@@ -136,11 +148,14 @@ struct EngineDefectTests {
             return done()
         }
         let replaced = "going on in a new pipeline"
-        #expect(try await readUntil(.seconds(15)) { !session.logLines(containing: replaced).isEmpty }, "replaced: \(session.log())")
+        #expect(
+            try await readUntil(.seconds(15)) { !session.logLines(containing: replaced).isEmpty },
+            "replaced: \(session.log())")
         // The replacement's preroll has the output limit (15 s), is retried once, and then the
         // output counts as failed (or the retry's teardown sticks, which is the second stuck).
         let gaveUp = try await readUntil(.seconds(30)) {
-            !session.logLines(containing: "stuck twice").isEmpty || !session.logLines(containing: "took no audio").isEmpty
+            !session.logLines(containing: "stuck twice").isEmpty
+                || !session.logLines(containing: "took no audio").isEmpty
         }
         #expect(gaveUp, "Quaver says it gave up: \(session.log())")
         let status = try await timer.time { try await session.get("PlaybackStatus") }
@@ -149,7 +164,8 @@ struct EngineDefectTests {
         // that holds nothing, and nothing is tried again until Play.
         #expect(session.logLines(containing: replaced).count <= 2, "not replaced again and again: \(session.log())")
         await session.waiter.elapse(.seconds(10))
-        #expect(session.logLines(containing: replaced).count <= 2, "nothing is tried again without Play: \(session.log())")
+        #expect(
+            session.logLines(containing: replaced).count <= 2, "nothing is tried again without Play: \(session.log())")
         let shown = try await session.metadata()["xesam:title"]?.string ?? "-"
         print("stuck sink: \(timer.count) calls, slowest reply \(timer.slowest); status \(status), showing \(shown)")
         #expect(timer.slowest < .seconds(2), "every call answered: the slowest took \(timer.slowest)")

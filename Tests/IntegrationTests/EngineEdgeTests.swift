@@ -84,7 +84,9 @@ struct EngineEdgeTests {
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
         let track = try await session.metadata()["mpris:trackid"]
 
-        let restart = try await session.waitForSignal(after: mark, timeout: .seconds(30), "Seeked(0) at the loop's restart") {
+        let restart = try await session.waitForSignal(
+            after: mark, timeout: .seconds(30), "Seeked(0) at the loop's restart"
+        ) {
             $0.member == "Seeked"
         }
         #expect((restart.arguments.first?.int64 ?? -1) < 300_000, "\(restart)")
@@ -104,7 +106,9 @@ extension Session {
             try await session.waitForStatus("Paused")
             var mark = session.signals.count
             try await session.set("LoopStatus", .string("Playlist"))
-            try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+            try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") {
+                $0["LoopStatus"] == .string("Playlist")
+            }
             mark = session.signals.count
             _ = try await session.call("Play")
             try await session.waitForStatus("Playing", after: mark)

@@ -29,13 +29,17 @@ struct ExampleTests {
         let rss = try #require(ProcessProbe.residentBytes(of: pid))
         print("countdown, idle on the bus: VmRSS \(rss >> 10) KiB")
         let maps = try #require(try ProcessProbe.memoryMaps(of: pid))
-        let loaded = Set(maps.split(separator: "\n").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).last }
-            .map { String($0.split(separator: "/").last ?? "") }.filter { $0.contains(".so") })
+        let loaded = Set(
+            maps.split(separator: "\n").compactMap { $0.split(separator: " ", omittingEmptySubsequences: true).last }
+                .map { String($0.split(separator: "/").last ?? "") }.filter { $0.contains(".so") })
         #expect(loaded.contains { $0.hasPrefix("libdbus-1.so") }, "\(loaded.sorted())")
-        #expect(loaded.filter { name in Self.foreignLibraries.contains { name.hasPrefix($0) } }.isEmpty, "loaded: \(loaded.sorted())")
+        #expect(
+            loaded.filter { name in Self.foreignLibraries.contains { name.hasPrefix($0) } }.isEmpty,
+            "loaded: \(loaded.sorted())")
 
         // The first timer, stopped: nothing to pause or go back to.
-        let metadata = try await session.playerctl("metadata", "--format", "{{title}}|{{artist}}|{{mpris:length}}|{{mpris:trackid}}")
+        let metadata = try await session.playerctl(
+            "metadata", "--format", "{{title}}|{{artist}}|{{mpris:length}}|{{mpris:trackid}}")
         #expect(metadata == "Tea|Countdown|60000000|'/kitchen/track/1'")
         #expect(try await session.get("CanPause") == .boolean(false))
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
@@ -44,7 +48,9 @@ struct ExampleTests {
         // play-pause starts the timer.
         var mark = session.signals.count
         try await session.playerctl("play-pause")
-        let playing = try await session.waitForPlayerChange(after: mark, "Playing") { $0["PlaybackStatus"]?.string == "Playing" }
+        let playing = try await session.waitForPlayerChange(after: mark, "Playing") {
+            $0["PlaybackStatus"]?.string == "Playing"
+        }
         #expect(playing.changed["CanPause"] == .boolean(true))
         #expect(try await session.playerctl("status") == "Playing")
 
@@ -70,7 +76,9 @@ struct ExampleTests {
         let frozen = try await session.position()
         try await Task.sleep(for: .milliseconds(300))
         #expect(try await session.position() == frozen, "Position must not move while paused")
-        #expect(frozen >= 2_000_000 && Double(frozen) / 1e6 <= pausedLimit, "paused at \(frozen) µs (at most \(pausedLimit) s)")
+        #expect(
+            frozen >= 2_000_000 && Double(frozen) / 1e6 <= pausedLimit,
+            "paused at \(frozen) µs (at most \(pausedLimit) s)")
 
         // next: the second timer, from zero, still paused; one signal with the new metadata
         // and the flag it flipped.
@@ -115,15 +123,21 @@ struct ExampleTests {
         // Times are when this process handled each signal, which a busy machine delays, each
         // by its own amount: bounds that tell "ran out about 2 s later" from "at once" or "never".
         let eggsRest = pasta.received - eggsSeeked.received
-        #expect(eggsRest > .milliseconds(1000) && eggsRest < .milliseconds(6000), "Eggs ran out \(eggsRest) after the seek to 2 s of 4")
+        #expect(
+            eggsRest > .milliseconds(1000) && eggsRest < .milliseconds(6000),
+            "Eggs ran out \(eggsRest) after the seek to 2 s of 4")
         #expect(pasta.changed["CanGoNext"] == .boolean(false), "\(pasta)")
         #expect(pasta.changed["PlaybackStatus"] == nil, "the next timer plays on: \(pasta)")
         #expect(try await session.playerctl("status") == "Playing")
 
         // The last timer runs out: the countdown stops there, rewound.
-        let stopped = try await session.waitForPlayerChange(after: mark, timeout: .seconds(10), "Stopped") { $0["PlaybackStatus"]?.string == "Stopped" }
+        let stopped = try await session.waitForPlayerChange(after: mark, timeout: .seconds(10), "Stopped") {
+            $0["PlaybackStatus"]?.string == "Stopped"
+        }
         let pastaTime = stopped.received - pasta.received
-        #expect(pastaTime > .milliseconds(1000) && pastaTime < .milliseconds(6000), "Pasta (2 s) ran out after \(pastaTime)")
+        #expect(
+            pastaTime > .milliseconds(1000) && pastaTime < .milliseconds(6000), "Pasta (2 s) ran out after \(pastaTime)"
+        )
         #expect(try await session.playerctl("status") == "Stopped")
         #expect(try await session.playerctl("metadata", "title") == "Pasta")
         #expect(try await session.position() == 0)
@@ -136,14 +150,19 @@ struct ExampleTests {
     @Test("the example's binary needs libdbus-1 and no GStreamer, GLib or full Foundation library")
     func linkedLibraries() async throws {
         guard let readelf = Tools.find("readelf") else { throw HarnessError("readelf is not installed (binutils)") }
-        let result = try await Tools.run(readelf, ["-d", Self.countdown.path], environment: ProcessInfo.processInfo.environment)
+        let result = try await Tools.run(
+            readelf, ["-d", Self.countdown.path], environment: ProcessInfo.processInfo.environment)
         #expect(result.status == 0, "readelf -d: \(result.error)")
         // Lines like ` 0x...1 (NEEDED)  Shared library: [libdbus-1.so.3]`.
-        let needed = result.output.split(separator: "\n").filter { $0.contains("(NEEDED)") }.compactMap { line -> String? in
-            guard let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]"), open < close else { return nil }
+        let needed = result.output.split(separator: "\n").filter { $0.contains("(NEEDED)") }.compactMap {
+            line -> String? in
+            guard let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]"), open < close else {
+                return nil
+            }
             return String(line[line.index(after: open)..<close])
         }
-        let size = (try FileManager.default.attributesOfItem(atPath: Self.countdown.path)[.size] as? NSNumber)?.intValue ?? -1
+        let size =
+            (try FileManager.default.attributesOfItem(atPath: Self.countdown.path)[.size] as? NSNumber)?.intValue ?? -1
         print("countdown: \(size) bytes; NEEDED: \(needed.joined(separator: ", "))")
         #expect(needed.contains { $0.hasPrefix("libdbus-1.so") }, "NEEDED: \(needed)")
         let foreign = needed.filter { name in Self.foreignLibraries.contains { name.hasPrefix($0) } }

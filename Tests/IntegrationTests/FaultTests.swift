@@ -29,17 +29,22 @@ struct FaultTests {
         let session = try await Session()
         defer { session.stop() }
         let music = session.bus.directory.appendingPathComponent("Music")
-        let open = music.appendingPathComponent("A"), closed = music.appendingPathComponent("B")
-        for folder in [open, closed] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        let open = music.appendingPathComponent("A")
+        let closed = music.appendingPathComponent("B")
+        for folder in [open, closed] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
         try FileManager.default.copyItem(at: tracks[0], to: open.appendingPathComponent("01 readable.flac"))
         try FileManager.default.copyItem(at: tracks[1], to: open.appendingPathComponent("02 unreadable.flac"))
         try FileManager.default.copyItem(at: tracks[2], to: closed.appendingPathComponent("03 hidden.flac"))
-        try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: open.appendingPathComponent("02 unreadable.flac").path)
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o000], ofItemAtPath: open.appendingPathComponent("02 unreadable.flac").path)
         try FileManager.default.setAttributes([.posixPermissions: 0o000], ofItemAtPath: closed.path)
         defer { try? FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: closed.path) }
         if getuid() == 0 {
             // root reads anything: drop the capabilities that let it, so permissions count.
-            let setpriv = try #require(Tools.find("setpriv"), "setpriv (util-linux) runs quaver without root's file access")
+            let setpriv = try #require(
+                Tools.find("setpriv"), "setpriv (util-linux) runs quaver without root's file access")
             session.launcher = [setpriv.path, "--bounding-set=-dac_override,-dac_read_search"]
         }
         try await session.launch([music.path])
@@ -47,7 +52,9 @@ struct FaultTests {
         #expect(try await title(session) == "Track 1")
         #expect(await waitForLog(session, "skipping folder \(closed.path): Permission denied"), "\(session.log())")
         // The unreadable file is found when its turn comes (or when its tags are read ahead).
-        #expect(await waitForLog(session, "skipping \(open.appendingPathComponent("02 unreadable.flac").path)"), "\(session.log())")
+        #expect(
+            await waitForLog(session, "skipping \(open.appendingPathComponent("02 unreadable.flac").path)"),
+            "\(session.log())")
         #expect(try await session.get("CanGoNext") == .boolean(false), "nothing playable follows")
         #expect(session.daemonStatus == nil)
         #expect(!session.log().contains("critical"))
@@ -107,7 +114,8 @@ struct FaultTests {
         let session = try await Session()
         defer { session.stop() }
         // A file where the folder should be: no one, not even root, can write into it.
-        try FileManager.default.createDirectory(at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: session.stateFolder.path, contents: Data("not a folder".utf8)))
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
@@ -116,7 +124,9 @@ struct FaultTests {
         try await session.waitForStatus("Paused", after: mark)
         try await session.playerctl("play")
         #expect(try await title(session) == "Track 1")
-        let logged = await session.waiter.wait(timeout: .seconds(20)) { session.log().contains("could not save the session") }
+        let logged = await session.waiter.wait(timeout: .seconds(20)) {
+            session.log().contains("could not save the session")
+        }
         #expect(logged, "\(session.log())")
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
@@ -145,20 +155,24 @@ struct FaultTests {
     func launchWithStorage(_ session: Session, _ arguments: [String], readOnly: Bool) async throws {
         let unshare = try #require(Tools.find("unshare"), "unshare (util-linux) gives quaver a file system of its own")
         let cache = session.home.appendingPathComponent(".cache/quaver")
-        for folder in [session.stateFolder, cache] { try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true) }
+        for folder in [session.stateFolder, cache] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
         let mounts = [session.stateFolder, cache].map { folder in
             let path = quoted(folder.path)
             return readOnly
                 ? "mount -t tmpfs -o size=64k,mode=0700,ro tmpfs \(path)"
                 : "mount -t tmpfs -o size=64k,mode=0700 tmpfs \(path) && (dd if=/dev/zero of=\(path)/filler bs=4k 2>/dev/null || true)"
         }.joined(separator: " && ")
-        session.launcher = [unshare.path] + (getuid() == 0 ? [] : ["--user", "--map-root-user"])
+        session.launcher =
+            [unshare.path] + (getuid() == 0 ? [] : ["--user", "--map-root-user"])
             + ["--mount", "/bin/sh", "-c", mounts + " && exec \"$@\"", "sh"]
         try await session.launch(arguments)
     }
 
-    @Test("a full and a read-only state and cache file system: one log line each, playback, seeking and Quit unaffected",
-          arguments: [false, true])
+    @Test(
+        "a full and a read-only state and cache file system: one log line each, playback, seeking and Quit unaffected",
+        arguments: [false, true])
     func fullOrReadOnlyStorage(readOnly: Bool) async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 10)
         let session = try await Session()
@@ -179,7 +193,9 @@ struct FaultTests {
         #expect(await waitForLog(session, "could not save the session"), "\(session.log())")
         let saves = session.log().split(separator: "\n").filter { $0.contains("could not save the session") }
         #expect(saves.allSatisfy { $0.contains(reason) }, "the reason a user can act on: \(saves)")
-        let art = session.log().split(separator: "\n").filter { $0.contains("could not keep artwork") && $0.contains("warning") }
+        let art = session.log().split(separator: "\n").filter {
+            $0.contains("could not keep artwork") && $0.contains("warning")
+        }
         #expect(art.count == 1 && art[0].contains(reason), "one warning for the cache: \(session.log())")
         #expect(try await session.metadata()["mpris:artUrl"] == nil, "no art named that was never written")
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
@@ -233,7 +249,9 @@ struct FaultTests {
     /// can deadlock here (a load taken down while its first data reaches the stream selector).
     /// Should it, the pipeline is replaced (above); the daemon answers throughout, and the last
     /// command wins. `QUAVER_LONG_TESTS=1` makes it ten times as long and as fast.
-    @Test("a storm of Next, Previous and OpenUri on short tracks and a failing stream: always answered, the last command wins")
+    @Test(
+        "a storm of Next, Previous and OpenUri on short tracks and a failing stream: always answered, the last command wins"
+    )
     func commandStorm() async throws {
         let tracks = try await TestMedia.tracks(count: 6, seconds: 0.5)
         let session = try await Session()
@@ -261,7 +279,9 @@ struct FaultTests {
                 $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == last
             }
         } catch {
-            Issue.record("\(String(describing: error).prefix(500))\nstatus \(try await session.get("PlaybackStatus")), metadata \(try await session.metadata())\nlog:\n\(session.log().split(separator: "\n").filter { $0.hasPrefix("quaver[") }.suffix(40).joined(separator: "\n"))")
+            Issue.record(
+                "\(String(describing: error).prefix(500))\nstatus \(try await session.get("PlaybackStatus")), metadata \(try await session.metadata())\nlog:\n\(session.log().split(separator: "\n").filter { $0.hasPrefix("quaver[") }.suffix(40).joined(separator: "\n"))"
+            )
         }
         _ = try await session.get("PlaybackStatus")
         let bad = session.log().split(separator: "\n").filter { $0.lowercased().contains("critical") }

@@ -14,11 +14,15 @@ enum GaplessMedia {
         let task = lock.withLock {
             if let made { return made }
             let task = Task {
-                guard let gstLaunch = Tools.find("gst-launch-1.0") else { throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+                guard let gstLaunch = Tools.find("gst-launch-1.0") else {
+                    throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+                }
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-gapless-\(getpid())")
-                let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
+                let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry])
+                { $1 }
                 return try await Gapless.prepare(gstLaunch: gstLaunch.path, folder: folder) { command in
-                    let result = try await Tools.run(URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment)
+                    let result = try await Tools.run(
+                        URL(fileURLWithPath: command[0]), Array(command.dropFirst()), environment: environment)
                     return (result.status, result.output + result.error)
                 }
             }
@@ -86,33 +90,56 @@ struct GaplessRateTests {
         // machine can delay that); times of signals are when the client got them.
         let anchor = try await session.bracketedPosition()
         let anchorRead = ContinuousClock.now
-        let playing = anchor.at - .microseconds(anchor.microseconds), uncertainty = anchor.halfWidth.inSeconds
+        let playing = anchor.at - .microseconds(anchor.microseconds)
+        let uncertainty = anchor.halfWidth.inSeconds
         let firstTitle = session.signals.lazy.compactMap(title).first
-        let switchSignal = try await session.waitForSignal("the second track's Metadata") { title(of: $0).map { $0 != firstTitle } ?? false }
+        let switchSignal = try await session.waitForSignal("the second track's Metadata") {
+            title(of: $0).map { $0 != firstTitle } ?? false
+        }
         let switchIndex = session.signals.firstIndex { $0.received == switchSignal.received } ?? 0
         // The reply to the read came before the switch's signal: it was the first track's.
-        try #require(anchorRead < switchSignal.received, "the first track's Position was read only after the switch (a very busy machine)")
+        try #require(
+            anchorRead < switchSignal.received,
+            "the first track's Position was read only after the switch (a very busy machine)")
         let positionAfterSwitch = try await session.position()
         let positionRead = ContinuousClock.now
-        let stoppedSignal = try await session.waitForSignal(after: switchIndex, "the end of the queue") { $0.changed["PlaybackStatus"] == .string("Stopped") }
-        let switched = switchSignal.received, stopped = stoppedSignal.received
-        let first = source.partSeconds[0], both = source.partSeconds[0] + source.partSeconds[1]
-        let switchAfter = (switched - playing).inSeconds, stopAfter = (stopped - playing).inSeconds
-        print("gapless in real time: the second Metadata came \(String(format: "%.3f", switchAfter)) s after the first track started (which lasts \(String(format: "%.3f", first)) s); Position then \(positionAfterSwitch) µs; Stopped after \(String(format: "%.3f", stopAfter)) s (both last \(String(format: "%.3f", both)) s); the start is known to ±\(String(format: "%.1f", uncertainty * 1000)) ms")
+        let stoppedSignal = try await session.waitForSignal(after: switchIndex, "the end of the queue") {
+            $0.changed["PlaybackStatus"] == .string("Stopped")
+        }
+        let switched = switchSignal.received
+        let stopped = stoppedSignal.received
+        let first = source.partSeconds[0]
+        let both = source.partSeconds[0] + source.partSeconds[1]
+        let switchAfter = (switched - playing).inSeconds
+        let stopAfter = (stopped - playing).inSeconds
+        print(
+            "gapless in real time: the second Metadata came \(String(format: "%.3f", switchAfter)) s after the first track started (which lasts \(String(format: "%.3f", first)) s); Position then \(positionAfterSwitch) µs; Stopped after \(String(format: "%.3f", stopAfter)) s (both last \(String(format: "%.3f", both)) s); the start is known to ±\(String(format: "%.1f", uncertainty * 1000)) ms"
+        )
         // Early by at most one decoded buffer: a sink that keeps time takes the next
         // stream's start when it has rendered the last buffer of the first, which here is
         // the last FLAC block (up to 4,608 samples, 0.1 s).
-        #expect(switchAfter > first - 0.15 - uncertainty, "the next track was published \(switchAfter) s into a \(first) s track: before it was heard")
-        #expect(switchAfter < first + 1, "the next track was published \(switchAfter) s after playback started, long after the first (\(first) s) ended")
+        #expect(
+            switchAfter > first - 0.15 - uncertainty,
+            "the next track was published \(switchAfter) s into a \(first) s track: before it was heard")
+        #expect(
+            switchAfter < first + 1,
+            "the next track was published \(switchAfter) s after playback started, long after the first (\(first) s) ended"
+        )
         // Position then belongs to the new track: at most the time since the first one ended
         // (however late a busy machine delivered the signal and the reply), never the old
         // track's position.
         let sinceFirstEnded = (positionRead - playing).inSeconds - first
-        #expect(positionAfterSwitch >= 0 && Double(positionAfterSwitch) / 1e6 < sinceFirstEnded + 0.2 + uncertainty,
-                "Position just after the switch is \(positionAfterSwitch) µs, \(sinceFirstEnded) s after the first track ended: not the new track's")
-        #expect(stopAfter > both - 0.15 - uncertainty && stopAfter < both + 1, "the queue ended \(stopAfter) s after it started playing; both tracks last \(both) s")
+        #expect(
+            positionAfterSwitch >= 0 && Double(positionAfterSwitch) / 1e6 < sinceFirstEnded + 0.2 + uncertainty,
+            "Position just after the switch is \(positionAfterSwitch) µs, \(sinceFirstEnded) s after the first track ended: not the new track's"
+        )
+        #expect(
+            stopAfter > both - 0.15 - uncertainty && stopAfter < both + 1,
+            "the queue ended \(stopAfter) s after it started playing; both tracks last \(both) s")
         #expect(session.signals.filter { $0.changed["Metadata"] != nil }.compactMap(title).count >= 2)
-        #expect(!session.signals.contains { $0.changed["PlaybackStatus"] == .string("Paused") }, "the switch flipped PlaybackStatus")
+        #expect(
+            !session.signals.contains { $0.changed["PlaybackStatus"] == .string("Paused") },
+            "the switch flipped PlaybackStatus")
     }
 
     // MARK: - Rate
@@ -146,7 +173,9 @@ struct GaplessRateTests {
         // Next: the new track is loaded and plays at the same rate.
         mark = session.signals.count
         _ = try await session.call("Next")
-        let second = try await session.waitForPlayerChange(after: mark, "Track 2") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2") }
+        let second = try await session.waitForPlayerChange(after: mark, "Track 2") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2")
+        }
         let secondID = try #require(second.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath)
         #expect(try await session.get("Rate") == .double(1.5))
         try await waitForPosition(session, atLeast: 0.5)
@@ -157,7 +186,9 @@ struct GaplessRateTests {
         // A gapless switch: near the end of track 2, let it run into track 3.
         _ = try await session.call("SetPosition", [.objectPath(secondID), .int64(27_000_000)])
         mark = session.signals.count
-        try await session.waitForPlayerChange(after: mark, "Track 3 (gapless)") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3") }
+        try await session.waitForPlayerChange(after: mark, "Track 3 (gapless)") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3")
+        }
         #expect(try await session.get("Rate") == .double(1.5))
         try await waitForPosition(session, atLeast: 1)
         let afterSwitch = try await session.progress(rate: 1.5, over: .seconds(4))
@@ -175,9 +206,9 @@ struct GaplessRateTests {
         defer { session.stop() }
         try await session.launch(tracks.map(\.path))
         try await session.waitForStatus("Playing")
-        let mark = session.signals.count
         let members = commands.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let outcomes = await session.sendPipelined(try members.map { try session.playerMessage($0) } + [try session.setMessage("Rate", .double(1.5))])
+        let outcomes = await session.sendPipelined(
+            try members.map { try session.playerMessage($0) } + [try session.setMessage("Rate", .double(1.5))])
         #expect(outcomes.allSatisfy { $0 == .ok }, "\(outcomes)")
         let title = members.contains("Next") ? "Track 2" : "Track 1"
         let (settled, properties) = try await session.waitForPlayerState {
@@ -233,10 +264,15 @@ struct GaplessRateTests {
             let rendered = try WAV(contentsOf: output)
             // The middle of the rendering: away from the preroll before the rate applied.
             let middle = rendered.samples[(rendered.samples.count / 4)..<(rendered.samples.count * 3 / 4)]
-            return (Double(rendered.frames) / Double(rendered.sampleRate), Tone.frequency(of: middle, sampleRate: rendered.sampleRate))
+            return (
+                Double(rendered.frames) / Double(rendered.sampleRate),
+                Tone.frequency(of: middle, sampleRate: rendered.sampleRate)
+            )
         }.value
         let frequency = try #require(found, "no tone in the rendering")
-        print("rate 1.5 rendered: \(String(format: "%.3f", seconds)) s of samples for 30 s of media; tone \(String(format: "%.1f", frequency)) Hz (the track's is 440 Hz)")
+        print(
+            "rate 1.5 rendered: \(String(format: "%.3f", seconds)) s of samples for 30 s of media; tone \(String(format: "%.1f", frequency)) Hz (the track's is 440 Hz)"
+        )
         #expect(abs(frequency - 440) / 440 < 0.03, "the tone is \(frequency) Hz at 1.5x, not 440 Hz: the pitch changed")
         #expect(abs(seconds - 20) < 0.5, "\(seconds) s rendered for 30 s of media at 1.5x")
     }

@@ -18,7 +18,9 @@ enum TestMedia {
 
     /// Like `tracks`, in `format` (flac, mp3, m4a, ogg, opus), each with an embedded front
     /// cover of its own colour: the tracks, and the bytes of their covers.
-    static func coveredTracks(count: Int, seconds: Double, format: String = "flac") async throws -> [(track: URL, cover: Data)] {
+    static func coveredTracks(count: Int, seconds: Double, format: String = "flac") async throws -> [(
+        track: URL, cover: Data
+    )] {
         let lines = try await make([
             "--track-count", "\(count)", "--track-seconds", "\(seconds)", "--track-format", format, "--track-covers",
         ])
@@ -31,14 +33,19 @@ enum TestMedia {
 
     /// The lines `quaver --make-test-tracks <folder> ARGUMENTS` prints, made once per process.
     private static func make(_ arguments: [String]) async throws -> [String] {
-        let key = arguments.filter { !$0.hasPrefix("--") }.joined(separator: "x") + (arguments.contains("--track-covers") ? "-covers" : "")
+        let key =
+            arguments.filter { !$0.hasPrefix("--") }.joined(separator: "x")
+            + (arguments.contains("--track-covers") ? "-covers" : "")
         let task = lock.withLock {
             if let existing = made[key] { return existing }
             let task = Task {
-                let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-media-\(getpid())-\(key)")
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "quaver-media-\(getpid())-\(key)")
                 let result = try await Tools.run(
                     Tools.quaver, ["--make-test-tracks", folder.path] + arguments,
-                    environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 })
+                    environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) {
+                        $1
+                    })
                 guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
                 return result.output.split(separator: "\n").map(String.init)
             }
@@ -95,7 +102,10 @@ final class Session {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         logFile = bus.directory.appendingPathComponent("quaver.log")
         client = try Connection(address: bus.address)
-        try client.onSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: ObjectPath("/org/mpris/MediaPlayer2")!) { [weak self] message in
+        try client.onSignal(
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            path: ObjectPath("/org/mpris/MediaPlayer2")!
+        ) { [weak self] message in
             self?.record(message)
         }
         try client.onSignal(interface: "org.mpris.MediaPlayer2.Player", member: "Seeked") { [weak self] message in
@@ -110,7 +120,10 @@ final class Session {
     }
 
     private func record(_ message: Message) {
-        signals.append(RecordedSignal(member: message.member ?? "", interface: message.interface, arguments: message.arguments, sender: message.sender))
+        signals.append(
+            RecordedSignal(
+                member: message.member ?? "", interface: message.interface, arguments: message.arguments,
+                sender: message.sender))
         waiter.poke()
     }
 
@@ -121,7 +134,8 @@ final class Session {
     var launcher: [String] = []
 
     var environment: [String: String] {
-        var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }.merging(extraEnvironment) { $1 }
+        var env = ProcessInfo.processInfo.environment.merging(Session.xdg(home: home)) { $1 }.merging(extraEnvironment)
+        { $1 }
         env["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         env.removeValue(forKey: "JOURNAL_STREAM")
         return env
@@ -149,7 +163,8 @@ final class Session {
     var configFile: URL { home.appendingPathComponent(".config/quaver/quaver.conf") }
 
     func writeConfig(_ text: String) throws {
-        try FileManager.default.createDirectory(at: configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: configFile.deletingLastPathComponent(), withIntermediateDirectories: true)
         try text.write(to: configFile, atomically: true, encoding: .utf8)
     }
 
@@ -178,7 +193,7 @@ final class Session {
         if FileManager.default.fileExists(atPath: logFile.path) {
             previousLogs += log()
         }
-        FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try spawn(command: command, log: logFile)
         process.onExit { [weak self] status in
             DispatchQueue.main.async {
@@ -193,7 +208,9 @@ final class Session {
             (owners[wanted].map { !$0.isEmpty } ?? false) || daemonStatus != nil
         }
         guard owned, daemonStatus == nil else {
-            throw HarnessError("\(program) did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running"); owners seen: \(owners)); log: \(self.log().replacingOccurrences(of: "\n", with: " | "))")
+            throw HarnessError(
+                "\(program) did not take \(wanted) (status \(daemonStatus.map(String.init) ?? "running"); owners seen: \(owners)); log: \(self.log().replacingOccurrences(of: "\n", with: " | "))"
+            )
         }
     }
 
@@ -207,7 +224,9 @@ final class Session {
         let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw HarnessError("cannot open \(log.path)") }
         defer { close(fd) }
-        let process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment, output: .descriptor(fd), error: .descriptor(fd))
+        let process = try ChildProcess(
+            command[0], Array(command.dropFirst()), environment: environment, output: .descriptor(fd),
+            error: .descriptor(fd))
         extras.append(process)
         return process
     }
@@ -224,21 +243,30 @@ final class Session {
 
     /// Waits for a recorded signal satisfying `match` at index `from` or later.
     @discardableResult
-    func waitForSignal(after from: Int = 0, timeout: Duration = .seconds(30), _ what: String, where match: @escaping (RecordedSignal) -> Bool) async throws -> RecordedSignal {
+    func waitForSignal(
+        after from: Int = 0, timeout: Duration = .seconds(30), _ what: String,
+        where match: @escaping (RecordedSignal) -> Bool
+    ) async throws -> RecordedSignal {
         let found = await waiter.wait(timeout: timeout) { [unowned self] in
             signals.dropFirst(from).contains(where: match)
         }
         guard found, let signal = signals.dropFirst(from).first(where: match) else {
-            throw HarnessError("no \(what) within \(timeout); signals since #\(from): \(signals.dropFirst(from).map(\.description))\nlog:\n\(self.log())")
+            throw HarnessError(
+                "no \(what) within \(timeout); signals since #\(from): \(signals.dropFirst(from).map(\.description))\nlog:\n\(self.log())"
+            )
         }
         return signal
     }
 
     /// Waits for a PropertiesChanged of the Player interface whose changes satisfy `match`.
     @discardableResult
-    func waitForPlayerChange(after from: Int, timeout: Duration = .seconds(30), _ what: String, where match: @escaping ([String: Value]) -> Bool) async throws -> RecordedSignal {
+    func waitForPlayerChange(
+        after from: Int, timeout: Duration = .seconds(30), _ what: String,
+        where match: @escaping ([String: Value]) -> Bool
+    ) async throws -> RecordedSignal {
         try await waitForSignal(after: from, timeout: timeout, what) {
-            $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player" && match($0.changed)
+            $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
+                && match($0.changed)
         }
     }
 
@@ -253,10 +281,14 @@ final class Session {
             if signals.dropFirst(from).contains(where: {
                 $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
                     && $0.changed["PlaybackStatus"]?.string == status
-            }) { return }
+            }) {
+                return
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
-        try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") { $0["PlaybackStatus"]?.string == status }
+        try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") {
+            $0["PlaybackStatus"]?.string == status
+        }
     }
 
     /// Waits for the daemon to exit and returns its status.
@@ -268,19 +300,25 @@ final class Session {
 
     // MARK: Calls
 
-    func call(_ member: String, interface: String = "org.mpris.MediaPlayer2.Player", _ arguments: [Value] = [], destination: String? = nil) async throws -> [Value] {
+    func call(
+        _ member: String, interface: String = "org.mpris.MediaPlayer2.Player", _ arguments: [Value] = [],
+        destination: String? = nil
+    ) async throws -> [Value] {
         try await client.call(
             destination: destination ?? busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: interface,
             member: member, arguments: arguments, timeout: .seconds(10))
     }
 
     func get(_ property: String, interface: String = "org.mpris.MediaPlayer2.Player") async throws -> Value {
-        let reply = try await call("Get", interface: "org.freedesktop.DBus.Properties", [.string(interface), .string(property)])
+        let reply = try await call(
+            "Get", interface: "org.freedesktop.DBus.Properties", [.string(interface), .string(property)])
         return reply.first?.unwrapped ?? .string("")
     }
 
     func set(_ property: String, _ value: Value, interface: String = "org.mpris.MediaPlayer2.Player") async throws {
-        _ = try await call("Set", interface: "org.freedesktop.DBus.Properties", [.string(interface), .string(property), .variant(value)])
+        _ = try await call(
+            "Set", interface: "org.freedesktop.DBus.Properties",
+            [.string(interface), .string(property), .variant(value)])
     }
 
     func metadata() async throws -> [String: Value] {
@@ -302,7 +340,8 @@ final class Session {
         guard let playerctl = Tools.find("playerctl") else { throw HarnessError("playerctl is not installed") }
         let result = try await Tools.run(playerctl, arguments, environment: environment)
         guard result.status == 0 else {
-            throw HarnessError("playerctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.error)")
+            throw HarnessError(
+                "playerctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.error)")
         }
         return result.output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
@@ -310,7 +349,9 @@ final class Session {
     /// Every PropertiesChanged recorded so far must not carry Position.
     func expectNoPositionInPropertiesChanged(sourceLocation: SourceLocation = #_sourceLocation) {
         for signal in signals where signal.member == "PropertiesChanged" {
-            #expect(signal.changed["Position"] == nil, "Position in PropertiesChanged: \(signal)", sourceLocation: sourceLocation)
+            #expect(
+                signal.changed["Position"] == nil, "Position in PropertiesChanged: \(signal)",
+                sourceLocation: sourceLocation)
         }
     }
 
@@ -324,7 +365,10 @@ final class Session {
         let tail = String(log().suffix(3000))
         Thread {
             for process in running where process.wait(timeout: .seconds(10)) == nil {
-                FileHandle.standardError.write(Data("quaver (pid \(process.pid)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(tail)\n".utf8))
+                FileHandle.standardError.write(
+                    Data(
+                        "quaver (pid \(process.pid)) did not exit within 10 s of SIGTERM; killed. Log tail:\n\(tail)\n"
+                            .utf8))
                 process.killAndWait()
             }
         }.start()

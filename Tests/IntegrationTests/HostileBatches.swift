@@ -20,19 +20,29 @@ extension HostilePlanner {
         }
         for (interface, property) in allProperties {
             let get: [Value] = [.string(interface.name), .string(property.name)]
-            calls.append(call(.propertyGet, interface: Self.propertiesInterface, member: "Get", get, expect: propertiesExpectation(member: "Get", arguments: get)))
+            calls.append(
+                call(
+                    .propertyGet, interface: Self.propertiesInterface, member: "Get", get,
+                    expect: propertiesExpectation(member: "Get", arguments: get)))
             guard property.writable else { continue }
             for value in values.all(of: property.type, &random) {
                 let arguments = get + [.variant(value)]
-                calls.append(call(.propertySet, interface: Self.propertiesInterface, member: "Set", arguments, expect: propertiesExpectation(member: "Set", arguments: arguments)))
+                calls.append(
+                    call(
+                        .propertySet, interface: Self.propertiesInterface, member: "Set", arguments,
+                        expect: propertiesExpectation(member: "Set", arguments: arguments)))
             }
         }
         for interface in interfaces {
-            calls.append(call(.propertyGet, interface: Self.propertiesInterface, member: "GetAll", [.string(interface.name)],
-                              expect: propertiesExpectation(member: "GetAll", arguments: [.string(interface.name)])))
+            calls.append(
+                call(
+                    .propertyGet, interface: Self.propertiesInterface, member: "GetAll", [.string(interface.name)],
+                    expect: propertiesExpectation(member: "GetAll", arguments: [.string(interface.name)])))
         }
         for target in uriMethods {
-            for uri in values.uris + [HostileValues.mebibyte, "file:///" + HostileValues.mebibyte, HostileValues.percents] {
+            for uri in values.uris + [
+                HostileValues.mebibyte, "file:///" + HostileValues.mebibyte, HostileValues.percents,
+            ] {
                 calls.append(uriCall(target, uri: uri, &random))
             }
         }
@@ -64,12 +74,15 @@ extension HostilePlanner {
         }
     }
 
-    func uriCall(_ target: (interface: HostileInterface, method: HostileMethod), uri: String, _ random: inout HostileRandom) -> HostileCall {
+    func uriCall(
+        _ target: (interface: HostileInterface, method: HostileMethod), uri: String, _ random: inout HostileRandom
+    ) -> HostileCall {
         let arguments = zip(target.method.inTypes, target.method.inNames).map { type, name in
             name == "Uri" ? .string(uri) : values.value(of: type, &random)
         }
-        return call(.uri, interface: target.interface.name, member: target.method.name, arguments,
-                    expect: expectation(interface: target.interface.name, member: target.method.name, arguments: arguments))
+        return call(
+            .uri, interface: target.interface.name, member: target.method.name, arguments,
+            expect: expectation(interface: target.interface.name, member: target.method.name, arguments: arguments))
     }
 
     /// Calls the player must refuse for their values (all errors): out-of-range rates and
@@ -77,26 +90,39 @@ extension HostilePlanner {
     func outOfRangeCalls() -> [HostileCall] {
         var calls: [HostileCall] = []
         func set(_ property: String, _ value: Value) {
-            guard let interface = objectInterfaces.first(where: { $0.properties.contains { $0.name == property && $0.writable } }) else { return }
+            guard
+                let interface = objectInterfaces.first(where: {
+                    $0.properties.contains { $0.name == property && $0.writable }
+                })
+            else { return }
             let arguments: [Value] = [.string(interface.name), .string(property), .variant(value)]
-            calls.append(call(.outOfRange, interface: Self.propertiesInterface, member: "Set", arguments,
-                              expect: propertiesExpectation(member: "Set", arguments: arguments)))
+            calls.append(
+                call(
+                    .outOfRange, interface: Self.propertiesInterface, member: "Set", arguments,
+                    expect: propertiesExpectation(member: "Set", arguments: arguments)))
         }
-        for rate in [Double.nan, -.nan, .infinity, -.infinity, -1, -.greatestFiniteMagnitude, .greatestFiniteMagnitude,
-                     rates.upperBound * 2 + 1, rates.upperBound.nextUp, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, 1e300]
+        for rate in [
+            Double.nan, -.nan, .infinity, -.infinity, -1, -.greatestFiniteMagnitude, .greatestFiniteMagnitude,
+            rates.upperBound * 2 + 1, rates.upperBound.nextUp, .leastNonzeroMagnitude, -.leastNonzeroMagnitude, 1e300,
+        ]
         where rate.isNaN || !(rate == 0 || rates.contains(rate)) {
             set("Rate", .double(rate))
         }
         for volume in [Double.nan, -.nan, .signalingNaN, .infinity, -.infinity] { set("Volume", .double(volume)) }
-        for status in ["", "none", "NONE", "Track ", "Loop", "Playlist\u{0}", HostileValues.mebibyte, HostileValues.percents, values.controlCharacters] {
+        for status in [
+            "", "none", "NONE", "Track ", "Loop", "Playlist\u{0}", HostileValues.mebibyte, HostileValues.percents,
+            values.controlCharacters,
+        ] {
             set("LoopStatus", .string(status))
         }
         func method(_ interface: String, _ member: String, _ arguments: [Value]) {
             guard let declared = self.interface(named: interface)?.methods.first(where: { $0.name == member }),
                 declared.signature == arguments.map(\.type.signature).joined()
             else { return }
-            calls.append(call(.outOfRange, interface: interface, member: member, arguments,
-                              expect: expectation(interface: interface, member: member, arguments: arguments)))
+            calls.append(
+                call(
+                    .outOfRange, interface: interface, member: member, arguments,
+                    expect: expectation(interface: interface, member: member, arguments: arguments)))
         }
         let badPaths = values.objectPaths.filter { !isID($0, under: values.trackPrefix) }
         for path in badPaths {
@@ -106,16 +132,26 @@ extension HostilePlanner {
         for path in values.objectPaths where !isID(path, under: values.playlistPrefix) {
             method("org.mpris.MediaPlayer2.Playlists", "ActivatePlaylist", [.objectPath(ObjectPath(path)!)])
         }
-        for order in ["", "alphabetical", "Nope", "creationdate", HostileValues.percents, HostileValues.mebibyte] where !orderings.contains(order) {
-            method("org.mpris.MediaPlayer2.Playlists", "GetPlaylists", [.uint32(0), .uint32(.max), .string(order), .boolean(true)])
+        for order in ["", "alphabetical", "Nope", "creationdate", HostileValues.percents, HostileValues.mebibyte]
+        where !orderings.contains(order) {
+            method(
+                "org.mpris.MediaPlayer2.Playlists", "GetPlaylists",
+                [.uint32(0), .uint32(.max), .string(order), .boolean(true)])
         }
         for uri in values.unsupportedURIs + [HostileValues.mebibyte, HostileValues.percents] {
             method("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(uri)])
-            method("org.mpris.MediaPlayer2.TrackList", "AddTrack", [.string(uri), .objectPath(ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!), .boolean(true)])
+            method(
+                "org.mpris.MediaPlayer2.TrackList", "AddTrack",
+                [.string(uri), .objectPath(ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!), .boolean(true)])
         }
         // Supported schemes, but the after-track is not an id.
-        for uri in ["file:///nonexistent-quaver-hostile/a.flac", "http://127.0.0.1:1/a.flac", "file:///" + HostileValues.mebibyte] {
-            method("org.mpris.MediaPlayer2.TrackList", "AddTrack", [.string(uri), .objectPath(ObjectPath("/")!), .boolean(true)])
+        for uri in [
+            "file:///nonexistent-quaver-hostile/a.flac", "http://127.0.0.1:1/a.flac",
+            "file:///" + HostileValues.mebibyte,
+        ] {
+            method(
+                "org.mpris.MediaPlayer2.TrackList", "AddTrack",
+                [.string(uri), .objectPath(ObjectPath("/")!), .boolean(true)])
         }
         return calls
     }
@@ -128,7 +164,10 @@ extension HostilePlanner {
         for (interface, method) in allMethods where interface.name != Self.peerInterface {
             if let missing = missingArgumentsCall(interface, method, &random) { calls.append(missing) }
             if !method.inTypes.isEmpty {
-                calls.append(call(.missingArguments, interface: interface.name, member: method.name, [], expect: .error(HostileExpectation.invalidArgs)))
+                calls.append(
+                    call(
+                        .missingArguments, interface: interface.name, member: method.name, [],
+                        expect: .error(HostileExpectation.invalidArgs)))
             }
             for _ in 0..<3 { calls.append(extraArgumentsCall(interface, method, &random)) }
             for _ in 0..<4 { calls.append(wrongTypesCall(interface, method, &random)) }
@@ -137,31 +176,68 @@ extension HostilePlanner {
             let base: [Value] = [.string(interface.name), .string(property.name)]
             if property.writable {
                 for _ in 0..<4 {
-                    let arguments = base + [.variant(values.value(of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))]
-                    calls.append(call(.propertySetWrongType, interface: Self.propertiesInterface, member: "Set", arguments, expect: .error(HostileExpectation.invalidArgs)))
+                    let arguments =
+                        base + [
+                            .variant(
+                                values.value(
+                                    of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))
+                        ]
+                    calls.append(
+                        call(
+                            .propertySetWrongType, interface: Self.propertiesInterface, member: "Set", arguments,
+                            expect: .error(HostileExpectation.invalidArgs)))
                 }
                 let wrapped = base + [.variant(.variant(values.value(of: property.type, &random, depth: 1)))]
-                calls.append(call(.propertySetWrongType, interface: Self.propertiesInterface, member: "Set", wrapped, expect: .error(HostileExpectation.invalidArgs)))
+                calls.append(
+                    call(
+                        .propertySetWrongType, interface: Self.propertiesInterface, member: "Set", wrapped,
+                        expect: .error(HostileExpectation.invalidArgs)))
             } else {
                 let arguments = base + [.variant(values.value(of: property.type, &random, depth: 1))]
-                calls.append(call(.readOnlySet, interface: Self.propertiesInterface, member: "Set", arguments, expect: .error(HostileExpectation.propertyReadOnly)))
-                let wrongType = base + [.variant(values.value(of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))]
-                calls.append(call(.readOnlySet, interface: Self.propertiesInterface, member: "Set", wrongType,
-                                  expect: .error(HostileExpectation.propertyReadOnly, HostileExpectation.invalidArgs)))
+                calls.append(
+                    call(
+                        .readOnlySet, interface: Self.propertiesInterface, member: "Set", arguments,
+                        expect: .error(HostileExpectation.propertyReadOnly)))
+                let wrongType =
+                    base + [
+                        .variant(
+                            values.value(
+                                of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))
+                    ]
+                calls.append(
+                    call(
+                        .readOnlySet, interface: Self.propertiesInterface, member: "Set", wrongType,
+                        expect: .error(HostileExpectation.propertyReadOnly, HostileExpectation.invalidArgs)))
             }
         }
         for interface in objectInterfaces {
             for name in Self.unknownPropertyNames where !interface.properties.contains(where: { $0.name == name }) {
-                calls.append(call(.unknownProperty, interface: Self.propertiesInterface, member: "Get", [.string(interface.name), .string(name)],
-                                  expect: .error(HostileExpectation.unknownProperty)))
-                calls.append(call(.unknownProperty, interface: Self.propertiesInterface, member: "Set", [.string(interface.name), .string(name), .variant(.double(1))],
-                                  expect: .error(HostileExpectation.unknownProperty)))
+                calls.append(
+                    call(
+                        .unknownProperty, interface: Self.propertiesInterface, member: "Get",
+                        [.string(interface.name), .string(name)],
+                        expect: .error(HostileExpectation.unknownProperty)))
+                calls.append(
+                    call(
+                        .unknownProperty, interface: Self.propertiesInterface, member: "Set",
+                        [.string(interface.name), .string(name), .variant(.double(1))],
+                        expect: .error(HostileExpectation.unknownProperty)))
             }
         }
         for name in Self.unknownInterfaceNames + ["", HostileValues.mebibyte] {
-            calls.append(call(.unknownProperty, interface: Self.propertiesInterface, member: "Get", [.string(name), .string("Volume")], expect: .error(HostileExpectation.unknownInterface)))
-            calls.append(call(.unknownProperty, interface: Self.propertiesInterface, member: "Set", [.string(name), .string("Volume"), .variant(.double(0))], expect: .error(HostileExpectation.unknownInterface)))
-            calls.append(call(.unknownInterface, interface: Self.propertiesInterface, member: "GetAll", [.string(name)], expect: .error(HostileExpectation.unknownInterface)))
+            calls.append(
+                call(
+                    .unknownProperty, interface: Self.propertiesInterface, member: "Get",
+                    [.string(name), .string("Volume")], expect: .error(HostileExpectation.unknownInterface)))
+            calls.append(
+                call(
+                    .unknownProperty, interface: Self.propertiesInterface, member: "Set",
+                    [.string(name), .string("Volume"), .variant(.double(0))],
+                    expect: .error(HostileExpectation.unknownInterface)))
+            calls.append(
+                call(
+                    .unknownInterface, interface: Self.propertiesInterface, member: "GetAll", [.string(name)],
+                    expect: .error(HostileExpectation.unknownInterface)))
         }
         for _ in 0..<40 { calls.append(unknownInterfaceCall(&random)) }
         for _ in 0..<40 { calls.append(unknownMemberCall(&random)) }

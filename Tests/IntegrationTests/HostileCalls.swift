@@ -59,11 +59,14 @@ struct HostileExpectation {
     static let notSupported = "org.freedesktop.DBus.Error.NotSupported"
     static let playerErrors = "org.mpris.MediaPlayer2.quaver.Error."
 
-    static func error(_ names: String...) -> HostileExpectation { HostileExpectation(successAllowed: false, errors: Set(names)) }
+    static func error(_ names: String...) -> HostileExpectation {
+        HostileExpectation(successAllowed: false, errors: Set(names))
+    }
     static let success = HostileExpectation(successAllowed: true, errors: [])
     /// Success, InvalidArgs or one of the player's errors.
     static let acted = HostileExpectation(successAllowed: true, errors: [invalidArgs], errorPrefixes: [playerErrors])
-    static let refusedBeforeSending = HostileExpectation(successAllowed: false, errors: [invalidArgs], sendFailure: true)
+    static let refusedBeforeSending = HostileExpectation(
+        successAllowed: false, errors: [invalidArgs], sendFailure: true)
 
     /// Why a successful reply does not pass `reply`, or nil.
     func problem(with values: [Value]) -> String? {
@@ -71,18 +74,30 @@ struct HostileExpectation {
         case .anything:
             return nil
         case .introspectionWithoutInterfaces:
-            guard values.count == 1, let xml = values[0].string else { return "Introspect answered \(values.map { HostileFormat.describe($0) })" }
-            guard let parsed = try? HostileIntrospectionParser.parse(xml) else { return "Introspect answered XML that does not parse" }
-            return parsed.interfaces.isEmpty ? nil : "another path declares interfaces: \(parsed.interfaces.map(\.name))"
+            guard values.count == 1, let xml = values[0].string else {
+                return "Introspect answered \(values.map { HostileFormat.describe($0) })"
+            }
+            guard let parsed = try? HostileIntrospectionParser.parse(xml) else {
+                return "Introspect answered XML that does not parse"
+            }
+            return parsed.interfaces.isEmpty
+                ? nil : "another path declares interfaces: \(parsed.interfaces.map(\.name))"
         case .variant(let signature):
-            guard values.count == 1, case .variant(let inner) = values[0] else { return "Get answered \(values.map { HostileFormat.describe($0) })" }
-            return inner.type.signature == signature ? nil : "Get answered a '\(inner.type.signature)' for a '\(signature)' property"
+            guard values.count == 1, case .variant(let inner) = values[0] else {
+                return "Get answered \(values.map { HostileFormat.describe($0) })"
+            }
+            return inner.type.signature == signature
+                ? nil : "Get answered a '\(inner.type.signature)' for a '\(signature)' property"
         case .properties(let declared):
-            guard values.count == 1, case .dictionary(.string, .variant, _) = values[0], let all = values[0].stringVariantDictionary else {
+            guard values.count == 1, case .dictionary(.string, .variant, _) = values[0],
+                let all = values[0].stringVariantDictionary
+            else {
                 return "GetAll answered \(values.map { HostileFormat.describe($0) })"
             }
             let types = all.mapValues(\.type.signature)
-            return types == declared ? nil : "GetAll answered types \(types.sorted { $0.key < $1.key }), declared \(declared.sorted { $0.key < $1.key })"
+            return types == declared
+                ? nil
+                : "GetAll answered types \(types.sorted { $0.key < $1.key }), declared \(declared.sorted { $0.key < $1.key })"
         }
     }
 
@@ -109,11 +124,17 @@ struct HostileCall {
         let signature = arguments.map(\.type.signature).joined()
         if interface == HostilePlanner.propertiesInterface, member == "Set", arguments.count == 3,
             let name = arguments[0].string, let property = arguments[1].string, case .variant(let value) = arguments[2],
-            planner.interface(named: name)?.properties.contains(where: { $0.name == property && $0.writable && $0.type.signature == value.type.signature }) == true
+            planner.interface(named: name)?.properties.contains(where: {
+                $0.name == property && $0.writable && $0.type.signature == value.type.signature
+            }) == true
         {
             return "Set \(name).\(property)"
         }
-        guard planner.interfaces.first(where: { $0.name == interface })?.methods.contains(where: { $0.name == member && $0.signature == signature }) == true else { return nil }
+        guard
+            planner.interfaces.first(where: { $0.name == interface })?.methods.contains(where: {
+                $0.name == member && $0.signature == signature
+            }) == true
+        else { return nil }
         return "\(interface).\(member)"
     }
 
@@ -145,9 +166,15 @@ enum HostileFormat {
         case .signature(let g): return "g" + short(g.rawValue, quote: "'")
         case .double(let d): return "\(d)"
         case .variant(let inner):
-            var depth = 1, core = inner
-            while case .variant(let next) = core { depth += 1; core = next }
-            return depth > 3 ? "v^\(depth)(\(describe(core)))" : String(repeating: "v(", count: depth) + describe(core) + String(repeating: ")", count: depth)
+            var depth = 1
+            var core = inner
+            while case .variant(let next) = core {
+                depth += 1
+                core = next
+            }
+            return depth > 3
+                ? "v^\(depth)(\(describe(core)))"
+                : String(repeating: "v(", count: depth) + describe(core) + String(repeating: ")", count: depth)
         case .array(let type, let items):
             let shown = items.prefix(budget).map { describe($0, budget: 1) }.joined(separator: ", ")
             return "a\(type.signature)[\(shown)\(items.count > budget ? ", … \(items.count) items" : "")]"
@@ -161,7 +188,9 @@ enum HostileFormat {
     }
 
     static func short(_ s: String, quote: String) -> String {
-        let escaped = s.unicodeScalars.prefix(60).map { $0.value < 32 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0) }.joined()
+        let escaped = s.unicodeScalars.prefix(60).map {
+            $0.value < 32 || $0.value == 0x7F ? "\\u{\(String($0.value, radix: 16))}" : String($0)
+        }.joined()
         let count = s.utf8.count
         return quote + escaped + (s.unicodeScalars.count > 60 ? "…(\(count) bytes)" : "") + quote
     }

@@ -35,11 +35,13 @@ final class HostileFixture {
         if systemSchemas, FileManager.default.fileExists(atPath: compiled) {
             let schemas = session.home.appendingPathComponent("system-share/glib-2.0/schemas", isDirectory: true)
             try FileManager.default.createDirectory(at: schemas, withIntermediateDirectories: true)
-            try FileManager.default.createSymbolicLink(atPath: schemas.appendingPathComponent("gschemas.compiled").path, withDestinationPath: compiled)
+            try FileManager.default.createSymbolicLink(
+                atPath: schemas.appendingPathComponent("gschemas.compiled").path, withDestinationPath: compiled)
         }
         let playlists = fixture.folder.appendingPathComponent("playlists", isDirectory: true)
         try FileManager.default.createDirectory(at: playlists, withIntermediateDirectories: true)
-        try Data((tracks.map(\.path).joined(separator: "\n") + "\n").utf8).write(to: playlists.appendingPathComponent("all.m3u"))
+        try Data((tracks.map(\.path).joined(separator: "\n") + "\n").utf8).write(
+            to: playlists.appendingPathComponent("all.m3u"))
         try Data("\(tracks[1].path)\n".utf8).write(to: playlists.appendingPathComponent("one.m3u8"))
         try session.writeConfig("playlists-folder = \(playlists.path)\n")
         do {
@@ -55,7 +57,9 @@ final class HostileFixture {
     func stop() {
         if descriptor >= 0 { close(descriptor) }
         if let status = session.daemonStatus, status != 0 || !quitAsked {
-            print("hostile bus: quaver exited with status \(status); its log ends:\n\(String(session.log().suffix(2500)))")
+            print(
+                "hostile bus: quaver exited with status \(status); its log ends:\n\(String(session.log().suffix(2500)))"
+            )
         }
         session.stop()
     }
@@ -66,13 +70,16 @@ final class HostileFixture {
         quitAsked = true
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         let status = try await session.waitForExit(timeout: .seconds(15))
-        #expect(status == 0, "quaver exited with status \(status); log tail:\n\(String(session.log().suffix(3000)))", sourceLocation: sourceLocation)
+        #expect(
+            status == 0, "quaver exited with status \(status); log tail:\n\(String(session.log().suffix(3000)))",
+            sourceLocation: sourceLocation)
     }
 
     // MARK: Declarations and state
 
     func introspect() async throws -> [HostileInterface] {
-        let xml = try #require(try await session.call("Introspect", interface: HostilePlanner.introspectableInterface).first?.string)
+        let xml = try #require(
+            try await session.call("Introspect", interface: HostilePlanner.introspectableInterface).first?.string)
         return try HostileIntrospectionParser.parse(xml).interfaces
     }
 
@@ -84,24 +91,34 @@ final class HostileFixture {
         var playlistPrefix = trackPrefix.replacingOccurrences(of: "/track", with: "/playlist")
         var orderings: [String] = []
         if interfaces.contains(where: { $0.name == "org.mpris.MediaPlayer2.Playlists" }) {
-            orderings = try await session.get("Orderings", interface: "org.mpris.MediaPlayer2.Playlists").stringArray ?? []
-            let reply = try await session.call("GetPlaylists", interface: "org.mpris.MediaPlayer2.Playlists", [.uint32(0), .uint32(1), .string(orderings.first ?? "Alphabetical"), .boolean(false)])
-            if case .array(_, let items)? = reply.first, case .structure(let fields)? = items.first, let id = fields.first?.objectPath?.rawValue {
+            orderings =
+                try await session.get("Orderings", interface: "org.mpris.MediaPlayer2.Playlists").stringArray ?? []
+            let reply = try await session.call(
+                "GetPlaylists", interface: "org.mpris.MediaPlayer2.Playlists",
+                [.uint32(0), .uint32(1), .string(orderings.first ?? "Alphabetical"), .boolean(false)])
+            if case .array(_, let items)? = reply.first, case .structure(let fields)? = items.first,
+                let id = fields.first?.objectPath?.rawValue
+            {
                 playlistPrefix = String(id[..<(id.lastIndex(of: "/") ?? id.endIndex)])
             }
         }
-        let schemes = try await session.get("SupportedUriSchemes", interface: "org.mpris.MediaPlayer2").stringArray ?? []
+        let schemes =
+            try await session.get("SupportedUriSchemes", interface: "org.mpris.MediaPlayer2").stringArray ?? []
         let minimum = try await session.get("MinimumRate").double ?? 1
         let maximum = try await session.get("MaximumRate").double ?? 1
-        let values = HostileValues(canary: canary.path, descriptor: descriptor, trackPrefix: trackPrefix, playlistPrefix: playlistPrefix)
-        return HostilePlanner(interfaces: interfaces, values: values, supportedSchemes: schemes, rates: minimum...maximum, orderings: orderings)
+        let values = HostileValues(
+            canary: canary.path, descriptor: descriptor, trackPrefix: trackPrefix, playlistPrefix: playlistPrefix)
+        return HostilePlanner(
+            interfaces: interfaces, values: values, supportedSchemes: schemes, rates: minimum...maximum,
+            orderings: orderings)
     }
 
     /// Every property of every interface, by "interface.property", Position left out.
     func state() async throws -> [String: Value] {
         var state: [String: Value] = [:]
         for interface in try await introspect() where !HostilePlanner.standardInterfaces.contains(interface.name) {
-            let reply = try await session.call("GetAll", interface: HostilePlanner.propertiesInterface, [.string(interface.name)])
+            let reply = try await session.call(
+                "GetAll", interface: HostilePlanner.propertiesInterface, [.string(interface.name)])
             for (name, value) in reply.first?.stringVariantDictionary ?? [:] where name != "Position" {
                 state["\(interface.name).\(name)"] = value
             }

@@ -39,10 +39,14 @@ struct HostileInputTests {
         _ watch: Watch, _ session: Session, log: String, else unfinished: @autoclosure () -> String,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        #expect(session.daemonStatus == nil, "quaver exited (\(session.daemonStatus.map(String.init) ?? "?")):\n\(log)", sourceLocation: sourceLocation)
+        #expect(
+            session.daemonStatus == nil, "quaver exited (\(session.daemonStatus.map(String.init) ?? "?")):\n\(log)",
+            sourceLocation: sourceLocation)
         #expect(watch.ended, "\(unfinished())", sourceLocation: sourceLocation)
         #expect(watch.failures.isEmpty, "calls failed: \(watch.failures)", sourceLocation: sourceLocation)
-        #expect(watch.slowest < answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))", sourceLocation: sourceLocation)
+        #expect(
+            watch.slowest < answerLimit, "a D-Bus call took \(watch.slowest) (of \(watch.calls))",
+            sourceLocation: sourceLocation)
     }
 
     /// Asks for PlaybackStatus every 200 ms until `done` holds, quaver exits or `timeout`
@@ -71,7 +75,8 @@ struct HostileInputTests {
 
     /// Makes a corpus in a folder of its own, removed by the caller.
     static func corpus(_ mode: String) async throws -> (folder: URL, files: [CorpusFile]) {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-hostile-input-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-hostile-input-\(UUID().uuidString)")
         do {
             return (folder, try await HostileMediaTests.makeCorpus(in: folder, mode: mode))
         } catch {
@@ -83,10 +88,13 @@ struct HostileInputTests {
     /// The log's warning lines that appear more than once: one problem, one line.
     static func repeatedWarnings(_ log: String) -> [String] {
         let warnings = log.split(separator: "\n").filter { $0.hasPrefix("quaver[warning]") }
-        return Dictionary(grouping: warnings, by: { $0 }).filter { $0.value.count > 1 }.map { "\($0.value.count)x \($0.key)" }
+        return Dictionary(grouping: warnings, by: { $0 }).filter { $0.value.count > 1 }.map {
+            "\($0.value.count)x \($0.key)"
+        }
     }
 
-    @Test("a trap named alone, then a good track: the trap is skipped or bounded, the good track plays", arguments: traps)
+    @Test(
+        "a trap named alone, then a good track: the trap is skipped or bounded, the good track plays", arguments: traps)
     func trap(_ name: String) async throws {
         let (folder, corpus) = try await Self.corpus("--traps")
         defer { HostileMediaTests.removeFolder(folder) }
@@ -97,7 +105,9 @@ struct HostileInputTests {
 
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch([folder.appendingPathComponent(name).path, folder.appendingPathComponent("after.flac").path])
+        try await session.launch([
+            folder.appendingPathComponent(name).path, folder.appendingPathComponent("after.flac").path,
+        ])
         let pid = session.daemon!.pid
         defer { if session.daemonStatus == nil { kill(pid, SIGKILL) } }
 
@@ -106,7 +116,11 @@ struct HostileInputTests {
         }
         let log = session.log()
         let playback = Playback(session.signals)
-        Self.expectAnswered(watch, session, log: log, else: "\(after.title) did not play within 30 s after \(trap); played: \(playback.playedTitles)\n\(String(log.suffix(4000)))")
+        Self.expectAnswered(
+            watch, session, log: log,
+            else:
+                "\(after.title) did not play within 30 s after \(trap); played: \(playback.playedTitles)\n\(String(log.suffix(4000)))"
+        )
         #expect(playback.playedTitles == expected, "played \(playback.playedTitles), expected \(expected)\n\(log)")
         // Everything queued that plays, and nothing more (a playlist read more than once
         // queues its tracks again).
@@ -115,7 +129,9 @@ struct HostileInputTests {
         // One log line per problem: skipped cases are named, nothing is repeated, and the
         // log stays short.
         if trap.expect == .skip {
-            #expect(log.split(separator: "\n").contains { $0.hasPrefix("quaver[warning]") && $0.contains(name) }, "nothing names \(name):\n\(log)")
+            #expect(
+                log.split(separator: "\n").contains { $0.hasPrefix("quaver[warning]") && $0.contains(name) },
+                "nothing names \(name):\n\(log)")
         }
         #expect(Self.repeatedWarnings(log).isEmpty, "\(Self.repeatedWarnings(log))")
         let lines = log.split(separator: "\n")
@@ -131,11 +147,16 @@ struct HostileInputTests {
         #expect(severe.isEmpty, "\(severe)\n\(log)")
     }
 
-    @Test("tags with 100,000 values, 4 KiB values, 5,000 pictures and a 100 MiB picture play, bounded; the picture is not kept")
+    @Test(
+        "tags with 100,000 values, 4 KiB values, 5,000 pictures and a 100 MiB picture play, bounded; the picture is not kept"
+    )
     func absurdTags() async throws {
         let (folder, corpus) = try await Self.corpus("--tags")
         defer { HostileMediaTests.removeFolder(folder) }
-        #expect(corpus.map(\.shownName) == ["many-artists.flac", "long-values.flac", "many-pictures.flac", "huge-picture.ogg", "after.flac"])
+        #expect(
+            corpus.map(\.shownName) == [
+                "many-artists.flac", "long-values.flac", "many-pictures.flac", "huge-picture.ogg", "after.flac",
+            ])
         let titles = corpus.map(\.title)
 
         let session = try await Session()
@@ -158,40 +179,59 @@ struct HostileInputTests {
         let resident = ProcessProbe.kibibytes("VmRSS", of: pid) ?? 0
         let log = session.log()
         let playback = Playback(session.signals)
-        Self.expectAnswered(watch, session, log: log, else: "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
+        Self.expectAnswered(
+            watch, session, log: log,
+            else: "the queue did not play through within 90 s; played: \(playback.playedTitles)\n\(log)")
         // A file whose tags a busy machine reads too slowly plays under its file name, and
         // the log says so; its title follows once they are read, if it still plays then.
         let slow = corpus.filter { log.contains("/\($0.shownName) take long to read") }
-        let expected = corpus.map { file in slow.contains { $0.shownName == file.shownName } ? (file.shownName as NSString).deletingPathExtension : file.title }
+        let expected = corpus.map { file in
+            slow.contains { $0.shownName == file.shownName }
+                ? (file.shownName as NSString).deletingPathExtension : file.title
+        }
         let played = playback.playedTitles.enumerated().filter { index, title in
-            !(index > 0 && slow.contains { $0.title == title && (playback.playedTitles[index - 1] + "." + ($0.shownName as NSString).pathExtension) == $0.shownName })
+            !(index > 0
+                && slow.contains {
+                    $0.title == title
+                        && (playback.playedTitles[index - 1] + "." + ($0.shownName as NSString).pathExtension)
+                            == $0.shownName
+                })
         }.map(\.element)
         #expect(played == expected, "\(playback.trace.joined(separator: "\n"))\n\(log)")
 
         // What each track was published with: at most 32 artists of at most 1,024 characters.
         var published: [String: [String: Value]] = [:]
         for signal in session.signals where signal.member == "PropertiesChanged" {
-            if let metadata = signal.changed["Metadata"]?.stringVariantDictionary, let title = metadata["xesam:title"]?.string {
+            if let metadata = signal.changed["Metadata"]?.stringVariantDictionary,
+                let title = metadata["xesam:title"]?.string
+            {
                 published[title, default: [:]].merge(metadata) { $1 }
             }
         }
         for title in ["Many Artists", "Long Values"] {
             let artists = published[title]?["xesam:artist"]?.stringArray ?? []
             #expect(!artists.isEmpty && artists.count <= 32, "\(title): \(artists.count) artists")
-            #expect(artists.allSatisfy { $0.count <= 1024 }, "\(title): an artist of \(artists.map(\.count).max() ?? 0) characters")
+            #expect(
+                artists.allSatisfy { $0.count <= 1024 },
+                "\(title): an artist of \(artists.map(\.count).max() ?? 0) characters")
         }
         #expect(published["Many Artists"]?["xesam:artist"]?.stringArray?.prefix(2) == ["Artist 0", "Artist 1"])
 
         // The huge picture is neither shown nor kept, and said so once.
         #expect(published["Huge Picture"]?["mpris:artUrl"] == nil, "\(published["Huge Picture"] ?? [:])")
         let art = session.home.appendingPathComponent(".cache/quaver/art")
-        let kept = (try? FileManager.default.contentsOfDirectory(at: art, includingPropertiesForKeys: [.fileSizeKey])) ?? []
+        let kept =
+            (try? FileManager.default.contentsOfDirectory(at: art, includingPropertiesForKeys: [.fileSizeKey])) ?? []
         let sizes = kept.map { (try? $0.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0 }
         #expect(sizes.allSatisfy { $0 <= 16 << 20 }, "the artwork cache holds \(sizes) bytes")
         let pictureLines = log.split(separator: "\n").filter { $0.contains("not showing the picture") }
-        #expect(pictureLines.count == 1 && pictureLines.first?.contains("huge-picture.ogg") == true, "\(pictureLines)\n\(log)")
+        #expect(
+            pictureLines.count == 1 && pictureLines.first?.contains("huge-picture.ogg") == true,
+            "\(pictureLines)\n\(log)")
         #expect(Self.repeatedWarnings(log).isEmpty, "\(Self.repeatedWarnings(log))")
-        print("absurd tags: peak RSS \(peak / 1024) MiB, \(resident / 1024) MiB 3 s after \(titles.last!) plays and the picture is refused; slowest answer \(watch.slowest)")
+        print(
+            "absurd tags: peak RSS \(peak / 1024) MiB, \(resident / 1024) MiB 3 s after \(titles.last!) plays and the picture is refused; slowest answer \(watch.slowest)"
+        )
     }
 
     // MARK: - FIFOs by every way in
@@ -207,8 +247,12 @@ struct HostileInputTests {
     /// The log names the FIFO once, with the reason.
     func expectOneFIFOLine(_ session: Session, _ fifo: URL, sourceLocation: SourceLocation = #_sourceLocation) {
         let log = session.log()
-        let naming = log.split(separator: "\n").filter { $0.contains(fifo.lastPathComponent) || $0.contains("01%20song.mp3") }
-        #expect(naming.count == 1 && naming.first?.contains("not a regular file (a FIFO)") == true, "\(naming)\n\(log)", sourceLocation: sourceLocation)
+        let naming = log.split(separator: "\n").filter {
+            $0.contains(fifo.lastPathComponent) || $0.contains("01%20song.mp3")
+        }
+        #expect(
+            naming.count == 1 && naming.first?.contains("not a regular file (a FIFO)") == true, "\(naming)\n\(log)",
+            sourceLocation: sourceLocation)
     }
 
     @Test("a FIFO in the music folder is skipped with one log line; the next track plays")
@@ -221,7 +265,9 @@ struct HostileInputTests {
         try #require(mkfifo(music.appendingPathComponent("01 song.mp3").path, 0o600) == 0)
         try FileManager.default.copyItem(at: tracks[1], to: music.appendingPathComponent("02 good.flac"))
         try await session.launch([])
-        let watch = await Self.watch(session, timeout: .seconds(20)) { Playback(session.signals).playedTitles == ["Track 2"] }
+        let watch = await Self.watch(session, timeout: .seconds(20)) {
+            Playback(session.signals).playedTitles == ["Track 2"]
+        }
         #expect(watch.ended, "\(session.log())")
         #expect(watch.slowest < Self.answerLimit, "a D-Bus call took \(watch.slowest)")
         expectOneFIFOLine(session, music.appendingPathComponent("01 song.mp3"))
@@ -260,7 +306,8 @@ struct HostileInputTests {
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true)
         let queue = ["#EXTM3U", fifo.absoluteString, tracks[1].absoluteString].joined(separator: "\n") + "\n"
         try queue.write(to: session.stateFolder.appendingPathComponent("queue.m3u8"), atomically: true, encoding: .utf8)
-        let state = #"{"version":1,"queueCount":2,"current":0,"position":0,"volume":1,"rate":1,"loop":"None","shuffle":false}"#
+        let state =
+            #"{"version":1,"queueCount":2,"current":0,"position":0,"volume":1,"rate":1,"loop":"None","shuffle":false}"#
         try state.write(to: session.stateFolder.appendingPathComponent("state.json"), atomically: true, encoding: .utf8)
         try await session.launch([])
         let watch = await Self.watch(session, timeout: .seconds(20)) {

@@ -1,8 +1,9 @@
 import DBus
 import Foundation
 import TestKit
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 // The object's interfaces as the live introspection document declares them: what
@@ -47,7 +48,9 @@ final class HostileIntrospectionParser: NSObject, XMLParserDelegate {
         guard parser.parse() else {
             throw HarnessError("introspection XML does not parse: \(parser.parserError.map { "\($0)" } ?? "?")")
         }
-        guard delegate.problems.isEmpty else { throw HarnessError("introspection XML: \(delegate.problems.joined(separator: "; "))") }
+        guard delegate.problems.isEmpty else {
+            throw HarnessError("introspection XML: \(delegate.problems.joined(separator: "; "))")
+        }
         return (delegate.interfaces, delegate.children)
     }
 
@@ -73,8 +76,10 @@ final class HostileIntrospectionParser: NSObject, XMLParserDelegate {
         case "property":
             do {
                 let type = try DataType(parsing: attributes["type"] ?? "")
-                currentInterface?.properties.append(HostileProperty(
-                    name: attributes["name"] ?? "", type: type, writable: (attributes["access"] ?? "").contains("write")))
+                currentInterface?.properties.append(
+                    HostileProperty(
+                        name: attributes["name"] ?? "", type: type,
+                        writable: (attributes["access"] ?? "").contains("write")))
             } catch {
                 problems.append("property \(attributes["name"] ?? "?"): \(error)")
             }
@@ -85,7 +90,9 @@ final class HostileIntrospectionParser: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?) {
+    func parser(
+        _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+    ) {
         depth -= 1
         switch elementName {
         case "interface":

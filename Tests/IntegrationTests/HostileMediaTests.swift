@@ -44,7 +44,8 @@ struct HostileMediaTests {
         guard let bash = Tools.find("bash") else { throw HarnessError("bash is not installed") }
         let script = repository.appendingPathComponent("scripts/make-hostile-media")
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
-        let result = try await Tools.run(bash, [script.path] + (mode.map { [$0] } ?? []) + [folder.path], environment: environment)
+        let result = try await Tools.run(
+            bash, [script.path] + (mode.map { [$0] } ?? []) + [folder.path], environment: environment)
         guard result.status == 0 else {
             throw HarnessError("make-hostile-media failed (\(result.status)): \(result.error)")
         }
@@ -53,7 +54,8 @@ struct HostileMediaTests {
             guard fields.count == 4, let expect = CorpusFile.Expect(rawValue: fields[1]) else {
                 throw HarnessError("unexpected line from make-hostile-media: \(line)")
             }
-            return CorpusFile(name: unescape(fields[0]), expect: expect, title: fields[2], what: fields[3], shownName: fields[0])
+            return CorpusFile(
+                name: unescape(fields[0]), expect: expect, title: fields[2], what: fields[3], shownName: fields[0])
         }
     }
 
@@ -90,7 +92,8 @@ struct HostileMediaTests {
             var status = "Stopped"
             var title: String?
             var played = false
-            for signal in signals where signal.member == "PropertiesChanged" && signal.changedInterface == "org.mpris.MediaPlayer2.Player" {
+            for signal in signals
+            where signal.member == "PropertiesChanged" && signal.changedInterface == "org.mpris.MediaPlayer2.Player" {
                 if let metadata = signal.changed["Metadata"]?.stringVariantDictionary {
                     title = metadata["xesam:title"]?.string
                     if let url = metadata["xesam:url"]?.string { publishedURLs.insert(url) }
@@ -101,7 +104,9 @@ struct HostileMediaTests {
                     status = newStatus
                 }
                 if status == "Playing", let title, playedTitles.last != title { playedTitles.append(title) }
-                trace.append("\(status) | \((title ?? "-").prefix(40)) | \(signal.changed["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string ?? "")")
+                trace.append(
+                    "\(status) | \((title ?? "-").prefix(40)) | \(signal.changed["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string ?? "")"
+                )
             }
         }
     }
@@ -137,23 +142,30 @@ struct HostileMediaTests {
                 return [folder.path]
             case .files:
                 return queued(corpus).map { file in
-                    if let name = String(validating: file.name, as: UTF8.self) { return folder.appendingPathComponent(name).path }
+                    if let name = String(validating: file.name, as: UTF8.self) {
+                        return folder.appendingPathComponent(name).path
+                    }
                     let escaped = file.name.map { byte -> String in
-                        byte < 0x80 && (byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte))
+                        byte < 0x80
+                            && (byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+                                || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte))
                             ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
                     }.joined()
-                    return folder.absoluteURL.absoluteString + (folder.absoluteString.hasSuffix("/") ? "" : "/") + escaped
+                    return folder.absoluteURL.absoluteString + (folder.absoluteString.hasSuffix("/") ? "" : "/")
+                        + escaped
                 }
             }
         }
     }
 
-    @Test("hostile media: good files play in order, bad ones are skipped with one log line each; no stall, crash or leak",
-          arguments: Launch.allCases)
+    @Test(
+        "hostile media: good files play in order, bad ones are skipped with one log line each; no stall, crash or leak",
+        arguments: Launch.allCases)
     func hostileCorpus(launch: Launch) async throws {
         let started = ContinuousClock.now
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-hostile-\(UUID().uuidString)")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-hostile-\(UUID().uuidString)")
         defer { Self.removeFolder(folder) }
         let corpus = try await Self.makeCorpus(in: folder)
         try #require(corpus.count == 25 && corpus.filter { $0.expect == .play }.count == 15, "\(corpus)")
@@ -172,8 +184,10 @@ struct HostileMediaTests {
         let baselineDone = await session.waiter.wait(timeout: .seconds(20)) {
             Playback(session.signals).stoppedAfterPlaying || session.daemonStatus != nil
         }
-        try #require(baselineDone && session.daemonStatus == nil, "one good file did not play to its end:\n\(session.log())")
-        _ = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
+        try #require(
+            baselineDone && session.daemonStatus == nil, "one good file did not play to its end:\n\(session.log())")
+        _ = try await session.call(
+            "GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
         let baseline = ProcessProbe.openDescriptors(of: session.daemon!.pid)
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
@@ -195,10 +209,18 @@ struct HostileMediaTests {
         let playback = Playback(Array(session.signals.dropFirst(mark)))
 
         // No crash, no stall: the queue ends within the deadline; quaver still runs and answers.
-        #expect(session.daemonStatus == nil && kill(pid, 0) == 0, "quaver exited with status \(session.daemonStatus.map(String.init) ?? "?"):\n\(log)")
-        #expect(ended, "the queue did not play to its end within 60 s (stalled, or stopped before playing); played so far: \(playback.playedTitles)\nchanges:\n\(playback.trace.joined(separator: "\n"))\nlog:\n\(log)")
+        #expect(
+            session.daemonStatus == nil && kill(pid, 0) == 0,
+            "quaver exited with status \(session.daemonStatus.map(String.init) ?? "?"):\n\(log)")
+        #expect(
+            ended,
+            "the queue did not play to its end within 60 s (stalled, or stopped before playing); played so far: \(playback.playedTitles)\nchanges:\n\(playback.trace.joined(separator: "\n"))\nlog:\n\(log)"
+        )
         try #require(session.daemonStatus == nil)
-        let player = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")])
+        let player =
+            try await session.call(
+                "GetAll", interface: "org.freedesktop.DBus.Properties", [.string("org.mpris.MediaPlayer2.Player")]
+            )
             .first?.stringVariantDictionary ?? [:]
         #expect(player["PlaybackStatus"] == .string("Stopped"))
         #expect(player["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string(good.last!.title))
@@ -211,13 +233,17 @@ struct HostileMediaTests {
         let hugeTitle = playback.playedTitles.first { $0.hasPrefix("Huge Title ") }
         #expect(hugeTitle.map { $0.count <= 1024 } ?? true, "a title of \(hugeTitle?.count ?? 0) characters")
         let played = playback.playedTitles.map { $0.hasPrefix("Huge Title ") ? "Huge Title" : $0 }
-        #expect(played == good.map(\.title), "titles played, in order:\n\(played)\nexpected:\n\(good.map(\.title))\nlog:\n\(log)")
+        #expect(
+            played == good.map(\.title),
+            "titles played, in order:\n\(played)\nexpected:\n\(good.map(\.title))\nlog:\n\(log)")
 
         // No bad file was ever published as the current track.
         for file in bad {
             let path = file.needle(in: folder)
             let published = playback.publishedURLs.filter { URL(string: $0)?.path == path }
-            #expect(published.isEmpty, "\(file) was published in Metadata: \(published)\n\(playback.trace.joined(separator: "\n"))")
+            #expect(
+                published.isEmpty,
+                "\(file) was published in Metadata: \(published)\n\(playback.trace.joined(separator: "\n"))")
         }
 
         // Each bad file is named by exactly one log line, "skipping <path>: <reason>"; no
@@ -232,7 +258,9 @@ struct HostileMediaTests {
                 let prefix = "quaver[warning]: skipping \(path): "
                 #expect(line.hasPrefix(prefix) && line.count > prefix.count, "not a skip line with a reason: \(line)")
                 if file.what.contains("no audio stream") {
-                    #expect(line.dropFirst(prefix.count).contains("no audio stream"), "the reason does not say there is no audio: \(line)")
+                    #expect(
+                        line.dropFirst(prefix.count).contains("no audio stream"),
+                        "the reason does not say there is no audio: \(line)")
                 }
             }
         }
@@ -241,9 +269,13 @@ struct HostileMediaTests {
             let naming = skipLines.filter { $0.contains(needle) }
             #expect(naming.isEmpty, "\(file) plays, yet: \(naming)")
         }
-        #expect(skipLines.count == bad.count, "\(skipLines.count) skip lines for \(bad.count) bad files:\n\(skipLines.joined(separator: "\n"))")
+        #expect(
+            skipLines.count == bad.count,
+            "\(skipLines.count) skip lines for \(bad.count) bad files:\n\(skipLines.joined(separator: "\n"))")
         // Each file was tried once: played, or skipped.
-        #expect(played.count + skipLines.count == queued.count, "\(played.count) played + \(skipLines.count) skipped of \(queued.count) files")
+        #expect(
+            played.count + skipLines.count == queued.count,
+            "\(played.count) played + \(skipLines.count) skipped of \(queued.count) files")
 
         // Nothing worse than a warning (GLib's and GStreamer's criticals included).
         let severe = lines.filter { $0.lowercased().contains("critical") || $0.hasPrefix("quaver[error]") }
@@ -252,9 +284,14 @@ struct HostileMediaTests {
         // No file descriptor leaked: as many as after one good file, give or take a few.
         _ = try await session.metadata()
         let after = ProcessProbe.openDescriptors(of: pid)
-        #expect(after.count <= baseline.count + 3, "\(after.count) descriptors after the corpus, \(baseline.count) after one file\nafter:\n\(after.joined(separator: "\n"))\nbaseline:\n\(baseline.joined(separator: "\n"))")
+        #expect(
+            after.count <= baseline.count + 3,
+            "\(after.count) descriptors after the corpus, \(baseline.count) after one file\nafter:\n\(after.joined(separator: "\n"))\nbaseline:\n\(baseline.joined(separator: "\n"))"
+        )
 
         #expect(runTime < .seconds(30), "the corpus took \(runTime) to play")
-        print("hostile media (\(launch)): \(queued.count) files in \(runTime), the whole test \(ContinuousClock.now - started); descriptors \(baseline.count) after one file, \(after.count) after all")
+        print(
+            "hostile media (\(launch)): \(queued.count) files in \(runTime), the whole test \(ContinuousClock.now - started); descriptors \(baseline.count) after one file, \(after.count) after all"
+        )
     }
 }

@@ -23,7 +23,10 @@ struct HostilePlanner {
     /// `outOfRangeCalls()`, made once.
     private(set) var outOfRange: [HostileCall] = []
 
-    init(interfaces: [HostileInterface], values: HostileValues, supportedSchemes: [String], rates: ClosedRange<Double>, orderings: [String]) {
+    init(
+        interfaces: [HostileInterface], values: HostileValues, supportedSchemes: [String], rates: ClosedRange<Double>,
+        orderings: [String]
+    ) {
         self.interfaces = interfaces
         self.values = values
         self.supportedSchemes = supportedSchemes
@@ -52,15 +55,23 @@ struct HostilePlanner {
         member == "Quit" && arguments.isEmpty && (interface == nil || interface == "org.mpris.MediaPlayer2")
     }
 
-    static let specificationOrderings: Set<String> = ["Alphabetical", "CreationDate", "ModifiedDate", "LastPlayDate", "UserDefined"]
+    static let specificationOrderings: Set<String> = [
+        "Alphabetical", "CreationDate", "ModifiedDate", "LastPlayDate", "UserDefined",
+    ]
 
     static let unknownInterfaceNames = [
         "org.mpris.MediaPlayer2.Nope", "org.mpris.MediaPlayer2.player", "org.mpris.MediaPlayer2.Player.Extra",
         "com.example.Evil", "a.b", "org.freedesktop.DBus.Properties2", "org.mpris.MediaPlayer2.quaver",
         "x." + String(repeating: "y", count: 250),
     ]
-    static let unknownMemberNames = ["NoSuchMethod", "play", "PLAY", "Get_", "Quit2", "_", "A" + String(repeating: "b", count: 254), "Introspect2", "Ping_"]
-    static let unknownPropertyNames = ["NoSuchProperty", "volume", "VOLUME", "Volume ", "", "Position\u{0}", "\u{FFFD}", String(repeating: "P", count: 4096)]
+    static let unknownMemberNames = [
+        "NoSuchMethod", "play", "PLAY", "Get_", "Quit2", "_", "A" + String(repeating: "b", count: 254), "Introspect2",
+        "Ping_",
+    ]
+    static let unknownPropertyNames = [
+        "NoSuchProperty", "volume", "VOLUME", "Volume ", "", "Position\u{0}", "\u{FFFD}",
+        String(repeating: "P", count: 4096),
+    ]
 
     // MARK: Oracle
 
@@ -91,7 +102,9 @@ struct HostilePlanner {
         switch (name, member) {
         case ("org.mpris.MediaPlayer2.Player", "OpenUri"), ("org.mpris.MediaPlayer2.TrackList", "AddTrack"):
             if !isSupported(uri: string(0)) { return .error(HostileExpectation.invalidArgs) }
-            if member == "AddTrack", path(1) != "/org/mpris/MediaPlayer2/TrackList/NoTrack", !isID(path(1), under: values.trackPrefix) {
+            if member == "AddTrack", path(1) != "/org/mpris/MediaPlayer2/TrackList/NoTrack",
+                !isID(path(1), under: values.trackPrefix)
+            {
                 return .error(HostileExpectation.invalidArgs)
             }
         case ("org.mpris.MediaPlayer2.TrackList", "GoTo"), ("org.mpris.MediaPlayer2.TrackList", "RemoveTrack"):
@@ -121,7 +134,8 @@ struct HostilePlanner {
         case "GetAll":
             if let declared {
                 var expectation = HostileExpectation.success
-                expectation.reply = .properties(Dictionary(uniqueKeysWithValues: declared.properties.map { ($0.name, $0.type.signature) }))
+                expectation.reply = .properties(
+                    Dictionary(uniqueKeysWithValues: declared.properties.map { ($0.name, $0.type.signature) }))
                 return expectation
             }
             if Self.standardInterfaces.contains(interfaceName) {
@@ -147,7 +161,9 @@ struct HostilePlanner {
                 return expectation
             }
             guard property.writable else { return .error(HostileExpectation.propertyReadOnly) }
-            guard arguments.count > 2, case .variant(let value) = arguments[2], value.type.signature == property.type.signature else {
+            guard arguments.count > 2, case .variant(let value) = arguments[2],
+                value.type.signature == property.type.signature
+            else {
                 return .error(HostileExpectation.invalidArgs)
             }
             return setExpectation(interface: interfaceName, property: propertyName, value: value)
@@ -168,7 +184,8 @@ struct HostilePlanner {
         case "Volume":
             return (value.double ?? .nan).isFinite ? .acted : .error(HostileExpectation.invalidArgs)
         case "LoopStatus":
-            return ["None", "Track", "Playlist"].contains(value.string ?? "") ? .acted : .error(HostileExpectation.invalidArgs)
+            return ["None", "Track", "Playlist"].contains(value.string ?? "")
+                ? .acted : .error(HostileExpectation.invalidArgs)
         default:
             return .acted
         }

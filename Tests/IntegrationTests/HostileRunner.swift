@@ -100,13 +100,17 @@ final class HostileRunner {
             return "could not be sent: \(error)"
         case .success(let values):
             if expectation.sendFailure { return "was sent and answered, but must be refused before sending" }
-            guard expectation.successAllowed else { return "succeeded; expected \(expectation.errors.sorted().joined(separator: " or "))" }
+            guard expectation.successAllowed else {
+                return "succeeded; expected \(expectation.errors.sorted().joined(separator: " or "))"
+            }
             return expectation.problem(with: values)
         case .error(let name, let message):
             if expectation.sendFailure { return "was sent (answered \(name)), but must be refused before sending" }
             if name == BusError.Name.noReply.rawValue { return "got NoReply (\(message.prefix(200)))" }
             if expectation.allows(errorName: name) { return nil }
-            let allowed = (expectation.successAllowed ? ["success"] : []) + expectation.errors.sorted() + expectation.errorPrefixes.map { $0 + "*" }
+            let allowed =
+                (expectation.successAllowed ? ["success"] : []) + expectation.errors.sorted()
+                + expectation.errorPrefixes.map { $0 + "*" }
             return "answered \(name): \(message.prefix(300)); expected \(allowed.joined(separator: " or "))"
         }
     }
@@ -125,7 +129,8 @@ struct HostileTally {
         perCategory[call.category, default: 0] += 1
         switch outcome {
         case .success: perAnswer["success", default: 0] += 1
-        case .error(let name, _): perAnswer[name.replacingOccurrences(of: "org.freedesktop.DBus.Error.", with: ""), default: 0] += 1
+        case .error(let name, _):
+            perAnswer[name.replacingOccurrences(of: "org.freedesktop.DBus.Error.", with: ""), default: 0] += 1
         case .sendFailure: perAnswer["refused before sending", default: 0] += 1
         }
         if let why = result.verdict { failures.append((index, call, why)) }
@@ -133,7 +138,8 @@ struct HostileTally {
 
     var summary: String {
         let answers = perAnswer.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        let categories = perCategory.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
+        let categories = perCategory.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(
+            separator: ", ")
         return "\(calls) calls; answers: \(answers); categories: \(categories)"
     }
 }

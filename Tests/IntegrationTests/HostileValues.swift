@@ -39,7 +39,8 @@ struct HostileValues {
     let uint16s: [UInt16] = [0, 1, .max]
     let bytes: [UInt8] = [0, 1, 0x7F, 0x80, 0xFF]
 
-    let controlCharacters = String(String.UnicodeScalarView((1...31).compactMap(Unicode.Scalar.init) + [Unicode.Scalar(0x7F)!]))
+    let controlCharacters = String(
+        String.UnicodeScalarView((1...31).compactMap(Unicode.Scalar.init) + [Unicode.Scalar(0x7F)!]))
     /// Pools, computed once.
     private(set) var strings: [String] = []
     private(set) var uris: [String] = []
@@ -95,7 +96,8 @@ struct HostileValues {
     /// URIs whose scheme is not in SupportedUriSchemes (or that have none): always InvalidArgs.
     private func makeUnsupportedURIs() -> [String] {
         [
-            "ftp://127.0.0.1:1/a.flac", "ftp:", "javascript:alert(1)", "javascript:", "data:audio/flac;base64,ZkxhQwAAACI=",
+            "ftp://127.0.0.1:1/a.flac", "ftp:", "javascript:alert(1)", "javascript:",
+            "data:audio/flac;base64,ZkxhQwAAACI=",
             "data:,", "smb://127.0.0.1/share/a.flac", "rtsp://127.0.0.1:1/a", "fd://0", "appsrc://", "pipe:///bin/sh",
             "gopher://x", "about:blank", "mailto:a@b", "x-evil://a", "audiotestsrc ! fakesink",
             "audiotestsrc ! filesink location=\(canary)", "audiotestsrc ! filesink location=/tmp/pwned",
@@ -110,8 +112,10 @@ struct HostileValues {
         let deep = "/" + Array(repeating: "a", count: 2000).joined(separator: "/")
         return [
             "/", "/org", "/org/mpris", "/org/mpris/MediaPlayer2", "/org/mpris/MediaPlayer2/TrackList/NoTrack",
-            "/org/mpris/MediaPlayer2/Player", "/org/freedesktop/DBus", deep, "/_", "/\(String(repeating: "x", count: 4000))",
-            trackPrefix, "\(trackPrefix)/0", "\(trackPrefix)/1", "\(trackPrefix)/2", "\(trackPrefix)/3", "\(trackPrefix)/4",
+            "/org/mpris/MediaPlayer2/Player", "/org/freedesktop/DBus", deep, "/_",
+            "/\(String(repeating: "x", count: 4000))",
+            trackPrefix, "\(trackPrefix)/0", "\(trackPrefix)/1", "\(trackPrefix)/2", "\(trackPrefix)/3",
+            "\(trackPrefix)/4",
             "\(trackPrefix)/18446744073709551615", "\(trackPrefix)/18446744073709551616", "\(trackPrefix)/000001",
             "\(trackPrefix)/1/2", "\(trackPrefix)/1_", "\(trackPrefix)_1", "\(trackPrefix)/99999999999999999999999999",
             playlistPrefix, "\(playlistPrefix)/0", "\(playlistPrefix)/1", "\(playlistPrefix)/18446744073709551615",
@@ -120,8 +124,11 @@ struct HostileValues {
     }
 
     let signatures: [String] =
-        ["", "s", "v", "a{sv}", "(oss)", "(b(oss))", "aa{sv}", String(repeating: "a", count: 32) + "i",
-         String(repeating: "(", count: 32) + "i" + String(repeating: ")", count: 32), String(repeating: "i", count: 255), "h", "ah"]
+        [
+            "", "s", "v", "a{sv}", "(oss)", "(b(oss))", "aa{sv}", String(repeating: "a", count: 32) + "i",
+            String(repeating: "(", count: 32) + "i" + String(repeating: ")", count: 32),
+            String(repeating: "i", count: 255), "h", "ah",
+        ]
 
     /// A string: mostly from `strings`, rarely 64 KiB of "%" or 1 MiB.
     func string(_ random: inout HostileRandom) -> String {
@@ -166,9 +173,12 @@ struct HostileValues {
             return .array(element, (0..<count).map { _ in value(of: element, &random, depth: depth + 1) })
         case .dictionary(let key, let valueType):
             let count = depth > 2 || random.chance(0.3) ? 0 : random.int(1..<4)
-            return .dictionary(key: key, value: valueType, (0..<count).map { _ in
-                Value.DictionaryEntry(value(of: key, &random, depth: depth + 2), value(of: valueType, &random, depth: depth + 2))
-            })
+            return .dictionary(
+                key: key, value: valueType,
+                (0..<count).map { _ in
+                    Value.DictionaryEntry(
+                        value(of: key, &random, depth: depth + 2), value(of: valueType, &random, depth: depth + 2))
+                })
         case .structure(let fields):
             return .structure(fields.map { value(of: $0, &random, depth: depth + 1) })
         }
@@ -200,7 +210,10 @@ struct HostileValues {
         return value
     }
 
-    static let basicTypes: [DataType] = [.byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .string, .objectPath, .signature, .unixFD]
+    static let basicTypes: [DataType] = [
+        .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double, .string, .objectPath, .signature,
+        .unixFD,
+    ]
 
     /// A random complete type: mostly basic, sometimes a container, rarely very deep.
     static func randomType(_ random: inout HostileRandom, depth: Int = 0) -> DataType {

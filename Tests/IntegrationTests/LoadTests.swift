@@ -62,12 +62,17 @@ struct LoadTests {
                 try FileManager.default.copyItem(at: tracks[index % tracks.count], to: file)
             }
             let connection = try Connection(address: session.bus.address)
-            clients.append(LoadClient(
-                index: index, connection: connection, destination: session.busName, file: file,
-                random: SplitMix(seed: Self.seed &+ UInt64(index) &* 0x9E37_79B9), board: board))
+            clients.append(
+                LoadClient(
+                    index: index, connection: connection, destination: session.busName, file: file,
+                    random: SplitMix(seed: Self.seed &+ UInt64(index) &* 0x9E37_79B9), board: board))
         }
-        #expect(Set(clients.map(\.connection.uniqueName)).count == Self.clientCount, "the clients do not have a connection each")
-        print("load: \(Self.clientCount) clients (\(Self.longRun ? "long" : "bounded") run of \(Self.duration)), seed 0x\(String(Self.seed, radix: 16)); set-up took \(ContinuousClock.now - started)")
+        #expect(
+            Set(clients.map(\.connection.uniqueName)).count == Self.clientCount,
+            "the clients do not have a connection each")
+        print(
+            "load: \(Self.clientCount) clients (\(Self.longRun ? "long" : "bounded") run of \(Self.duration)), seed 0x\(String(Self.seed, radix: 16)); set-up took \(ContinuousClock.now - started)"
+        )
 
         // The load, with a resident-memory sample once the warm-up is over.
         let loadStarted = ContinuousClock.now
@@ -84,7 +89,8 @@ struct LoadTests {
             var calls = board.calls
             while ContinuousClock.now < board.deadline {
                 try? await Task.sleep(for: .seconds(interval))
-                samples.append("\((ProcessProbe.residentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
+                samples.append(
+                    "\((ProcessProbe.residentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
                 calls = board.calls
             }
             return samples
@@ -101,7 +107,8 @@ struct LoadTests {
         var answeredGet = false
         do {
             let reply = try await session.client.call(
-                destination: session.busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: "org.freedesktop.DBus.Properties",
+                destination: session.busName, path: ObjectPath("/org/mpris/MediaPlayer2")!,
+                interface: "org.freedesktop.DBus.Properties",
                 member: "Get", arguments: [.string(MPRISNames.player), .string("PlaybackStatus")], timeout: .seconds(1))
             answeredGet = reply.first?.unwrapped.string != nil
         } catch {
@@ -115,20 +122,32 @@ struct LoadTests {
         // The totals.
         let seconds = Double(loadTook.components.seconds) + Double(loadTook.components.attoseconds) / 1e18
         let rate = Double(board.calls) / max(seconds, 0.001)
-        print("load: \(board.calls) calls in \(loadTook) (\(Int(rate.rounded())) calls/s), \(board.inFlightPeak) in flight at most; slowest \(board.slowest) (\(board.slowerThanOneSecond) over 1 s); quaver used \(cpuDuring.map { String(format: "%.1f", $0) } ?? "?") s of CPU")
-        print("load: answers: \(board.answers.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
-        print("load: per call: \(board.perOperation.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))")
-        print("load: entries added \(board.addsAnswered), removed \(board.removesAnswered), still queued by the clients \(board.added)")
+        print(
+            "load: \(board.calls) calls in \(loadTook) (\(Int(rate.rounded())) calls/s), \(board.inFlightPeak) in flight at most; slowest \(board.slowest) (\(board.slowerThanOneSecond) over 1 s); quaver used \(cpuDuring.map { String(format: "%.1f", $0) } ?? "?") s of CPU"
+        )
+        print(
+            "load: answers: \(board.answers.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))"
+        )
+        print(
+            "load: per call: \(board.perOperation.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", "))"
+        )
+        print(
+            "load: entries added \(board.addsAnswered), removed \(board.removesAnswered), still queued by the clients \(board.added)"
+        )
 
         // Every call answered, with a reply or an error it may get.
         for failure in board.failures.prefix(20) { Issue.record("load: \(failure)") }
         if board.failureCount > 20 { Issue.record("load: … and \(board.failureCount - 20) more unexpected answers") }
-        #expect(board.timeouts == 0, "\(board.timeouts) calls got no reply within \(Self.callTimeout) (NoReply/Timeout)")
+        #expect(
+            board.timeouts == 0, "\(board.timeouts) calls got no reply within \(Self.callTimeout) (NoReply/Timeout)")
         #expect(board.failureCount == 0, "\(board.failureCount) calls got an answer they may not get")
         #expect(board.calls >= Self.clientCount * 10, "only \(board.calls) calls were made")
 
         // Alive, and nothing critical in its log.
-        #expect(session.daemonStatus == nil, "quaver exited during the load (status \(session.daemonStatus ?? 0)); log tail:\n\(String(session.log().suffix(3000)))")
+        #expect(
+            session.daemonStatus == nil,
+            "quaver exited during the load (status \(session.daemonStatus ?? 0)); log tail:\n\(String(session.log().suffix(3000)))"
+        )
         try #require(session.daemonStatus == nil)
 
         // A consistent, settled state.
@@ -136,12 +155,21 @@ struct LoadTests {
         print("load: settled state: \(state)")
         #expect(["Playing", "Paused", "Stopped"].contains(state.status), "PlaybackStatus \(state.status)")
         #expect(Set(state.tracks).count == state.tracks.count, "Tracks has an id twice: \(state.tracks)")
-        #expect(state.tracks.count == Self.originalCount + board.added, "Tracks has \(state.tracks.count) entries; \(Self.originalCount) queued at start-up and \(board.added) added and not removed make \(Self.originalCount + board.added): \(state.tracks)")
-        #expect(Set(originals).isSubset(of: state.tracks), "an entry queued at start-up (no client removes those) is gone: \(originals) vs \(state.tracks)")
+        #expect(
+            state.tracks.count == Self.originalCount + board.added,
+            "Tracks has \(state.tracks.count) entries; \(Self.originalCount) queued at start-up and \(board.added) added and not removed make \(Self.originalCount + board.added): \(state.tracks)"
+        )
+        #expect(
+            Set(originals).isSubset(of: state.tracks),
+            "an entry queued at start-up (no client removes those) is gone: \(originals) vs \(state.tracks)")
         if state.tracks.isEmpty {
-            #expect(state.status == "Stopped" && (state.trackID == nil || state.trackID == MPRISNames.noTrack), "an empty queue with \(state)")
+            #expect(
+                state.status == "Stopped" && (state.trackID == nil || state.trackID == MPRISNames.noTrack),
+                "an empty queue with \(state)")
         } else {
-            #expect(state.trackID.map(state.tracks.contains) ?? false, "Metadata's mpris:trackid \(state.trackID?.rawValue ?? "(none)") is not in Tracks \(state.tracks)")
+            #expect(
+                state.trackID.map(state.tracks.contains) ?? false,
+                "Metadata's mpris:trackid \(state.trackID?.rawValue ?? "(none)") is not in Tracks \(state.tracks)")
         }
         if state.status == "Playing", let trackID = state.trackID {
             // Playing means the pipeline plays: the position moves (unless the track
@@ -168,11 +196,19 @@ struct LoadTests {
         if let trackID = plain.trackID, let index = plain.tracks.firstIndex(of: trackID) {
             let last = plain.tracks.count - 1
             let (next, previous) = plain.loopStatus == "Playlist" ? (true, true) : (index < last, index > 0)
-            #expect(plain.canGoNext == next, "CanGoNext \(plain.canGoNext) with LoopStatus \(plain.loopStatus) at entry \(index) of \(plain.tracks.count): \(plain)")
-            #expect(plain.canGoPrevious == previous, "CanGoPrevious \(plain.canGoPrevious) with LoopStatus \(plain.loopStatus) at entry \(index) of \(plain.tracks.count): \(plain)")
+            #expect(
+                plain.canGoNext == next,
+                "CanGoNext \(plain.canGoNext) with LoopStatus \(plain.loopStatus) at entry \(index) of \(plain.tracks.count): \(plain)"
+            )
+            #expect(
+                plain.canGoPrevious == previous,
+                "CanGoPrevious \(plain.canGoPrevious) with LoopStatus \(plain.loopStatus) at entry \(index) of \(plain.tracks.count): \(plain)"
+            )
         } else {
             #expect(plain.tracks.isEmpty, "no current track in a queue of \(plain.tracks.count): \(plain)")
-            #expect(!plain.canGoNext && !plain.canGoPrevious, "no current track, yet CanGoNext \(plain.canGoNext), CanGoPrevious \(plain.canGoPrevious)")
+            #expect(
+                !plain.canGoNext && !plain.canGoPrevious,
+                "no current track, yet CanGoNext \(plain.canGoNext), CanGoPrevious \(plain.canGoPrevious)")
         }
 
         #expect(session.daemonStatus == nil, "quaver exited after the load (status \(session.daemonStatus ?? 0))")
@@ -181,29 +217,41 @@ struct LoadTests {
             let lower = line.lowercased()
             return lower.contains("critical") || lower.contains("fatal error") || lower.contains("segmentation fault")
         }
-        #expect(critical.isEmpty, "the log has \(critical.count) critical lines: \(critical.prefix(5).map { String($0.prefix(300)) })")
+        #expect(
+            critical.isEmpty,
+            "the log has \(critical.count) critical lines: \(critical.prefix(5).map { String($0.prefix(300)) })")
         let warnings = lines.filter { $0.lowercased().contains("warning") || $0.lowercased().contains("error") }
-        print("load: the log has \(lines.count) lines, \(warnings.count) of them warnings or errors\(warnings.first.map { ", e.g. \(String($0.prefix(200)))" } ?? "")")
+        print(
+            "load: the log has \(lines.count) lines, \(warnings.count) of them warnings or errors\(warnings.first.map { ", e.g. \(String($0.prefix(200)))" } ?? "")"
+        )
         for warning in warnings.prefix(10) { print("load: log: \(warning.prefix(300))") }
 
         // Memory: resident size after the warm-up and at the end of the load.
         let warm = try #require(rssWarm, "no VmRSS after the warm-up")
         let end = try #require(rssEnd, "no VmRSS at the end")
         let settledRSS = ProcessProbe.residentBytes(of: pid) ?? 0
-        print("load: VmRSS after the \(Self.warmUp) warm-up \(warm >> 10) KiB, at the end \(end >> 10) KiB (\(end - warm >= 0 ? "+" : "")\((end - warm) >> 10) KiB; limit +\(Self.rssGrowthLimit >> 10) KiB), after the checks \(settledRSS >> 10) KiB")
+        print(
+            "load: VmRSS after the \(Self.warmUp) warm-up \(warm >> 10) KiB, at the end \(end >> 10) KiB (\(end - warm >= 0 ? "+" : "")\((end - warm) >> 10) KiB; limit +\(Self.rssGrowthLimit >> 10) KiB), after the checks \(settledRSS >> 10) KiB"
+        )
         if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil {
             // AddressSanitizer keeps freed memory in a quarantine of 256 MiB, so resident
             // size says nothing of leaks there (scripts/sanitize sets ASAN_OPTIONS).
             print("load: VmRSS growth not checked under AddressSanitizer (its quarantine keeps freed memory)")
         } else {
-            #expect(end - warm < Self.rssGrowthLimit, "VmRSS grew by \((end - warm) >> 10) KiB during the load (\(warm >> 10) → \(end >> 10) KiB)")
+            #expect(
+                end - warm < Self.rssGrowthLimit,
+                "VmRSS grew by \((end - warm) >> 10) KiB during the load (\(warm >> 10) → \(end >> 10) KiB)")
         }
 
         // And it still quits cleanly.
         _ = try await session.call("Quit", interface: MPRISNames.root)
         let status = try await session.waitForExit(timeout: .seconds(15))
-        #expect(status == 0, "quaver exited with status \(status) after the load; log tail:\n\(String(session.log().suffix(3000)))")
-        print("load: summary: \(board.calls) calls, \(Int(rate.rounded()))/s, \(board.timeouts) timeouts, \(board.failureCount) unexpected answers, VmRSS \(warm >> 10) → \(end >> 10) KiB, final \(state.status); the test took \(ContinuousClock.now - started)")
+        #expect(
+            status == 0,
+            "quaver exited with status \(status) after the load; log tail:\n\(String(session.log().suffix(3000)))")
+        print(
+            "load: summary: \(board.calls) calls, \(Int(rate.rounded()))/s, \(board.timeouts) timeouts, \(board.failureCount) unexpected answers, VmRSS \(warm >> 10) → \(end >> 10) KiB, final \(state.status); the test took \(ContinuousClock.now - started)"
+        )
     }
 
     // MARK: - Helpers
@@ -234,7 +282,8 @@ struct LoadTests {
     }
 
     static func state(_ session: Session) async throws -> State {
-        let reply = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string(MPRISNames.player)])
+        let reply = try await session.call(
+            "GetAll", interface: "org.freedesktop.DBus.Properties", [.string(MPRISNames.player)])
         let all = reply.first?.stringVariantDictionary ?? [:]
         let tracks = try await session.trackListTracks()
         return State(
@@ -254,7 +303,8 @@ struct LoadTests {
         for _ in 0..<25 {
             let first = try await state(session)
             // `playerctl status` where it is installed; otherwise a Get, as it would make.
-            let playerctl = Tools.find("playerctl") != nil
+            let playerctl =
+                Tools.find("playerctl") != nil
                 ? try await session.playerctl("status") : (try await session.get("PlaybackStatus").string ?? "?")
             let second = try await state(session)
             if first == second && playerctl == first.status { return first }
@@ -349,7 +399,8 @@ final class LoadBoard {
         if !operation.allows(name) {
             failureCount += 1
             if failures.count < 20 {
-                failures.append("client \(client) \(operation.rawValue): \(name): \(error.message.prefix(200)) after \(took)")
+                failures.append(
+                    "client \(client) \(operation.rawValue): \(name): \(error.message.prefix(200)) after \(took)")
             }
         }
     }
@@ -395,7 +446,9 @@ final class LoadClient {
     }
 
     /// A call; its reply, or nil when it was answered with an error.
-    private func call(_ operation: LoadOperation, _ interface: String, _ member: String, _ arguments: [Value] = []) async -> [Value]? {
+    private func call(_ operation: LoadOperation, _ interface: String, _ member: String, _ arguments: [Value] = [])
+        async -> [Value]?
+    {
         let started = ContinuousClock.now
         board.begin()
         do {
@@ -411,7 +464,8 @@ final class LoadClient {
     }
 
     private func set(_ operation: LoadOperation, _ property: String, _ value: Value) async {
-        _ = await call(operation, Self.properties, "Set", [.string(MPRISNames.player), .string(property), .variant(value)])
+        _ = await call(
+            operation, Self.properties, "Set", [.string(MPRISNames.player), .string(property), .variant(value)])
     }
 
     private func someTrack() -> ObjectPath {
@@ -419,7 +473,8 @@ final class LoadClient {
     }
 
     private func perform(_ operation: LoadOperation) async {
-        let player = MPRISNames.player, trackList = MPRISNames.trackList
+        let player = MPRISNames.player
+        let trackList = MPRISNames.trackList
         switch operation {
         case .play: _ = await call(operation, player, "Play")
         case .pause: _ = await call(operation, player, "Pause")
@@ -432,7 +487,8 @@ final class LoadClient {
             _ = await call(operation, player, "Seek", [.int64(offset)])
         case .setPosition:
             let id = random.chance(0.8) ? (lastTrackID ?? someTrack()) : someTrack()
-            _ = await call(operation, player, "SetPosition", [.objectPath(id), .int64(Int64(random.int(0..<11_000)) * 1_000)])
+            _ = await call(
+                operation, player, "SetPosition", [.objectPath(id), .int64(Int64(random.int(0..<11_000)) * 1_000)])
         case .setVolume:
             await set(operation, "Volume", .double(Double(random.int(0..<101)) / 100))
         case .setRate:
@@ -456,7 +512,8 @@ final class LoadClient {
             default: after = mine.isEmpty ? random.pick(board.originals) : random.pick(mine)
             }
             board.added += 1
-            let reply = await call(operation, trackList, "AddTrack", [.string(uri), .objectPath(after), .boolean(random.chance(0.25))])
+            let reply = await call(
+                operation, trackList, "AddTrack", [.string(uri), .objectPath(after), .boolean(random.chance(0.25))])
             if reply == nil { board.added -= 1 } else { board.addsAnswered += 1 }
         case .removeTrack:
             guard let id = mine.isEmpty ? nil : mine.remove(at: random.int(0..<mine.count)) else {
@@ -470,20 +527,28 @@ final class LoadClient {
             }
         case .get:
             let property = random.pick(Self.readable)
-            if let value = await call(operation, Self.properties, "Get", [.string(player), .string(property)])?.first?.unwrapped, property == "Metadata" {
+            if let value = await call(operation, Self.properties, "Get", [.string(player), .string(property)])?.first?
+                .unwrapped, property == "Metadata"
+            {
                 lastTrackID = value.stringVariantDictionary?["mpris:trackid"]?.objectPath
             }
         case .getAll:
-            if let all = await call(operation, Self.properties, "GetAll", [.string(player)])?.first?.stringVariantDictionary {
+            if let all = await call(operation, Self.properties, "GetAll", [.string(player)])?.first?
+                .stringVariantDictionary
+            {
                 lastTrackID = all["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath
             }
         case .getTracks:
-            if let tracks = await call(operation, Self.properties, "Get", [.string(trackList), .string("Tracks")])?.first?.unwrapped.objectPaths {
+            if let tracks = await call(operation, Self.properties, "Get", [.string(trackList), .string("Tracks")])?
+                .first?.unwrapped.objectPaths
+            {
                 lastTracks = tracks
             }
         case .getTracksMetadata:
             let asked = lastTracks.isEmpty ? board.originals : lastTracks
-            guard let reply = await call(operation, trackList, "GetTracksMetadata", [.array(.objectPath, asked.map(Value.objectPath))]),
+            guard
+                let reply = await call(
+                    operation, trackList, "GetTracksMetadata", [.array(.objectPath, asked.map(Value.objectPath))]),
                 case .array(_, let maps)? = reply.first
             else { return }
             // Our entries: those with our file's URL (only this client removes them).

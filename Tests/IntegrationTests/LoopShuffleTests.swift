@@ -26,7 +26,9 @@ struct LoopShuffleTests {
 
     /// Next or Previous that must change nothing: the call, then a barrier Get (the
     /// daemon's signals for the call would leave before its reply).
-    private func expectNoMove(_ session: Session, _ member: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    private func expectNoMove(_ session: Session, _ member: String, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
         let current = try await session.currentTrackID()
         let mark = session.signals.count
         _ = try await session.call(member)
@@ -61,7 +63,9 @@ struct LoopShuffleTests {
         defer { session.stop() }
         var mark = session.signals.count
         try await session.set("LoopStatus", .string("Playlist"))
-        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") {
+            $0["LoopStatus"] == .string("Playlist")
+        }
         #expect(try await session.get("CanGoPrevious") == .boolean(true), "the first wraps back to the last")
         mark = session.signals.count
         try await session.goTo(ids[2])
@@ -94,11 +98,15 @@ struct LoopShuffleTests {
         // Two restarts of the 2 s track.
         for round in 1...2 {
             let seekMark = session.signals.count
-            let seeked = try await session.waitForSignal(after: seekMark, timeout: .seconds(8), "Seeked of restart #\(round)") { $0.member == "Seeked" }
+            let seeked = try await session.waitForSignal(
+                after: seekMark, timeout: .seconds(8), "Seeked of restart #\(round)"
+            ) { $0.member == "Seeked" }
             let position = seeked.arguments.first?.int64 ?? -1
             #expect(position >= 0 && position < 500_000, "restart #\(round) Seeked(\(position))")
         }
-        #expect(!session.metadataChanged(after: mark), "a restart is no track change: \(session.signals.dropFirst(mark).map(\.description))")
+        #expect(
+            !session.metadataChanged(after: mark),
+            "a restart is no track change: \(session.signals.dropFirst(mark).map(\.description))")
         #expect(try await session.currentTrackID() == ids[0])
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
 
@@ -127,15 +135,22 @@ struct LoopShuffleTests {
         }
         var from = mark
         for round in 1...2 {
-            let end = try? await session.waitForSignal(after: from, timeout: .seconds(4), "the end of track 1", where: isEnd)
+            let end = try? await session.waitForSignal(
+                after: from, timeout: .seconds(4), "the end of track 1", where: isEnd)
             guard let end else {
                 let now = try await session.currentTrackID()
-                Issue.record("round \(round): neither Seeked nor a track change within 4 s of playing a 1 s track; now \(now?.rawValue ?? "-") (track 1 is \(ids[0])), \(try await session.get("PlaybackStatus")), at \(try await session.position()) µs")
+                Issue.record(
+                    "round \(round): neither Seeked nor a track change within 4 s of playing a 1 s track; now \(now?.rawValue ?? "-") (track 1 is \(ids[0])), \(try await session.get("PlaybackStatus")), at \(try await session.position()) µs"
+                )
                 break
             }
-            from = (session.signals.indices.dropFirst(from).first { isEnd(session.signals[$0]) } ?? session.signals.count - 1) + 1
+            from =
+                (session.signals.indices.dropFirst(from).first { isEnd(session.signals[$0]) } ?? session.signals.count
+                    - 1) + 1
             guard end.member == "Seeked" else {
-                Issue.record("round \(round): the track must restart, not move on to \(end.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"] ?? .string("?"))")
+                Issue.record(
+                    "round \(round): the track must restart, not move on to \(end.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"] ?? .string("?"))"
+                )
                 break
             }
             let position = end.arguments.first?.int64 ?? -1
@@ -145,7 +160,9 @@ struct LoopShuffleTests {
         #expect(!session.metadataChanged(after: mark))
     }
 
-    @Test("Shuffle: every track once per cycle, a new cycle with Playlist, Previous walks back, off goes on in queue order")
+    @Test(
+        "Shuffle: every track once per cycle, a new cycle with Playlist, Previous walks back, off goes on in queue order"
+    )
     func shuffle() async throws {
         let tracks = try await TestMedia.tracks(count: 6, seconds: 10)
         let (session, ids) = try await start(tracks)
@@ -165,11 +182,15 @@ struct LoopShuffleTests {
         // With Playlist, a new cycle of the others.
         mark = session.signals.count
         try await session.set("LoopStatus", .string("Playlist"))
-        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") {
+            $0["LoopStatus"] == .string("Playlist")
+        }
         #expect(try await session.get("CanGoNext") == .boolean(true))
         var cycle: [ObjectPath] = []
         for _ in 1..<ids.count { cycle.append(try await step(session, "Next")) }
-        #expect(Set(cycle) == Set(ids).subtracting([played.last!]) && cycle.count == ids.count - 1, "the second cycle: \(cycle) after \(played.last!)")
+        #expect(
+            Set(cycle) == Set(ids).subtracting([played.last!]) && cycle.count == ids.count - 1,
+            "the second cycle: \(cycle) after \(played.last!)")
         played += cycle
 
         // Previous walks back through what was played (paused, so always at 0 s).

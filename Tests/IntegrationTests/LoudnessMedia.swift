@@ -49,9 +49,12 @@ enum LoudnessMedia {
     /// A tone of `seconds` at `frequency` on `album`, tagged with `gains` as `container` holds
     /// them (Opus R128: the gains rounded to Q7.8 and moved to R128's reference).
     static func make(
-        _ name: String, _ container: Container, gains: Gains, album: String, frequency: Int, seconds: Double, in folder: URL
+        _ name: String, _ container: Container, gains: Gains, album: String, frequency: Int, seconds: Double,
+        in folder: URL
     ) async throws -> URL {
-        guard let gstLaunch = Tools.find("gst-launch-1.0") else { throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)") }
+        guard let gstLaunch = Tools.find("gst-launch-1.0") else {
+            throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let file = folder.appendingPathComponent("\(name).\(container.fileExtension)")
         var tags = ["title=\"\(name)\"", "album=\"\(album)\""]
@@ -71,22 +74,30 @@ enum LoudnessMedia {
             if let value = gains.album { tags.append("replaygain-album-gain=(double)\(value)") }
             if let value = gains.albumPeak { tags.append("replaygain-album-peak=(double)\(value)") }
         }
-        let encoder: [String] = switch container {
-        case .flac: ["flacenc"]
-        case .vorbis: ["vorbisenc", "quality=0.8", "!", "oggmux"]
-        case .opus, .opusR128: ["audioresample", "!", "opusenc", "bitrate=128000", "!", "oggmux"]
-        case .ape: ["lamemp3enc", "target=bitrate", "bitrate=192", "!", "apev2mux"]
-        case .id3: ["lamemp3enc", "target=bitrate", "bitrate=192"]
-        case .mp4: ["lamemp3enc", "target=bitrate", "bitrate=192", "!", "mpegaudioparse", "!", "mp4mux"]
-        }
+        let encoder: [String] =
+            switch container {
+            case .flac: ["flacenc"]
+            case .vorbis: ["vorbisenc", "quality=0.8", "!", "oggmux"]
+            case .opus, .opusR128: ["audioresample", "!", "opusenc", "bitrate=128000", "!", "oggmux"]
+            case .ape: ["lamemp3enc", "target=bitrate", "bitrate=192", "!", "apev2mux"]
+            case .id3: ["lamemp3enc", "target=bitrate", "bitrate=192"]
+            case .mp4: ["lamemp3enc", "target=bitrate", "bitrate=192", "!", "mpegaudioparse", "!", "mp4mux"]
+            }
         let buffers = Int((seconds * 44100 / 4410).rounded())
-        let arguments = ["-q", "audiotestsrc", "wave=sine", "volume=\(amplitude)", "freq=\(frequency)", "samplesperbuffer=4410", "num-buffers=\(buffers)",
-                         "!", "audio/x-raw,rate=44100,channels=2", "!", "audioconvert"]
+        let arguments =
+            [
+                "-q", "audiotestsrc", "wave=sine", "volume=\(amplitude)", "freq=\(frequency)", "samplesperbuffer=4410",
+                "num-buffers=\(buffers)",
+                "!", "audio/x-raw,rate=44100,channels=2", "!", "audioconvert",
+            ]
             + (container == .id3 || container == .mp4 ? [] : ["!", "taginject", "tags=\(tags.joined(separator: ","))"])
             + ["!"] + encoder + ["!", "filesink", "location=\(file.path)"]
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 }
         let result = try await Tools.run(gstLaunch, arguments, environment: environment)
-        guard result.status == 0 else { throw HarnessError("gst-launch-1.0 could not make \(file.lastPathComponent): \(result.output)\(result.error)") }
+        guard result.status == 0 else {
+            throw HarnessError(
+                "gst-launch-1.0 could not make \(file.lastPathComponent): \(result.output)\(result.error)")
+        }
         var fields = [("TITLE", name), ("ALBUM", album)]
         if let value = gains.track { fields.append(("REPLAYGAIN_TRACK_GAIN", "\(decibels(value))")) }
         if let value = gains.trackPeak { fields.append(("REPLAYGAIN_TRACK_PEAK", "\(value)")) }
@@ -110,7 +121,8 @@ enum LoudnessMedia {
     /// A gain as taggers write it: `-6.00 dB`.
     static func decibels(_ gain: Double) -> String {
         let hundredths = Int((abs(gain) * 100).rounded())
-        return (gain < 0 ? "-" : "+") + "\(hundredths / 100)." + (hundredths % 100 < 10 ? "0" : "") + "\(hundredths % 100) dB"
+        return (gain < 0 ? "-" : "+") + "\(hundredths / 100)." + (hundredths % 100 < 10 ? "0" : "")
+            + "\(hundredths % 100) dB"
     }
 
     // MARK: - ID3v2.4
@@ -170,7 +182,9 @@ enum LoudnessMedia {
             }
         }
         func atom(_ type: [UInt8], _ body: Data) -> Data { UInt32(8 + body.count).bigEndianData + Data(type) + body }
-        func text(_ value: String) -> Data { atom(Array("data".utf8), Data([0, 0, 0, 1, 0, 0, 0, 0]) + Data(value.utf8)) }
+        func text(_ value: String) -> Data {
+            atom(Array("data".utf8), Data([0, 0, 0, 1, 0, 0, 0, 0]) + Data(value.utf8))
+        }
         var items = Data()
         for (key, value) in fields {
             switch key {
@@ -196,7 +210,9 @@ extension LoudnessMedia {
     /// decoder applies), and the checksum of the page that holds it.
     static func setOpusOutputGain(_ q78: Int16, in file: URL) throws {
         var bytes = [UInt8](try Data(contentsOf: file))
-        guard bytes.count > 27, bytes[0..<4] == [0x4F, 0x67, 0x67, 0x53] else { throw HarnessError("\(file.lastPathComponent) is not Ogg") }
+        guard bytes.count > 27, bytes[0..<4] == [0x4F, 0x67, 0x67, 0x53] else {
+            throw HarnessError("\(file.lastPathComponent) is not Ogg")
+        }
         let segments = Int(bytes[26])
         let packet = 27 + segments
         let pageLength = packet + bytes[27..<packet].reduce(0) { $0 + Int($1) }
@@ -208,7 +224,8 @@ extension LoudnessMedia {
         bytes[packet + 17] = UInt8(gain >> 8)
         bytes.replaceSubrange(22..<26, with: [0, 0, 0, 0])
         let crc = oggCRC(bytes[0..<pageLength])
-        bytes.replaceSubrange(22..<26, with: [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24)])
+        bytes.replaceSubrange(
+            22..<26, with: [UInt8(crc & 0xFF), UInt8(crc >> 8 & 0xFF), UInt8(crc >> 16 & 0xFF), UInt8(crc >> 24)])
         try Data(bytes).write(to: file)
     }
 

@@ -25,7 +25,9 @@ struct NumericEdgeTests {
     /// belongs to: a state that does not match its queue is not applied at all.)
     static let stateFields = ["current", "position", "volume", "rate"]
 
-    @Test("every numeric field of state.json at one edge value: dropped with a log line, the queue plays", arguments: jsonValues)
+    @Test(
+        "every numeric field of state.json at one edge value: dropped with a log line, the queue plays",
+        arguments: jsonValues)
     func savedState(value: String) async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
         let session = try await Session()
@@ -40,7 +42,9 @@ struct NumericEdgeTests {
         let log = session.log()
         let volume = try await session.get("Volume").double ?? -1
         let rate = try await session.get("Rate").double ?? -1
-        #expect((0...1).contains(volume) && (0.25...4).contains(rate), "volume \(volume), rate \(rate) from \(value)\n\(log)")
+        #expect(
+            (0...1).contains(volume) && (0.25...4).contains(rate),
+            "volume \(volume), rate \(rate) from \(value)\n\(log)")
         let unusable = ["\"NaN\"", "\"inf\"", "1e400", "9223372036854775808", "-9223372036854775809"].contains(value)
         if unusable || value.hasPrefix("-") && value != "-0" {
             #expect(log.contains("state.json"), "nothing says what became of \(value):\n\(log)")
@@ -48,7 +52,10 @@ struct NumericEdgeTests {
     }
 
     /// Numbers as a configuration file may spell them.
-    nonisolated static let configValues = ["0", "-0", "-1", "0.5", "nan", "NaN", "inf", "-inf", "1e-300", "1e308", "1e400", "99999999999999999999", "0x10", "1,5"]
+    nonisolated static let configValues = [
+        "0", "-0", "-1", "0.5", "nan", "NaN", "inf", "-inf", "1e-300", "1e308", "1e400", "99999999999999999999", "0x10",
+        "1,5",
+    ]
     /// The configuration's numeric keys.
     nonisolated static let configKeys = ["volume", "minimum-rate", "maximum-rate"]
 
@@ -72,7 +79,9 @@ struct NumericEdgeTests {
             return
         }
         // Taken: the player runs, within the ranges Quaver allows.
-        let owned = await session.waiter.wait(timeout: .seconds(30)) { (session.owners[session.busName] ?? "").isEmpty == false }
+        let owned = await session.waiter.wait(timeout: .seconds(30)) {
+            (session.owners[session.busName] ?? "").isEmpty == false
+        }
         #expect(owned, "\(key) = \(value): the player runs but never took its name\n\(text)")
         guard owned else { return }
         try await Self.expectHealthyAndPlaying(session, tracks.count, "\(key) = \(value)")
@@ -80,7 +89,9 @@ struct NumericEdgeTests {
         let minimum = try await session.get("MinimumRate").double ?? -1
         let maximum = try await session.get("MaximumRate").double ?? -1
         #expect((0...1).contains(volume), "Volume \(volume) from \(key) = \(value)")
-        #expect(minimum >= 0.25 && minimum <= 1 && maximum >= 1 && maximum <= 4, "rates \(minimum)...\(maximum) from \(key) = \(value)")
+        #expect(
+            minimum >= 0.25 && minimum <= 1 && maximum >= 1 && maximum <= 4,
+            "rates \(minimum)...\(maximum) from \(key) = \(value)")
     }
 
     /// Answers at once, plays the queue's first track when asked, and has not crashed. "At

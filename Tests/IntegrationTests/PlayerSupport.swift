@@ -24,7 +24,8 @@ extension Session {
     /// waiting for a reply before sending the next (each task sends its call when it first
     /// runs, and the main actor runs them in the order they were made; the serials libdbus
     /// gave them are checked to say so); returns how each was answered.
-    func sendPipelined(_ messages: [Message], sourceLocation: SourceLocation = #_sourceLocation) async -> [CallOutcome] {
+    func sendPipelined(_ messages: [Message], sourceLocation: SourceLocation = #_sourceLocation) async -> [CallOutcome]
+    {
         let client = self.client
         let calls = messages.map { message in
             Task { @MainActor () -> CallOutcome in
@@ -41,18 +42,23 @@ extension Session {
         var outcomes: [CallOutcome] = []
         for call in calls { outcomes.append(await call.value) }
         let serials = messages.map(\.serial)
-        #expect(zip(serials, serials.dropFirst()).allSatisfy { $0 < $1 }, "the calls were not sent in order: serials \(serials)", sourceLocation: sourceLocation)
+        #expect(
+            zip(serials, serials.dropFirst()).allSatisfy { $0 < $1 },
+            "the calls were not sent in order: serials \(serials)", sourceLocation: sourceLocation)
         return outcomes
     }
 
     /// A call of a Player method, or a Set of a Player property.
     func playerMessage(_ member: String, _ arguments: [Value] = []) throws -> Message {
-        try Message.methodCall(destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: MPRISNames.player, member: member, arguments: arguments)
+        try Message.methodCall(
+            destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: MPRISNames.player,
+            member: member, arguments: arguments)
     }
 
     func setMessage(_ property: String, _ value: Value) throws -> Message {
         try Message.methodCall(
-            destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: "org.freedesktop.DBus.Properties", member: "Set",
+            destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!,
+            interface: "org.freedesktop.DBus.Properties", member: "Set",
             arguments: [.string(MPRISNames.player), .string(property), .variant(value)])
     }
 }
@@ -69,13 +75,15 @@ struct PlayerMirror {
     /// is missed. `Session.waitForPlayerState` confirms what the mirror shows with a GetAll.
     init(_ session: Session) async throws {
         applied = session.signals.count
-        let reply = try await session.call("GetAll", interface: "org.freedesktop.DBus.Properties", [.string(MPRISNames.player)])
+        let reply = try await session.call(
+            "GetAll", interface: "org.freedesktop.DBus.Properties", [.string(MPRISNames.player)])
         properties = reply.first?.stringVariantDictionary ?? [:]
     }
 
     mutating func update(_ signals: [Session.RecordedSignal]) {
         guard signals.count > applied else { return }
-        for signal in signals[applied...] where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
+        for signal in signals[applied...]
+        where signal.member == "PropertiesChanged" && signal.changedInterface == MPRISNames.player {
             properties.merge(signal.changed) { $1 }
         }
         applied = signals.count
@@ -92,8 +100,12 @@ struct PlayerMirror {
 
     nonisolated static func describe(_ properties: [String: Value]) -> String {
         let metadata = properties["Metadata"]?.stringVariantDictionary ?? [:]
-        let shown = ["PlaybackStatus", "Rate", "Volume", "LoopStatus", "Shuffle", "CanGoNext", "CanGoPrevious", "CanSeek", "CanPlay", "CanPause"]
-        return "\(metadata["xesam:title"].map(describe) ?? "no title") (\(metadata["mpris:trackid"]?.objectPath?.rawValue ?? "no id")), "
+        let shown = [
+            "PlaybackStatus", "Rate", "Volume", "LoopStatus", "Shuffle", "CanGoNext", "CanGoPrevious", "CanSeek",
+            "CanPlay", "CanPause",
+        ]
+        return
+            "\(metadata["xesam:title"].map(describe) ?? "no title") (\(metadata["mpris:trackid"]?.objectPath?.rawValue ?? "no id")), "
             + shown.map { "\($0) \(properties[$0].map(describe) ?? "-")" }.joined(separator: ", ")
     }
 }
@@ -103,7 +115,9 @@ extension Session {
     /// at each PropertiesChanged (applied to a GetAll), and confirmed by a fresh GetAll (also
     /// made every 2 s without a match).
     /// Returns whether they did within `timeout`, and the last GetAll.
-    func waitForPlayerState(timeout: Duration = .seconds(30), _ check: @escaping ([String: Value]) -> Bool) async throws -> (matched: Bool, properties: [String: Value]) {
+    func waitForPlayerState(timeout: Duration = .seconds(30), _ check: @escaping ([String: Value]) -> Bool) async throws
+        -> (matched: Bool, properties: [String: Value])
+    {
         let deadline = ContinuousClock.now + timeout
         var mirror = try await PlayerMirror(self)
         while true {
@@ -133,7 +147,9 @@ struct PlaybackProgress: CustomStringConvertible {
     var slack: Double
     var error: Double { media - rate * wall }
     var description: String {
-        String(format: "%.3f s of media in %.3f s at %.2fx: error %+.1f ms (call latency allows ±%.1f ms)", media, wall, rate, error * 1000, slack * 1000)
+        String(
+            format: "%.3f s of media in %.3f s at %.2fx: error %+.1f ms (call latency allows ±%.1f ms)", media, wall,
+            rate, error * 1000, slack * 1000)
     }
 }
 
@@ -148,7 +164,8 @@ extension Session {
         for _ in 0..<5 where best == nil || ContinuousClock.now - started < .milliseconds(200) {
             let before = ContinuousClock.now
             let reply = try client.callBlocking(
-                destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!, interface: "org.freedesktop.DBus.Properties",
+                destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!,
+                interface: "org.freedesktop.DBus.Properties",
                 member: "Get", arguments: [.string(MPRISNames.player), .string("Position")], timeout: .seconds(10))
             let after = ContinuousClock.now
             guard let value = reply.first?.unwrapped.int64 else { throw HarnessError("Position answered \(reply)") }
@@ -162,10 +179,12 @@ extension Session {
     /// Reads Position, lets playback run for `interval`, reads it again.
     func progress(rate: Double, over interval: Duration) async throws -> PlaybackProgress {
         let start = try await bracketedPosition()
-        try await Task.sleep(until: start.at + interval, clock: ContinuousClock())  // a measured interval of real playback
+        // A measured interval of real playback.
+        try await Task.sleep(until: start.at + interval, clock: ContinuousClock())
         let end = try await bracketedPosition()
         return PlaybackProgress(
-            media: Double(end.microseconds - start.microseconds) / 1_000_000, wall: (end.at - start.at).inSeconds, rate: rate,
+            media: Double(end.microseconds - start.microseconds) / 1_000_000, wall: (end.at - start.at).inSeconds,
+            rate: rate,
             slack: rate * (start.halfWidth + end.halfWidth).inSeconds)
     }
 

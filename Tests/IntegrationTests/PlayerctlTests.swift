@@ -17,13 +17,16 @@ struct PlayerctlTests {
         try await session.waitForStatus("Playing")
 
         #expect(try await session.playerctl("status") == "Playing")
-        let metadata = try await session.playerctl("metadata", "--format", "{{title}}|{{artist}}|{{album}}|{{mpris:length}}")
+        let metadata = try await session.playerctl(
+            "metadata", "--format", "{{title}}|{{artist}}|{{album}}|{{mpris:length}}")
         #expect(metadata == "Track 1|Artist 1|Test Album|10000000")
 
         // pause: exactly PlaybackStatus changes, in one signal
         var mark = session.signals.count
         try await session.playerctl("pause")
-        let paused = try await session.waitForPlayerChange(after: mark, "Paused") { $0["PlaybackStatus"]?.string == "Paused" }
+        let paused = try await session.waitForPlayerChange(after: mark, "Paused") {
+            $0["PlaybackStatus"]?.string == "Paused"
+        }
         #expect(Set(paused.changed.keys) == ["PlaybackStatus"])
         #expect(try await session.playerctl("status") == "Paused")
         let frozen = try await session.position()
@@ -31,15 +34,21 @@ struct PlayerctlTests {
 
         mark = session.signals.count
         try await session.playerctl("play")
-        let playing = try await session.waitForPlayerChange(after: mark, "Playing") { $0["PlaybackStatus"]?.string == "Playing" }
+        let playing = try await session.waitForPlayerChange(after: mark, "Playing") {
+            $0["PlaybackStatus"]?.string == "Playing"
+        }
         #expect(Set(playing.changed.keys) == ["PlaybackStatus"])
 
         mark = session.signals.count
         try await session.playerctl("play-pause")
-        try await session.waitForPlayerChange(after: mark, "Paused by play-pause") { $0["PlaybackStatus"]?.string == "Paused" }
+        try await session.waitForPlayerChange(after: mark, "Paused by play-pause") {
+            $0["PlaybackStatus"]?.string == "Paused"
+        }
         mark = session.signals.count
         try await session.playerctl("play-pause")
-        try await session.waitForPlayerChange(after: mark, "Playing by play-pause") { $0["PlaybackStatus"]?.string == "Playing" }
+        try await session.waitForPlayerChange(after: mark, "Playing by play-pause") {
+            $0["PlaybackStatus"]?.string == "Playing"
+        }
 
         // next: the new Metadata and the flags that flipped arrive together
         mark = session.signals.count
@@ -47,7 +56,9 @@ struct PlayerctlTests {
         let next = try await session.waitForPlayerChange(after: mark, "Metadata of track 2") {
             $0["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string == "Track 2"
         }
-        #expect(Set(next.changed.keys) == ["Metadata", "CanGoPrevious"], "one signal with the new track and the flag it flipped")
+        #expect(
+            Set(next.changed.keys) == ["Metadata", "CanGoPrevious"],
+            "one signal with the new track and the flag it flipped")
         #expect(next.changed["CanGoPrevious"]?.boolean == true)
         let nextMetadata = next.changed["Metadata"]?.stringVariantDictionary ?? [:]
         #expect(nextMetadata["xesam:artist"] == .strings(["Artist 2"]))
@@ -71,7 +82,9 @@ struct PlayerctlTests {
         try await session.playerctl("position", "5+")
         let seeked = try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
         let target = seeked.arguments.first?.int64 ?? -1
-        #expect(target >= Int64((before + 5) * 1_000_000) - 100_000 && target <= Int64((before + 5) * 1_000_000) + 600_000, "Seeked \(target) after position \(before) + 5 s")
+        #expect(
+            target >= Int64((before + 5) * 1_000_000) - 100_000 && target <= Int64((before + 5) * 1_000_000) + 600_000,
+            "Seeked \(target) after position \(before) + 5 s")
         let after = try await session.position()
         #expect(after >= target && after < target + 1_000_000, "Position \(after) right after Seeked(\(target))")
 
@@ -85,7 +98,9 @@ struct PlayerctlTests {
         // stop: Stopped, position 0, no Seeked
         mark = session.signals.count
         try await session.playerctl("stop")
-        let stopped = try await session.waitForPlayerChange(after: mark, "Stopped") { $0["PlaybackStatus"]?.string == "Stopped" }
+        let stopped = try await session.waitForPlayerChange(after: mark, "Stopped") {
+            $0["PlaybackStatus"]?.string == "Stopped"
+        }
         // Nothing can seek while stopped: CanSeek flips with the status, in the same signal.
         #expect(stopped.changed == ["PlaybackStatus": .string("Stopped"), "CanSeek": .boolean(false)])
         #expect(try await session.playerctl("status") == "Stopped")

@@ -26,7 +26,8 @@ struct PlaylistsTests {
             var date = DateComponents()
             (date.year, date.month, date.day) = (year, 6, 1)
             date.timeZone = TimeZone(identifier: "UTC")
-            try files.setAttributes([.modificationDate: Calendar(identifier: .gregorian).date(from: date)!], ofItemAtPath: file.path)
+            try files.setAttributes(
+                [.modificationDate: Calendar(identifier: .gregorian).date(from: date)!], ofItemAtPath: file.path)
         }
         try Data("not a playlist\n".utf8).write(to: folder.appendingPathComponent("notes.txt"))
         try Data("\(tracks[0].path)\n".utf8).write(to: folder.appendingPathComponent("sub/inner.m3u"))
@@ -34,8 +35,12 @@ struct PlaylistsTests {
         return folder
     }
 
-    private func playlists(_ session: Session, _ index: UInt32, _ maxCount: UInt32, _ order: String, reversed: Bool = false) async throws -> [(id: ObjectPath, name: String, icon: String)] {
-        let reply = try await session.call("GetPlaylists", interface: MPRISNames.playlists, [.uint32(index), .uint32(maxCount), .string(order), .boolean(reversed)])
+    private func playlists(
+        _ session: Session, _ index: UInt32, _ maxCount: UInt32, _ order: String, reversed: Bool = false
+    ) async throws -> [(id: ObjectPath, name: String, icon: String)] {
+        let reply = try await session.call(
+            "GetPlaylists", interface: MPRISNames.playlists,
+            [.uint32(index), .uint32(maxCount), .string(order), .boolean(reversed)])
         guard case .array(_, let items)? = reply.first else { throw HarnessError("GetPlaylists answered \(reply)") }
         return try items.map { item in
             guard case .structure(let fields) = item, fields.count == 3, let id = fields[0].objectPath,
@@ -45,7 +50,9 @@ struct PlaylistsTests {
         }
     }
 
-    private func names(_ session: Session, _ index: UInt32, _ maxCount: UInt32, _ order: String, reversed: Bool = false) async throws -> [String] {
+    private func names(_ session: Session, _ index: UInt32, _ maxCount: UInt32, _ order: String, reversed: Bool = false)
+        async throws -> [String]
+    {
         try await playlists(session, index, maxCount, order, reversed: reversed).map(\.name)
     }
 
@@ -75,7 +82,9 @@ struct PlaylistsTests {
 
         let modified = try await playlists(session, 0, 100, "Modified")
         #expect(modified.map(\.name) == ["b", "Mix Tape", "10 x", "2 x"], "oldest first")
-        #expect(Dictionary(uniqueKeysWithValues: modified.map { ($0.name, $0.id) }) == Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.id) }), "ids do not depend on the order")
+        #expect(
+            Dictionary(uniqueKeysWithValues: modified.map { ($0.name, $0.id) })
+                == Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0.id) }), "ids do not depend on the order")
         #expect(try await names(session, 0, 100, "Modified", reversed: true) == ["2 x", "10 x", "Mix Tape", "b"])
         #expect(try await playlists(session, 0, 100, "Created").count == 4)
 
@@ -100,13 +109,20 @@ struct PlaylistsTests {
         let before = try await session.trackListTracks()
         let mixTape = try #require(try await playlists(session, 0, 100, "Alphabetical").first { $0.name == "Mix Tape" })
 
-        let mark = session.signals.count, trackMark = signals.count
+        let mark = session.signals.count
+        let trackMark = signals.count
         _ = try await session.call("ActivatePlaylist", interface: MPRISNames.playlists, [.objectPath(mixTape.id)])
-        let replaced = try await signals.wait(after: trackMark, "TrackListReplaced") { $0.member == "TrackListReplaced" }
-        try await session.waitForPlayerChange(after: mark, "Track 3") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3") }
+        let replaced = try await signals.wait(after: trackMark, "TrackListReplaced") {
+            $0.member == "TrackListReplaced"
+        }
+        try await session.waitForPlayerChange(after: mark, "Track 3") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3")
+        }
         try await session.waitForStatus("Playing", after: mark)
         let current = try #require(try await session.currentTrackID())
-        #expect(replaced.arguments.dropFirst().first?.objectPath == current, "TrackListReplaced names the new current track: \(replaced)")
+        #expect(
+            replaced.arguments.dropFirst().first?.objectPath == current,
+            "TrackListReplaced names the new current track: \(replaced)")
         #expect(!(replaced.arguments.first?.objectPaths ?? []).contains { before.contains($0) }, "new ids: \(replaced)")
 
         try await signals.waitForWindow(of: 2)
@@ -115,19 +131,27 @@ struct PlaylistsTests {
         #expect(try await session.trackURLs(ids) == [tracks[2], tracks[0]].map(\.absoluteString))
         #expect(signals.replayed() == ids)
 
-        let expected = Value.structure([.boolean(true), .structure([.objectPath(mixTape.id), .string("Mix Tape"), .string("")])])
+        let expected = Value.structure([
+            .boolean(true), .structure([.objectPath(mixTape.id), .string("Mix Tape"), .string("")]),
+        ])
         #expect(try await session.get("ActivePlaylist", interface: MPRISNames.playlists) == expected)
-        let announced = try? await session.waitForSignal(after: mark, timeout: .seconds(3), "PropertiesChanged of ActivePlaylist") {
-            $0.member == "PropertiesChanged" && $0.changedInterface == MPRISNames.playlists && $0.changed["ActivePlaylist"] != nil
+        let announced = try? await session.waitForSignal(
+            after: mark, timeout: .seconds(3), "PropertiesChanged of ActivePlaylist"
+        ) {
+            $0.member == "PropertiesChanged" && $0.changedInterface == MPRISNames.playlists
+                && $0.changed["ActivePlaylist"] != nil
         }
-        #expect(announced?.changed["ActivePlaylist"] == expected, "ActivePlaylist must be announced with PropertiesChanged")
+        #expect(
+            announced?.changed["ActivePlaylist"] == expected, "ActivePlaylist must be announced with PropertiesChanged")
 
         let prefix = Session.trackIDPrefix(of: mixTape.id)
         await expectMPRISError(MPRISNames.invalidArgs) {
-            _ = try await session.call("ActivatePlaylist", interface: MPRISNames.playlists, [.objectPath(ObjectPath(prefix + "/999")!)])
+            _ = try await session.call(
+                "ActivatePlaylist", interface: MPRISNames.playlists, [.objectPath(ObjectPath(prefix + "/999")!)])
         }
         await expectMPRISError(MPRISNames.invalidArgs) {
-            _ = try await session.call("ActivatePlaylist", interface: MPRISNames.playlists, [.objectPath(ObjectPath("/not/a/playlist")!)])
+            _ = try await session.call(
+                "ActivatePlaylist", interface: MPRISNames.playlists, [.objectPath(ObjectPath("/not/a/playlist")!)])
         }
         #expect(try await session.trackListTracks() == ids, "a refused activation changes nothing")
     }
@@ -145,7 +169,8 @@ struct PlaylistsTests {
 
         // Renamed inside the folder: same id, new name.
         var trackMark = signals.count
-        try FileManager.default.moveItem(at: folder.appendingPathComponent("10 x.m3u8"), to: folder.appendingPathComponent("11 y.m3u8"))
+        try FileManager.default.moveItem(
+            at: folder.appendingPathComponent("10 x.m3u8"), to: folder.appendingPathComponent("11 y.m3u8"))
         let changed = try await signals.wait(after: trackMark, "PlaylistChanged") { $0.member == "PlaylistChanged" }
         #expect(changed.arguments == [.structure([.objectPath(ten.id), .string("11 y"), .string("")])])
         #expect(try await names(session, 0, 100, "Alphabetical") == ["2 x", "11 y", "b", "Mix Tape"])
@@ -155,7 +180,9 @@ struct PlaylistsTests {
         // A new playlist: PlaylistCount changes, announced.
         trackMark = signals.count
         try Data("\(tracks[1].path)\n".utf8).write(to: folder.appendingPathComponent("new.m3u"))
-        let grown = try? await signals.wait(after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 5") {
+        let grown = try? await signals.wait(
+            after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 5"
+        ) {
             $0.member == "PropertiesChanged" && $0.changed["PlaylistCount"] != nil
         }
         #expect(grown?.changed["PlaylistCount"] == .uint32(5), "PlaylistCount 5 must be announced")
@@ -165,7 +192,9 @@ struct PlaylistsTests {
         // Removed: back to 4.
         trackMark = signals.count
         try FileManager.default.removeItem(at: folder.appendingPathComponent("b.pls"))
-        let shrunk = try? await signals.wait(after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 4") {
+        let shrunk = try? await signals.wait(
+            after: trackMark, timeout: .seconds(20), "PropertiesChanged of PlaylistCount 4"
+        ) {
             $0.member == "PropertiesChanged" && $0.changed["PlaylistCount"] != nil
         }
         #expect(shrunk?.changed["PlaylistCount"] == .uint32(4), "PlaylistCount 4 must be announced")

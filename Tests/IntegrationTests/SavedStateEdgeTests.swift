@@ -14,7 +14,8 @@ struct SavedStateEdgeTests {
     /// Writes a saved session as another program (or a bad disk) may have left it: the
     /// queue's lines and the state file's text, as given.
     static func writeSession(_ session: Session, queue: [String], state: String) throws {
-        try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: session.stateFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let text = "#EXTM3U\n" + queue.map { $0 + "\n" }.joined()
         try Data(text.utf8).write(to: session.stateFolder.appendingPathComponent("queue.m3u8"))
         try Data(state.utf8).write(to: session.stateFolder.appendingPathComponent("state.json"))
@@ -30,15 +31,19 @@ struct SavedStateEdgeTests {
         try await session.get("Tracks", interface: trackList).objectPaths
     }
 
-    @Test("a saved position of Int64.max, a negative volume, a tiny rate and an unknown loop are dropped; the rest is restored")
+    @Test(
+        "a saved position of Int64.max, a negative volume, a tiny rate and an unknown loop are dropped; the rest is restored"
+    )
     func outOfRangeFieldsAreDropped() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try Self.writeSession(session, queue: tracks.map(\.absoluteString), state: """
-            {"version": 1, "queueCount": 3, "current": 1, "position": 9223372036854775807,
-             "volume": -3, "rate": 1e-300, "loop": "sideways", "shuffle": true}
-            """)
+        try Self.writeSession(
+            session, queue: tracks.map(\.absoluteString),
+            state: """
+                {"version": 1, "queueCount": 3, "current": 1, "position": 9223372036854775807,
+                 "volume": -3, "rate": 1e-300, "loop": "sideways", "shuffle": true}
+                """)
         try await session.launch([])
         try await session.waitForStatus("Paused")
         #expect(try await session.metadata()["xesam:title"] == .string("Track 2"))
@@ -52,7 +57,9 @@ struct SavedStateEdgeTests {
         for field in ["position 9223372036854775807", "volume -3.0", "rate 1e-300", "loop sideways"] {
             #expect(line.contains(field), "\(line)")
         }
-        #expect(!FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
     }
 
     @Test("a current index outside the queue and a position no Int64 holds are dropped; the queue is restored")
@@ -60,10 +67,12 @@ struct SavedStateEdgeTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try Self.writeSession(session, queue: tracks.map(\.absoluteString), state: """
-            {"version": 1, "queueCount": 3, "current": 99, "position": 1e30,
-             "volume": 0.5, "rate": 1.5, "loop": "all", "shuffle": false}
-            """)
+        try Self.writeSession(
+            session, queue: tracks.map(\.absoluteString),
+            state: """
+                {"version": 1, "queueCount": 3, "current": 99, "position": 1e30,
+                 "volume": 0.5, "rate": 1.5, "loop": "all", "shuffle": false}
+                """)
         try await session.launch([])
         #expect(try await Self.tracks(session).count == 3)
         #expect(try await session.get("Volume") == .double(0.5))
@@ -90,7 +99,9 @@ struct SavedStateEdgeTests {
         #expect(peak < 300 * 1024, "peak RSS \(peak) KiB")
         let log = session.log()
         #expect(log.contains("state.json is 2147483648 bytes, more than the 1048576"), "\(log)")
-        #expect(FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
     }
 
     @Test("a 2 GiB queue file is set aside without being read, and the state with it")
@@ -98,9 +109,11 @@ struct SavedStateEdgeTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try Self.writeSession(session, queue: [], state: """
-            {"version": 1, "queueCount": 3, "current": 0, "position": 0, "volume": 1, "rate": 1, "loop": "off", "shuffle": false}
-            """)
+        try Self.writeSession(
+            session, queue: [],
+            state: """
+                {"version": 1, "queueCount": 3, "current": 0, "position": 0, "volume": 1, "rate": 1, "loop": "off", "shuffle": false}
+                """)
         let queueFile = session.stateFolder.appendingPathComponent("queue.m3u8")
         #expect(truncate(queueFile.path, 2 << 30) == 0)
         try session.writeConfig("music-folder = \(tracks[0].deletingLastPathComponent().path)\n")
@@ -109,8 +122,12 @@ struct SavedStateEdgeTests {
         let peak = try #require(ProcessProbe.kibibytes("VmHWM", of: session.daemon!.pid))
         #expect(peak < 300 * 1024, "peak RSS \(peak) KiB")
         #expect(session.log().contains("queue.m3u8 is 2147483648 bytes"), "\(session.log())")
-        #expect(FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("queue.m3u8.corrupt").path))
-        #expect(FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: session.stateFolder.appendingPathComponent("queue.m3u8.corrupt").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
     }
 
     @Test("the restored queue passes the scheme allow-list and the length limit OpenUri applies")
@@ -122,12 +139,15 @@ struct SavedStateEdgeTests {
             tracks[0].absoluteString, "fd://0", "/etc/passwd", "file:///" + String(repeating: "a", count: 9_000),
             tracks[1].absoluteString, "ftp://example.com/a.mp3",
         ]
-        try Self.writeSession(session, queue: queue, state: """
-            {"version": 1, "queueCount": 6, "current": 4, "position": 2000000, "volume": 1, "rate": 1, "loop": "off", "shuffle": false}
-            """)
+        try Self.writeSession(
+            session, queue: queue,
+            state: """
+                {"version": 1, "queueCount": 6, "current": 4, "position": 2000000, "volume": 1, "rate": 1, "loop": "off", "shuffle": false}
+                """)
         try await session.launch([])
         try await session.waitForStatus("Paused")
-        #expect(try await session.metadata()["xesam:title"] == .string("Track 2"), "the current entry follows its track")
+        #expect(
+            try await session.metadata()["xesam:title"] == .string("Track 2"), "the current entry follows its track")
         #expect(try await session.metadata()["xesam:url"] == .string(tracks[1].absoluteString))
         let position = try await session.position()
         #expect(abs(position - 2_000_000) < 500_000, "restored at \(position) µs")
@@ -153,10 +173,13 @@ struct SavedStateEdgeTests {
         let session = try await Session()
         defer { session.stop() }
         // A state folder made wider by hand, and a problems log one warning short of a trim.
-        try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: session.stateFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         let problems = session.stateFolder.appendingPathComponent("problems.log")
         let filler = String(repeating: "2026-01-01T00:00:00Z warning: an old problem\n", count: 1_700)
-        #expect(FileManager.default.createFile(atPath: problems.path, contents: Data(filler.utf8), attributes: [.posixPermissions: 0o600]))
+        #expect(
+            FileManager.default.createFile(
+                atPath: problems.path, contents: Data(filler.utf8), attributes: [.posixPermissions: 0o600]))
         let missing = session.home.appendingPathComponent("no-such-track.flac").path
         try await session.launch([missing] + tracks.map(\.track.path))
         try await session.waitForStatus("Playing")
@@ -167,10 +190,13 @@ struct SavedStateEdgeTests {
         mark = session.signals.count
         _ = try await session.call("SetPosition", [.objectPath(id), .int64(5_000_000)])
         try await session.waitForSignal(after: mark, "Seeked") { $0.member == "Seeked" }
-        _ = try await session.call("AddTrack", interface: Self.trackList, [.string(tracks[0].track.absoluteString), .objectPath(id), .boolean(false)])
+        _ = try await session.call(
+            "AddTrack", interface: Self.trackList,
+            [.string(tracks[0].track.absoluteString), .objectPath(id), .boolean(false)])
         let art = session.home.appendingPathComponent(".cache/quaver/art")
         let cached = await session.waiter.wait(timeout: .seconds(10), pollingEvery: .milliseconds(50)) {
-            ((try? FileManager.default.contentsOfDirectory(atPath: art.path)) ?? []).filter { !$0.hasPrefix(".") }.count >= 2
+            ((try? FileManager.default.contentsOfDirectory(atPath: art.path)) ?? []).filter { !$0.hasPrefix(".") }.count
+                >= 2
         }
         #expect(cached, "both covers are cached")
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
@@ -189,7 +215,10 @@ struct SavedStateEdgeTests {
         for name in try FileManager.default.contentsOfDirectory(atPath: art.path) {
             #expect(Self.mode(art.appendingPathComponent(name)) == 0o600, "\(name)")
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: session.stateFolder.path).allSatisfy { !$0.hasPrefix(".") }, "no temporary file is left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: session.stateFolder.path).allSatisfy {
+                !$0.hasPrefix(".")
+            }, "no temporary file is left")
     }
 
     @Test("state and cache folders that are symbolic links are neither written through nor made 0700; said once each")
@@ -200,12 +229,15 @@ struct SavedStateEdgeTests {
         let artTarget = session.home.appendingPathComponent("elsewhere/art")
         let stateTarget = session.home.appendingPathComponent("elsewhere/state")
         for target in [artTarget, stateTarget] {
-            try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+            try FileManager.default.createDirectory(
+                at: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         }
         let artLink = session.home.appendingPathComponent(".cache/quaver/art")
-        try FileManager.default.createDirectory(at: artLink.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: artLink.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: artLink, withDestinationURL: artTarget)
-        try FileManager.default.createDirectory(at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: session.stateFolder.deletingLastPathComponent(), withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: session.stateFolder, withDestinationURL: stateTarget)
 
         try await session.launch(tracks.map(\.track.path))
@@ -219,7 +251,9 @@ struct SavedStateEdgeTests {
 
         for target in [artTarget, stateTarget] {
             #expect(Self.mode(target) == 0o755, "\(target.path) was made private through the link")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: target.path).isEmpty, "written through \(target.path)")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: target.path).isEmpty,
+                "written through \(target.path)")
         }
         #expect(ArtworkTests.publishedMetadata(session).allSatisfy { $0[ArtworkTests.artURL] == nil })
         let lines = session.log().split(separator: "\n")

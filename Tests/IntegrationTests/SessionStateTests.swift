@@ -17,7 +17,9 @@ struct SessionStateTests {
         try await session.waitForStatus("Playing")
         var mark = session.signals.count
         try await session.playerctl("next")
-        try await session.waitForPlayerChange(after: mark, "Track 2") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2") }
+        try await session.waitForPlayerChange(after: mark, "Track 2") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2")
+        }
         try await session.playerctl("volume", "0.6")
         try await session.playerctl("loop", "Playlist")
         mark = session.signals.count
@@ -52,7 +54,9 @@ struct SessionStateTests {
         #expect(try await session.get("CanGoPrevious") == .boolean(true))
         mark = session.signals.count
         try await session.playerctl("next")
-        try await session.waitForPlayerChange(after: mark, "Track 3") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3") }
+        try await session.waitForPlayerChange(after: mark, "Track 3") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 3")
+        }
     }
 
     @Test("SIGTERM saves where playback was")
@@ -73,8 +77,10 @@ struct SessionStateTests {
         let position = state["position"] as? Int ?? -1
         #expect(position >= 4_000_000 && position < 9_000_000, "saved at \(position) µs")
         let queue = try String(contentsOf: session.stateFolder.appendingPathComponent("queue.m3u8"), encoding: .utf8)
-        #expect(queue.split(separator: "\n").filter { !$0.hasPrefix("#") } == tracks.map { Substring($0.absoluteString) })
-        let attributes = try FileManager.default.attributesOfItem(atPath: session.stateFolder.appendingPathComponent("state.json").path)
+        #expect(
+            queue.split(separator: "\n").filter { !$0.hasPrefix("#") } == tracks.map { Substring($0.absoluteString) })
+        let attributes = try FileManager.default.attributesOfItem(
+            atPath: session.stateFolder.appendingPathComponent("state.json").path)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
     }
 
@@ -84,14 +90,17 @@ struct SessionStateTests {
         let session = try await Session()
         defer { session.stop() }
         try FileManager.default.createDirectory(at: session.stateFolder, withIntermediateDirectories: true)
-        try Data("{\"version\": 1, \"queueCount\": tru".utf8).write(to: session.stateFolder.appendingPathComponent("state.json"))
+        try Data("{\"version\": 1, \"queueCount\": tru".utf8).write(
+            to: session.stateFolder.appendingPathComponent("state.json"))
         try session.writeConfig("music-folder = \(tracks[0].deletingLastPathComponent().path)\n")
         try await session.launch([])
         try await session.waitForStatus("Playing")
         #expect(try await session.metadata()["xesam:title"] == .string("Track 1"), "plays the music folder instead")
         let log = session.log()
         #expect(log.contains("cannot restore the saved session") && log.contains("state.json.corrupt"), "\(log)")
-        #expect(FileManager.default.fileExists(atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: session.stateFolder.appendingPathComponent("state.json.corrupt").path))
     }
 
     @Test("--no-resume and paths replace the saved queue")
@@ -161,7 +170,8 @@ struct SessionStateTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try session.writeConfig("""
+        try session.writeConfig(
+            """
             # the harness passes --audio-sink, which must win over this one
             audio-sink = nosuchsinkelement
             volume = 0.3

@@ -14,21 +14,28 @@ final class MockLogind {
 
     init() async throws {
         // dbusmock is a Debian package (python3-dbusmock): the system's Python has it.
-        let python = FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
+        let python =
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+            ? URL(fileURLWithPath: "/usr/bin/python3") : Tools.find("python3")
         guard let python else { throw HarnessError("python3 is needed (scripts/setup installs it)") }
         bus = try await PrivateBus()
-        let mock = try ChildProcess(shell: "DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1")
+        let mock = try ChildProcess(
+            shell:
+                "DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1"
+        )
         self.mock = mock
         client = try Connection(address: bus.address)
         // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).
         let deadline = ContinuousClock.now + .seconds(20)
         while try await client.call(
-            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!, interface: "org.freedesktop.DBus",
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+            interface: "org.freedesktop.DBus",
             member: "NameHasOwner", arguments: [.string("org.freedesktop.login1")]
         ).first?.boolean != true {
             guard mock.isRunning, ContinuousClock.now < deadline else {
                 stop()
-                throw HarnessError("python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
+                throw HarnessError(
+                    "python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
             }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -41,7 +48,8 @@ final class MockLogind {
     /// The inhibitors logind holds: (what, who, why, mode).
     func inhibitors() async throws -> [[String]] {
         let reply = try await client.call(
-            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.login1.Manager", member: "ListInhibitors")
+            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.login1.Manager",
+            member: "ListInhibitors")
         guard case .array(_, let items)? = reply.first else { return [] }
         return items.compactMap { item in
             guard case .structure(let fields) = item else { return nil }
@@ -61,7 +69,8 @@ final class MockLogind {
 
     func prepareForSleep(_ sleeping: Bool) async throws {
         _ = try await client.call(
-            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.DBus.Mock", member: "EmitSignal",
+            destination: "org.freedesktop.login1", path: Self.path, interface: "org.freedesktop.DBus.Mock",
+            member: "EmitSignal",
             arguments: [
                 .string("org.freedesktop.login1.Manager"), .string("PrepareForSleep"), .string("b"),
                 .array(.variant, [.variant(.boolean(sleeping))]),
@@ -99,10 +108,15 @@ struct SleepTests {
         return (logind, session)
     }
 
-    @Test("PrepareForSleep pauses under a delay inhibitor, released once paused; on wake it stays paused and inhibits again")
+    @Test(
+        "PrepareForSleep pauses under a delay inhibitor, released once paused; on wake it stays paused and inhibits again"
+    )
     func pausesBeforeSleep() async throws {
         let (logind, session) = try await launchedWithLogind([], status: "Playing")
-        defer { session.stop(); logind.stop() }
+        defer {
+            session.stop()
+            logind.stop()
+        }
 
         let before = session.signals.count
         try await logind.prepareForSleep(true)
@@ -120,7 +134,10 @@ struct SleepTests {
     @Test("sleeping while paused changes nothing and lets the system sleep at once")
     func sleepWhilePaused() async throws {
         let (logind, session) = try await launchedWithLogind(["--paused"], status: "Paused")
-        defer { session.stop(); logind.stop() }
+        defer {
+            session.stop()
+            logind.stop()
+        }
         let before = session.signals.count
         try await logind.prepareForSleep(true)
         #expect(try await logind.waitForInhibitor(held: false))

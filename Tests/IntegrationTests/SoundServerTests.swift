@@ -20,27 +20,34 @@ final class PulseServer {
         guard Tools.find("pulseaudio") != nil, Tools.find("pactl") != nil, Tools.find("pacat") != nil else {
             throw HarnessError("pulseaudio, pactl and pacat are needed (scripts/setup installs them)")
         }
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-pulse-\(UUID().uuidString.prefix(8))")
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-pulse-\(UUID().uuidString.prefix(8))")
         let runtime = directory.appendingPathComponent("rt")
-        try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         socket = runtime.appendingPathComponent("native").path
         script = directory.appendingPathComponent("server.pa")
         log = directory.appendingPathComponent("pulseaudio.log")
-        try ("""
-            load-module module-native-protocol-unix socket=\(socket) auth-anonymous=1
-            load-module module-null-sink sink_name=quaver_test_sink
-            set-default-sink quaver_test_sink
+        try
+            ("""
+        load-module module-native-protocol-unix socket=\(socket) auth-anonymous=1
+        load-module module-null-sink sink_name=quaver_test_sink
+        set-default-sink quaver_test_sink
 
-            """ + (corking ? "load-module module-role-cork trigger_roles=phone cork_roles=music\n" : ""))
-            .write(to: script, atomically: true, encoding: .utf8)
+        """ + (corking ? "load-module module-role-cork trigger_roles=phone cork_roles=music\n" : ""))
+        .write(to: script, atomically: true, encoding: .utf8)
         try await start()
     }
 
     /// Starts the server (again, on the same socket, after `kill`).
     func start() async throws {
         let runtime = directory.appendingPathComponent("rt")
-        let environment = "HOME=\(quoted(directory.path)) XDG_RUNTIME_DIR=\(quoted(runtime.path)) XDG_CONFIG_HOME=\(quoted(directory.path))"
-        let server = try ChildProcess(shell: "\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1")
+        let environment =
+            "HOME=\(quoted(directory.path)) XDG_RUNTIME_DIR=\(quoted(runtime.path)) XDG_CONFIG_HOME=\(quoted(directory.path))"
+        let server = try ChildProcess(
+            shell:
+                "\(environment) exec \(quoted(Tools.find("pulseaudio")!.path)) -n -F \(quoted(script.path)) --daemonize=no --exit-idle-time=-1 --use-pid-file=no --disable-shm=yes --log-target=stderr >> \(quoted(log.path)) 2>&1"
+        )
         self.server = server
         // Ready once it answers (a server has no signal to wait for; a short poll, bounded).
         let deadline = ContinuousClock.now + .seconds(20)
@@ -66,7 +73,10 @@ final class PulseServer {
     /// `hangUp`: with corking, the server corks music streams while it plays.
     func startCall() throws -> ChildProcess {
         let pacat = Tools.find("pacat")!.path
-        let call = try ChildProcess(shell: "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(quoted(pacat)) --playback --raw --property=media.role=phone --client-name=phone < /dev/zero > /dev/null 2>&1")
+        let call = try ChildProcess(
+            shell:
+                "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(quoted(pacat)) --playback --raw --property=media.role=phone --client-name=phone < /dev/zero > /dev/null 2>&1"
+        )
         calls.append(call)
         return call
     }
@@ -85,8 +95,13 @@ final class PulseServer {
         for block in listing.output.components(separatedBy: "Sink Input #").dropFirst()
         where block.contains("application.process.id = \"\(pid)\"") {
             let index = Int(block.prefix { $0.isNumber }) ?? -1
-            let volumeLine = block.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("Volume:") } ?? ""
-            let percent = volumeLine.split(separator: "/").dropFirst().first.map { Int($0.trimmingCharacters(in: .whitespaces).dropLast()) ?? -1 } ?? -1
+            let volumeLine =
+                block.split(separator: "\n").first { $0.trimmingCharacters(in: .whitespaces).hasPrefix("Volume:") }
+                ?? ""
+            let percent =
+                volumeLine.split(separator: "/").dropFirst().first.map {
+                    Int($0.trimmingCharacters(in: .whitespaces).dropLast()) ?? -1
+                } ?? -1
             return (index, percent, block.contains("Corked: yes"))
         }
         return nil
@@ -98,7 +113,8 @@ final class PulseServer {
     func pactl(_ arguments: [String]) async throws -> (status: Int32, output: String) {
         let output = directory.appendingPathComponent("pactl-\(UUID().uuidString.prefix(8)).out")
         let command = ([Tools.find("pactl")!.path] + arguments).map(quoted).joined(separator: " ")
-        let child = try ChildProcess(shell: "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(command) > \(quoted(output.path)) 2>&1")
+        let child = try ChildProcess(
+            shell: "PULSE_SERVER=\(quoted("unix:" + socket)) exec \(command) > \(quoted(output.path)) 2>&1")
         let status = await child.exit()
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         try? FileManager.default.removeItem(at: output)
@@ -111,10 +127,14 @@ final class PulseServer {
         guard listing.status == 0 else { throw HarnessError("pactl list sink-inputs: \(listing.output)") }
         var streams: [[String: String]] = []
         for line in listing.output.split(separator: "\n") {
-            if line.hasPrefix("Sink Input #") { streams.append([:]); continue }
+            if line.hasPrefix("Sink Input #") {
+                streams.append([:])
+                continue
+            }
             let parts = line.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
             guard parts.count == 2, !streams.isEmpty else { continue }
-            let value = parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+            let value = parts[1].trimmingCharacters(in: .whitespaces).trimmingCharacters(
+                in: CharacterSet(charactersIn: "\""))
             streams[streams.count - 1][parts[0].trimmingCharacters(in: .whitespaces)] = value
         }
         return streams
@@ -215,7 +235,8 @@ struct InterruptionTests {
         try await session.playerctl("pause")  // the user presses pause too: they want silence
         await server.hangUp(call)
         // The server's uncork request arrives and is declined.
-        #expect(await waitForLog(session, "the sound server asked for state playing; nothing to do"), "\(session.log())")
+        #expect(
+            await waitForLog(session, "the sound server asked for state playing; nothing to do"), "\(session.log())")
         #expect(try await session.get("PlaybackStatus").string == "Paused")
     }
 
@@ -255,7 +276,9 @@ struct InterruptionTests {
         var before = session.signals.count
         let set = try await server.pactl(["set-sink-input-volume", "\(stream.index)", "50%"])
         #expect(set.status == 0, "\(set.output)")
-        let change = try await session.waitForPlayerChange(after: before, "Volume from the mixer") { $0["Volume"] != nil }
+        let change = try await session.waitForPlayerChange(after: before, "Volume from the mixer") {
+            $0["Volume"] != nil
+        }
         let volume = try #require(change.changed["Volume"]?.double)
         #expect(abs(volume - 0.5) < 0.01, "50 % on the mixer is 0.5: \(volume)")
         #expect(abs((try await session.get("Volume").double ?? -1) - 0.5) < 0.01)
@@ -266,7 +289,9 @@ struct InterruptionTests {
         #expect(try await server.stream(of: pid)?.volumePercent == 30, "the sound server has the new volume")
         // The server reports Quaver's own change back; give it time to come, then count.
         try await Task.sleep(for: .seconds(1))
-        let volumeSignals = session.signals.dropFirst(before).filter { $0.member == "PropertiesChanged" && $0.changed["Volume"] != nil }
+        let volumeSignals = session.signals.dropFirst(before).filter {
+            $0.member == "PropertiesChanged" && $0.changed["Volume"] != nil
+        }
         #expect(volumeSignals.count == 1, "one Volume change, no echo: \(volumeSignals)")
         #expect(try await session.get("Volume").double == 0.3)
     }
@@ -294,7 +319,8 @@ struct InterruptionTests {
         try await session.playerctl("play")
         try await session.waitForStatus("Playing", after: resumed, timeout: .seconds(15))
         let positionAfter = try await session.position()
-        #expect(positionAfter >= pausedAt - 500_000, "goes on from \(pausedAt) µs, not from the start: \(positionAfter) µs")
+        #expect(
+            positionAfter >= pausedAt - 500_000, "goes on from \(pausedAt) µs, not from the start: \(positionAfter) µs")
         let pid = try #require(session.daemon?.pid)
         #expect(try await server.stream(of: pid) != nil, "the new server has Quaver's stream")
     }

@@ -22,7 +22,8 @@ final class HTTPTestServer {
     /// - Parameter folder: what `/file/<name>` serves.
     init(serving folder: URL) async throws {
         guard let python = Tools.find("python3") else { throw HarnessError("python3 is not installed") }
-        requestLog = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-http-\(UUID().uuidString).log")
+        requestLog = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-http-\(UUID().uuidString).log")
         process = try ChildProcess(
             python.path, [Self.script.path, "--folder", folder.path, "--lifetime", "300"],
             environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) { $1 },
@@ -31,7 +32,9 @@ final class HTTPTestServer {
         let line = await process.firstLine()
         guard line.hasPrefix("PORT "), let port = Int(line.dropFirst(5)) else {
             process.killAndWait()
-            throw HarnessError("http-test-server printed \"\(line)\", not its port: \((try? String(contentsOf: requestLog, encoding: .utf8)) ?? "")")
+            throw HarnessError(
+                "http-test-server printed \"\(line)\", not its port: \((try? String(contentsOf: requestLog, encoding: .utf8)) ?? "")"
+            )
         }
         self.port = port
     }
@@ -41,7 +44,10 @@ final class HTTPTestServer {
 
     /// The URL of a file of the served folder.
     func url(file: URL) -> String {
-        url("file/" + (file.lastPathComponent.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? file.lastPathComponent))
+        url(
+            "file/"
+                + (file.lastPathComponent.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
+                    ?? file.lastPathComponent))
     }
 
     /// The paths requested so far, in order.
@@ -67,7 +73,8 @@ final class HTTPTestServer {
     static func titleNumber(_ title: String?) -> Int? {
         guard let title, title.hasPrefix("Radio Artist ") else { return nil }
         let parts = title.dropFirst("Radio Artist ".count).split(separator: " ", maxSplits: 1)
-        guard let number = parts.first.flatMap({ Int($0) }), title == "Radio Artist \(number) - Radio Song \(number)" else { return nil }
+        guard let number = parts.first.flatMap({ Int($0) }), title == "Radio Artist \(number) - Radio Song \(number)"
+        else { return nil }
         return number
     }
 }

@@ -12,7 +12,9 @@ struct StreamTests {
     /// How long a stream may send nothing before quaver skips it (`Player.streamStallTimeout`).
     static let stallTimeout: Duration = .seconds(10)
 
-    @Test("an endless stream shows Playing once its audio plays; each new ICY title changes Metadata once; it cannot seek; a brief stall of the server buffers without a status change")
+    @Test(
+        "an endless stream shows Playing once its audio plays; each new ICY title changes Metadata once; it cannot seek; a brief stall of the server buffers without a status change"
+    )
     func endlessStreamWithTitles() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
@@ -28,7 +30,8 @@ struct StreamTests {
         #expect(first["xesam:url"] == .string(radio))
         let id = try #require(first["mpris:trackid"]?.objectPath)
         #expect(first["mpris:length"] == nil, "an endless stream has no length: \(first)")
-        #expect(first["xesam:album"] == .string(HTTPTestServer.station), "the station (icy-name) is the album: \(first)")
+        #expect(
+            first["xesam:album"] == .string(HTTPTestServer.station), "the station (icy-name) is the album: \(first)")
         // GNOME Shell and KDE show the artist under the title: the station, not "Unknown artist".
         #expect(first["xesam:artist"] == .strings([HTTPTestServer.station]), "the station is the artist: \(first)")
         #expect(try await session.playerctl("metadata", "artist") == HTTPTestServer.station)
@@ -41,7 +44,9 @@ struct StreamTests {
             HTTPTestServer.titleNumber($0["Metadata"]?.stringVariantDictionary?["xesam:title"]?.string) == last
         }
         let log = session.log()
-        #expect(log.contains("buffering \(radio)") && log.contains("buffered \(radio)"), "the server's pause never made quaver buffer, so this test proves nothing of buffering:\n\(log)")
+        #expect(
+            log.contains("buffering \(radio)") && log.contains("buffered \(radio)"),
+            "the server's pause never made quaver buffer, so this test proves nothing of buffering:\n\(log)")
 
         // One Metadata per title, each one new, in the order the server sent them.
         let metadata = session.metadataChanges().filter { $0["mpris:trackid"]?.objectPath == id }
@@ -53,10 +58,14 @@ struct StreamTests {
         #expect(numbers == Array(1...last), "each ICY title once, in order: \(titles)")
         #expect(metadata.allSatisfy { $0["xesam:url"] == .string(radio) && $0["mpris:length"] == nil })
         // Buffering paused the pipeline without telling clients.
-        #expect(session.statusesSignalled(after: 0).drop { $0 != "Playing" }.allSatisfy { $0 == "Playing" }, "\(session.statusesSignalled(after: 0))")
+        #expect(
+            session.statusesSignalled(after: 0).drop { $0 != "Playing" }.allSatisfy { $0 == "Playing" },
+            "\(session.statusesSignalled(after: 0))")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
         #expect(try await session.get("CanSeek") == .boolean(false))
-        #expect(session.signals.allSatisfy { $0.changed["CanSeek"] != .boolean(true) }, "CanSeek turned true for an endless stream")
+        #expect(
+            session.signals.allSatisfy { $0.changed["CanSeek"] != .boolean(true) },
+            "CanSeek turned true for an endless stream")
         #expect(server.requests == ["/radio.mp3?pause=3&after=5"], "the stream was requested again: \(server.requests)")
     }
 
@@ -86,10 +95,14 @@ struct StreamTests {
 
         let seekMark = session.signals.count
         _ = try await session.call("SetPosition", [.objectPath(id), .int64(6_000_000)])
-        let seeked = try await session.waitForSignal(after: seekMark, timeout: .seconds(20), "Seeked") { $0.member == "Seeked" }
+        let seeked = try await session.waitForSignal(after: seekMark, timeout: .seconds(20), "Seeked") {
+            $0.member == "Seeked"
+        }
         #expect((seeked.arguments.first?.int64 ?? 0) >= 6_000_000, "\(seeked)")
         #expect(try await session.position() >= 6_000_000)
-        #expect(server.requests.filter { $0.hasPrefix("/file/") }.count >= 2, "the seek did not ask the server for a range: \(server.requests)")
+        #expect(
+            server.requests.filter { $0.hasPrefix("/file/") }.count >= 2,
+            "the seek did not ask the server for a range: \(server.requests)")
 
         let forTheFile = session.metadataChanges(after: mark).filter { $0["mpris:trackid"]?.objectPath == id }
         #expect(forTheFile.count == 1, "one Metadata for the served file: \(forTheFile)")
@@ -112,17 +125,22 @@ struct StreamTests {
         let art = try #require(change.changed["Metadata"]?.stringVariantDictionary?["mpris:artUrl"]?.string)
         let cached = try #require(URL(string: art))
         #expect(cached.isFileURL && cached.path.hasPrefix(session.home.path), "in Quaver's cache: \(art)")
-        #expect(FileManager.default.contents(atPath: cached.path) == covered[0].cover, "the picture as the stream carries it")
+        #expect(
+            FileManager.default.contents(atPath: cached.path) == covered[0].cover,
+            "the picture as the stream carries it")
         try await session.waitForStatus("Playing")
         let id = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
-        let arts = session.metadataChanges().filter { $0["mpris:trackid"]?.objectPath == id }.map { $0["mpris:artUrl"]?.string }
+        let arts = session.metadataChanges().filter { $0["mpris:trackid"]?.objectPath == id }.map {
+            $0["mpris:artUrl"]?.string
+        }
         // A served MP3 has more than one Metadata (its length is measured as it plays); the
         // cover comes in one of them and is in every one after it: no flicker, no other URL.
         #expect(arts.drop { $0 == nil }.allSatisfy { $0 == art }, "once shown, the cover stays: \(arts)")
     }
 
-    @Test("a stream that sends no audio is skipped after the stall limit with one log line; it never shows as Playing",
-          arguments: ["stall.mp3?after=0", "silent.mp3"])
+    @Test(
+        "a stream that sends no audio is skipped after the stall limit with one log line; it never shows as Playing",
+        arguments: ["stall.mp3?after=0", "silent.mp3"])
     func streamThatNeverSends(path: String) async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
@@ -153,7 +171,9 @@ struct StreamTests {
         #expect(session.statusesSignalled(after: 0) == ["Playing"])
     }
 
-    @Test("a stream after a file that sends no audio is skipped once the file has ended and the stall limit passed; the track after it plays")
+    @Test(
+        "a stream after a file that sends no audio is skipped once the file has ended and the stall limit passed; the track after it plays"
+    )
     func streamAfterAFileThatNeverSends() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 1)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
@@ -167,7 +187,9 @@ struct StreamTests {
         let started = ContinuousClock.now
         try await session.launch([tracks[0].path, stream, tracks[1].path])
         try await session.waitForStatus("Playing", timeout: .seconds(30))
-        let next = try await session.waitForPlayerChange(after: 0, timeout: Self.stallTimeout + .seconds(30), "the track after the stream") {
+        let next = try await session.waitForPlayerChange(
+            after: 0, timeout: Self.stallTimeout + .seconds(30), "the track after the stream"
+        ) {
             $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == tracks[1].absoluteString
         }
         let elapsed = ContinuousClock.now - started
@@ -178,11 +200,17 @@ struct StreamTests {
         let lines = session.logLines(containing: "skipping", stream)
         #expect(lines.count == 1, "\(session.log())")
         #expect(lines.first?.contains("no audio from the server within 10 s") == true, "\(lines)")
-        #expect(session.metadataChanges().allSatisfy { $0["xesam:url"]?.string != stream }, "the stream was shown as current")
-        #expect(session.statusesSignalled(after: 0).first == "Playing" && !session.statusesSignalled(after: 0).dropLast().contains("Stopped"))
+        #expect(
+            session.metadataChanges().allSatisfy { $0["xesam:url"]?.string != stream },
+            "the stream was shown as current")
+        #expect(
+            session.statusesSignalled(after: 0).first == "Playing"
+                && !session.statusesSignalled(after: 0).dropLast().contains("Stopped"))
     }
 
-    @Test("a stream that stalls while it plays is skipped after the stall limit with one log line; the next track plays, without a pause between")
+    @Test(
+        "a stream that stalls while it plays is skipped after the stall limit with one log line; the next track plays, without a pause between"
+    )
     func streamThatStallsWhilePlaying() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
@@ -206,14 +234,18 @@ struct StreamTests {
         let elapsed = ContinuousClock.now - playing
         print("stream stall.mp3?after=6: the next track played \(elapsed) after the stream did")
         #expect(elapsed >= Self.stallTimeout, "skipped before the stall limit: \(elapsed)")
-        #expect(session.statusesSignalled(after: 0) == ["Playing"], "the status changed on the way: \(session.statusesSignalled(after: 0))")
+        #expect(
+            session.statusesSignalled(after: 0) == ["Playing"],
+            "the status changed on the way: \(session.statusesSignalled(after: 0))")
         let lines = session.logLines(containing: "skipping", stream)
         #expect(lines.count == 1, "\(session.log())")
         #expect(lines.first?.contains("the stream stalled: nothing from the server for 10 s") == true, "\(lines)")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
     }
 
-    @Test("a stream whose server closes the connection (OpenUri) is reported in the log; the queue goes on with the next track")
+    @Test(
+        "a stream whose server closes the connection (OpenUri) is reported in the log; the queue goes on with the next track"
+    )
     func streamThatDies() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let server = try await HTTPTestServer(serving: tracks[0].deletingLastPathComponent())
@@ -227,9 +259,12 @@ struct StreamTests {
         _ = try await session.call("OpenUri", [.string(stream)])
 
         try await session.waitForPlayerChange(after: mark, timeout: .seconds(30), "Playing the stream") {
-            $0["PlaybackStatus"]?.string == "Playing" && $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == stream
+            $0["PlaybackStatus"]?.string == "Playing"
+                && $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == stream
         }
-        let next = try await session.waitForPlayerChange(after: mark, timeout: .seconds(40), "the track after the stream") {
+        let next = try await session.waitForPlayerChange(
+            after: mark, timeout: .seconds(40), "the track after the stream"
+        ) {
             $0["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string == tracks[1].absoluteString
         }
         #expect(next.changed["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 2"))
@@ -238,7 +273,9 @@ struct StreamTests {
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
         #expect(session.statusesSignalled(after: mark) == ["Playing"], "\(session.statusesSignalled(after: mark))")
         // The local track after it: one Metadata (its tags were read before it played).
-        let forTrack2 = session.metadataChanges(after: mark).filter { $0["xesam:url"]?.string == tracks[1].absoluteString }
+        let forTrack2 = session.metadataChanges(after: mark).filter {
+            $0["xesam:url"]?.string == tracks[1].absoluteString
+        }
         #expect(forTrack2.count == 1, "\(forTrack2)")
     }
 }

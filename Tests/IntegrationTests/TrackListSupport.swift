@@ -34,7 +34,9 @@ final class TrackListSignals {
                 self?.record(message)
             }
         }
-        try session.client.onSignal(interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: path) { [weak self] message in
+        try session.client.onSignal(
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged", path: path
+        ) { [weak self] message in
             let interface = message.arguments.first?.string
             guard interface == MPRISNames.trackList || interface == MPRISNames.playlists else { return }
             self?.record(message)
@@ -42,7 +44,10 @@ final class TrackListSignals {
     }
 
     private func record(_ message: Message) {
-        events.append(Session.RecordedSignal(member: message.member ?? "", interface: message.interface, arguments: message.arguments, sender: message.sender))
+        events.append(
+            Session.RecordedSignal(
+                member: message.member ?? "", interface: message.interface, arguments: message.arguments,
+                sender: message.sender))
         waiter.poke()
     }
 
@@ -50,19 +55,30 @@ final class TrackListSignals {
 
     /// Waits for a recorded event satisfying `match` at index `from` or later.
     @discardableResult
-    func wait(after from: Int, timeout: Duration = .seconds(30), _ what: String, where match: @escaping (Session.RecordedSignal) -> Bool) async throws -> Session.RecordedSignal {
-        let found = await waiter.wait(timeout: timeout) { [unowned self] in events.dropFirst(from).contains(where: match) }
+    func wait(
+        after from: Int, timeout: Duration = .seconds(30), _ what: String,
+        where match: @escaping (Session.RecordedSignal) -> Bool
+    ) async throws -> Session.RecordedSignal {
+        let found = await waiter.wait(timeout: timeout) { [unowned self] in
+            events.dropFirst(from).contains(where: match)
+        }
         guard found, let event = events.dropFirst(from).first(where: match) else {
-            throw HarnessError("no \(what) within \(timeout); track list signals since #\(from): \(events.dropFirst(from).map(\.description))\nlog:\n\(log())")
+            throw HarnessError(
+                "no \(what) within \(timeout); track list signals since #\(from): \(events.dropFirst(from).map(\.description))\nlog:\n\(log())"
+            )
         }
         return event
     }
 
     /// Waits until `check` holds for the events recorded so far.
-    func wait(timeout: Duration = .seconds(30), _ what: String, until check: @escaping ([Session.RecordedSignal]) -> Bool) async throws {
+    func wait(
+        timeout: Duration = .seconds(30), _ what: String, until check: @escaping ([Session.RecordedSignal]) -> Bool
+    ) async throws {
         let done = await waiter.wait(timeout: timeout) { [unowned self] in check(events) }
         guard done else {
-            throw HarnessError("\(what) did not happen within \(timeout); track list signals: \(events.map(\.description))\nlog:\n\(log())")
+            throw HarnessError(
+                "\(what) did not happen within \(timeout); track list signals: \(events.map(\.description))\nlog:\n\(log())"
+            )
         }
     }
 
@@ -91,7 +107,9 @@ final class TrackListSignals {
     /// Waits until the signals announced a window of `count` entries (the queue given at
     /// start-up is loaded in the background).
     func waitForWindow(of count: Int, timeout: Duration = .seconds(30)) async throws {
-        try await wait(timeout: timeout, "a window of \(count) announced") { [unowned self] _ in replayed().count == count }
+        try await wait(timeout: timeout, "a window of \(count) announced") { [unowned self] _ in
+            replayed().count == count
+        }
     }
 
     /// Applies `TrackListReplaced`, `TrackAdded` and `TrackRemoved` to a client's copy of
@@ -147,7 +165,8 @@ extension Session {
     }
 
     func tracksMetadata(_ ids: [ObjectPath]) async throws -> [[String: Value]] {
-        let reply = try await call("GetTracksMetadata", interface: MPRISNames.trackList, [.array(.objectPath, ids.map(Value.objectPath))])
+        let reply = try await call(
+            "GetTracksMetadata", interface: MPRISNames.trackList, [.array(.objectPath, ids.map(Value.objectPath))])
         guard case .array(_, let maps)? = reply.first else { throw HarnessError("GetTracksMetadata answered \(reply)") }
         return maps.map { $0.stringVariantDictionary ?? [:] }
     }
@@ -163,7 +182,8 @@ extension Session {
     }
 
     func addTrack(_ uri: String, after: ObjectPath, setAsCurrent: Bool) async throws {
-        _ = try await call("AddTrack", interface: MPRISNames.trackList, [.string(uri), .objectPath(after), .boolean(setAsCurrent)])
+        _ = try await call(
+            "AddTrack", interface: MPRISNames.trackList, [.string(uri), .objectPath(after), .boolean(setAsCurrent)])
     }
 
     func removeTrack(_ id: ObjectPath) async throws {
@@ -180,15 +200,21 @@ extension Session {
 
     /// Waits for a Player PropertiesChanged whose Metadata has `mpris:trackid` == `id`.
     @discardableResult
-    func waitForCurrent(_ id: ObjectPath, after from: Int, timeout: Duration = .seconds(30)) async throws -> RecordedSignal {
+    func waitForCurrent(_ id: ObjectPath, after from: Int, timeout: Duration = .seconds(30)) async throws
+        -> RecordedSignal
+    {
         try await waitForPlayerChange(after: from, timeout: timeout, "Metadata of \(id)") {
             $0["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath == id
         }
     }
 
     /// Waits for a Player PropertiesChanged with a Metadata other than `id`'s; returns the new id.
-    func waitForTrackChange(from id: ObjectPath?, after from: Int, timeout: Duration = .seconds(30)) async throws -> ObjectPath {
-        let signal = try await waitForPlayerChange(after: from, timeout: timeout, "Metadata of a track other than \(id?.rawValue ?? "none")") {
+    func waitForTrackChange(from id: ObjectPath?, after from: Int, timeout: Duration = .seconds(30)) async throws
+        -> ObjectPath
+    {
+        let signal = try await waitForPlayerChange(
+            after: from, timeout: timeout, "Metadata of a track other than \(id?.rawValue ?? "none")"
+        ) {
             guard let new = $0["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath else { return false }
             return new != id
         }
@@ -197,12 +223,17 @@ extension Session {
 
     /// Whether any Player PropertiesChanged since `from` carried a Metadata.
     func metadataChanged(after from: Int) -> Bool {
-        signals.dropFirst(from).contains { $0.member == "PropertiesChanged" && $0.changedInterface == MPRISNames.player && $0.changed["Metadata"] != nil }
+        signals.dropFirst(from).contains {
+            $0.member == "PropertiesChanged" && $0.changedInterface == MPRISNames.player
+                && $0.changed["Metadata"] != nil
+        }
     }
 
     /// The PlaybackStatus values signalled since `from`.
     func statusesSignalled(after from: Int) -> [String] {
-        signals.dropFirst(from).compactMap { $0.changedInterface == MPRISNames.player ? $0.changed["PlaybackStatus"]?.string : nil }
+        signals.dropFirst(from).compactMap {
+            $0.changedInterface == MPRISNames.player ? $0.changed["PlaybackStatus"]?.string : nil
+        }
     }
 
     /// The same track id prefix the daemon uses (`/<name>/track`), learnt from a real id.
@@ -213,7 +244,9 @@ extension Session {
     // MARK: Other processes
 
     /// Runs `quaver --audio-sink … --name <name> ARGS` on this bus and waits for it to exit.
-    func runQuaver(_ arguments: [String], timeout: Duration = .seconds(15)) async throws -> (status: Int32, output: String, elapsed: Duration) {
+    func runQuaver(_ arguments: [String], timeout: Duration = .seconds(15)) async throws -> (
+        status: Int32, output: String, elapsed: Duration
+    ) {
         let log = bus.directory.appendingPathComponent("run-\(UUID().uuidString).log")
         let started = ContinuousClock.now
         let box = ExitBox()

@@ -46,7 +46,8 @@ struct TrackListTests {
     func window() async throws {
         let tracks = try await TestMedia.tracks(count: 40, seconds: 1)
         let urls = tracks.map(\.absoluteString)
-        let (session, signals) = try await start(["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
+        let (session, signals) = try await start(
+            ["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
         defer { session.stop() }
         // The queue comes in in the background: the first track, then the rest at once.
         // Ids count up from 1 in queue order at start-up, so the 40th is <prefix>/40.
@@ -107,8 +108,10 @@ struct TrackListTests {
     @Test("tags are read lazily: one TrackMetadataChanged per id, with the tags")
     func lazyTags() async throws {
         let tracks = try await TestMedia.tracks(count: 40, seconds: 1)
-        let titles = Dictionary(uniqueKeysWithValues: tracks.enumerated().map { ($0.element.absoluteString, "Track \($0.offset + 1)") })
-        let (session, signals) = try await start(["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
+        let titles = Dictionary(
+            uniqueKeysWithValues: tracks.enumerated().map { ($0.element.absoluteString, "Track \($0.offset + 1)") })
+        let (session, signals) = try await start(
+            ["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
         defer { session.stop() }
 
         func changedIDs(_ events: [Session.RecordedSignal]) -> [ObjectPath] {
@@ -119,7 +122,8 @@ struct TrackListTests {
         let window = try await session.trackListTracks()
         #expect(window.count == 20)
         let taggedAtStart = Set(
-            zip(window, try await session.tracksMetadata(window)).compactMap { $0.1["xesam:title"] == nil ? nil : $0.0 })
+            zip(window, try await session.tracksMetadata(window)).compactMap { $0.1["xesam:title"] == nil ? nil : $0.0 }
+        )
         try await signals.wait(timeout: .seconds(20), "TrackMetadataChanged for every id of Tracks") { events in
             Set(window).isSubset(of: Set(changedIDs(events)).union(taggedAtStart))
         }
@@ -133,7 +137,8 @@ struct TrackListTests {
         }
         let moved = try await session.trackListTracks()
         #expect(moved != window)
-        try await signals.wait(timeout: .seconds(20), "TrackMetadataChanged for every id of the moved Tracks") { events in
+        try await signals.wait(timeout: .seconds(20), "TrackMetadataChanged for every id of the moved Tracks") {
+            events in
             Set(moved).isSubset(of: Set(changedIDs(events)).union(taggedAtStart))
         }
         // Asking for metadata already read must not announce it again.
@@ -189,7 +194,8 @@ struct TrackListTests {
         #expect(!known.contains(atStart), "queuing the same file twice gives two ids")
         known.insert(atStart)
         #expect(try await session.trackListTracks() == [atStart, original[0], afterFirst, original[1], original[2]])
-        #expect(try await session.trackURLs([atStart, afterFirst]) == [tracks[2].absoluteString, tracks[2].absoluteString])
+        #expect(
+            try await session.trackURLs([atStart, afterFirst]) == [tracks[2].absoluteString, tracks[2].absoluteString])
 
         // As current, while playing: plays it.
         var mark = session.signals.count
@@ -201,8 +207,13 @@ struct TrackListTests {
         known.insert(playingNow)
         try await session.waitForCurrent(playingNow, after: mark)
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
-        #expect(!session.statusesSignalled(after: mark).contains { $0 != "Playing" }, "\(session.statusesSignalled(after: mark))")
-        #expect(try await session.trackListTracks() == [atStart, original[0], afterFirst, original[1], original[2], playingNow])
+        #expect(
+            !session.statusesSignalled(after: mark).contains { $0 != "Playing" },
+            "\(session.statusesSignalled(after: mark))")
+        #expect(
+            try await session.trackListTracks() == [
+                atStart, original[0], afterFirst, original[1], original[2], playingNow,
+            ])
 
         // As current, while paused: stays paused.
         mark = session.signals.count
@@ -216,16 +227,23 @@ struct TrackListTests {
         #expect(!known.contains(pausedNow))
         try await session.waitForCurrent(pausedNow, after: mark)
         #expect(try await session.get("PlaybackStatus") == .string("Paused"))
-        #expect(!session.statusesSignalled(after: mark).contains { $0 != "Paused" }, "\(session.statusesSignalled(after: mark))")
+        #expect(
+            !session.statusesSignalled(after: mark).contains { $0 != "Paused" },
+            "\(session.statusesSignalled(after: mark))")
         #expect(try await session.metadata()["xesam:title"] == .string("Track 1"))
 
         // Refused: an unknown AfterTrack, a scheme not supported, a missing file.
         let before = try await session.trackListTracks()
         let unknown = ObjectPath(Session.trackIDPrefix(of: original[0]) + "/999")!
-        await expectMPRISError(MPRISNames.invalidArgs) { try await session.addTrack(tracks[0].absoluteString, after: unknown, setAsCurrent: false) }
-        await expectMPRISError(MPRISNames.invalidArgs) { try await session.addTrack("ftp://x", after: MPRISNames.noTrack, setAsCurrent: false) }
+        await expectMPRISError(MPRISNames.invalidArgs) {
+            try await session.addTrack(tracks[0].absoluteString, after: unknown, setAsCurrent: false)
+        }
+        await expectMPRISError(MPRISNames.invalidArgs) {
+            try await session.addTrack("ftp://x", after: MPRISNames.noTrack, setAsCurrent: false)
+        }
         await expectMPRISError(MPRISNames.noSuchContent) {
-            try await session.addTrack("file:///nonexistent/quaver/missing.flac", after: MPRISNames.noTrack, setAsCurrent: false)
+            try await session.addTrack(
+                "file:///nonexistent/quaver/missing.flac", after: MPRISNames.noTrack, setAsCurrent: false)
         }
         #expect(try await session.trackListTracks() == before, "refused calls change nothing")
         #expect(try await session.currentTrackID() == pausedNow)
@@ -252,7 +270,9 @@ struct TrackListTests {
         let end = try await session.waitForPlayerChange(after: mark, timeout: .seconds(8), "the end of track 1") {
             $0["Metadata"] != nil || $0["PlaybackStatus"] == .string("Stopped")
         }
-        #expect(end.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath == second, "track 1 ended with \(end.changed.keys.sorted()), status \(end.changed["PlaybackStatus"] ?? .string("-"))")
+        #expect(
+            end.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.objectPath == second,
+            "track 1 ended with \(end.changed.keys.sorted()), status \(end.changed["PlaybackStatus"] ?? .string("-"))")
         #expect(try await session.currentTrackID() == second)
     }
 
@@ -317,16 +337,22 @@ struct TrackListTests {
         #expect(signals.edits(after: trackMark).isEmpty, "\(signals.edits(after: trackMark))")
 
         // Not a track id at all.
-        await expectMPRISError(MPRISNames.invalidArgs) { try await session.removeTrack(ObjectPath("/elsewhere/track/1")!) }
+        await expectMPRISError(MPRISNames.invalidArgs) {
+            try await session.removeTrack(ObjectPath("/elsewhere/track/1")!)
+        }
 
         // The current one while playing: on to the next, still playing.
         mark = session.signals.count
         trackMark = signals.count
         try await session.removeTrack(ids[0])
         try await session.waitForCurrent(ids[1], after: mark)
-        try await signals.wait(after: trackMark, "TrackRemoved of the current") { $0.member == "TrackRemoved" && $0.arguments == [.objectPath(ids[0])] }
+        try await signals.wait(after: trackMark, "TrackRemoved of the current") {
+            $0.member == "TrackRemoved" && $0.arguments == [.objectPath(ids[0])]
+        }
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
-        #expect(!session.statusesSignalled(after: mark).contains { $0 != "Playing" }, "\(session.statusesSignalled(after: mark))")
+        #expect(
+            !session.statusesSignalled(after: mark).contains { $0 != "Playing" },
+            "\(session.statusesSignalled(after: mark))")
         #expect(try await session.trackListTracks() == [ids[1], ids[3]])
         #expect(try await session.metadata()["xesam:url"] == .string(tracks[1].absoluteString))
 
@@ -368,7 +394,8 @@ struct TrackListTests {
     @Test("a client applying TrackListReplaced/TrackAdded/TrackRemoved keeps an exact copy of Tracks")
     func signalsReplayToTracks() async throws {
         let tracks = try await TestMedia.tracks(count: 40, seconds: 1)
-        let (session, signals) = try await start(["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
+        let (session, signals) = try await start(
+            ["--paused"] + tracks.map(\.path), status: "Paused", queued: tracks.count)
         defer { session.stop() }
 
         var model: [ObjectPath] = []
@@ -382,12 +409,15 @@ struct TrackListTests {
                 if let problem = TrackListSignals.apply(event, to: &model) { Issue.record("\(step): \(problem)") }
             }
             applied = signals.events.count
-            #expect(model == tracksNow, "\(step): the copy \(model.map(\.rawValue)) differs from Tracks \(tracksNow.map(\.rawValue))")
+            #expect(
+                model == tracksNow,
+                "\(step): the copy \(model.map(\.rawValue)) differs from Tracks \(tracksNow.map(\.rawValue))")
             #expect(tracksNow.count == 20, "\(step)")
             if tracksNow != previous {
                 #expect(signals.tracksInvalidated(after: mark), "\(step): Tracks changed without being invalidated")
             }
-            for event in signals.events.dropFirst(mark) where event.member == "PropertiesChanged" && event.changedInterface == MPRISNames.trackList {
+            for event in signals.events.dropFirst(mark)
+            where event.member == "PropertiesChanged" && event.changedInterface == MPRISNames.trackList {
                 #expect(event.changed.isEmpty && event.invalidated == ["Tracks"], "\(step): \(event)")
             }
             previous = tracksNow
@@ -395,7 +425,8 @@ struct TrackListTests {
         try await check("start", mark: 0)
 
         func move(_ step: String, _ action: () async throws -> Void) async throws {
-            let mark = session.signals.count, trackMark = signals.count
+            let mark = session.signals.count
+            let trackMark = signals.count
             let current = try await session.currentTrackID()
             try await action()
             _ = try await session.waitForTrackChange(from: current, after: mark)
@@ -405,10 +436,13 @@ struct TrackListTests {
         for n in 1...8 {
             let trackMark = signals.count
             try await move("Next #\(n)") { _ = try await session.call("Next") }
-            #expect(!signals.members(after: trackMark).contains("TrackListReplaced"), "Next #\(n) slides the window with a few edits")
+            #expect(
+                !signals.members(after: trackMark).contains("TrackListReplaced"),
+                "Next #\(n) slides the window with a few edits")
         }
         var trackMark = signals.count
-        try await session.addTrack(tracks[0].absoluteString, after: try #require(try await session.currentTrackID()), setAsCurrent: false)
+        try await session.addTrack(
+            tracks[0].absoluteString, after: try #require(try await session.currentTrackID()), setAsCurrent: false)
         try await check("AddTrack after the current", mark: trackMark)
         trackMark = signals.count
         try await session.removeTrack(previous[2])
@@ -422,7 +456,9 @@ struct TrackListTests {
         trackMark = signals.count
         try await session.addTrack(tracks[1].absoluteString, after: MPRISNames.noTrack, setAsCurrent: false)
         try await check("AddTrack at the start, outside the window", mark: trackMark)
-        #expect(signals.edits(after: trackMark).isEmpty, "an entry outside the window is not announced: \(signals.edits(after: trackMark))")
+        #expect(
+            signals.edits(after: trackMark).isEmpty,
+            "an entry outside the window is not announced: \(signals.edits(after: trackMark))")
         let current = try #require(try await session.currentTrackID())
         try await move("RemoveTrack of the current") { try await session.removeTrack(current) }
         try await move("AddTrack as current") {
@@ -436,7 +472,9 @@ struct TrackListTests {
     @Test("quaver PATHS while one runs: queued after its current track, the first playing", arguments: [false, true])
     func handOver(startPaused: Bool) async throws {
         let tracks = try await TestMedia.tracks(count: 6, seconds: 10)
-        let (session, signals) = try await start((startPaused ? ["--paused"] : []) + tracks[0..<3].map(\.path), status: startPaused ? "Paused" : "Playing", queued: 3)
+        let (session, signals) = try await start(
+            (startPaused ? ["--paused"] : []) + tracks[0..<3].map(\.path), status: startPaused ? "Paused" : "Playing",
+            queued: 3)
         defer { session.stop() }
         var ids = try await session.trackListTracks()
         // Start from the second track, so that "after the current one" is not the end.
@@ -450,9 +488,13 @@ struct TrackListTests {
         #expect(run.status == 0, "\(run.output)")
         #expect(run.elapsed < .seconds(5), "hand-over took \(run.elapsed)")
         #expect(session.daemonStatus == nil, "the running quaver goes on")
-        #expect(session.owners.keys.filter { $0.hasPrefix(session.busName + ".instance") }.isEmpty, "no second instance: \(session.owners)")
+        #expect(
+            session.owners.keys.filter { $0.hasPrefix(session.busName + ".instance") }.isEmpty,
+            "no second instance: \(session.owners)")
 
-        try await session.waitForPlayerChange(after: mark, "Track 5") { $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 5") }
+        try await session.waitForPlayerChange(after: mark, "Track 5") {
+            $0["Metadata"]?.stringVariantDictionary?["xesam:title"] == .string("Track 5")
+        }
         try await session.waitForStatus("Playing", after: startPaused ? mark : 0)
         ids = try await session.trackListTracks()
         #expect(ids.count == 5)
@@ -469,7 +511,8 @@ struct TrackListTests {
         defer { session.stop() }
         let ids = try await session.trackListTracks()
         let current = try await session.currentTrackID()
-        let mark = session.signals.count, trackMark = signals.count
+        let mark = session.signals.count
+        let trackMark = signals.count
         let run = try await session.runQuaver([])
         #expect(run.status == 0, "\(run.output)")
         #expect(run.elapsed < .seconds(5), "took \(run.elapsed)")

@@ -40,7 +40,8 @@ struct TransportTests {
         _ = try await session.call("SetPosition", [.objectPath(current), .int64(2_000_000)])
         let barrier = try await session.waitForSignal(after: mark, "Seeked to 2 s") { $0.member == "Seeked" }
         let barrierAt = barrier.arguments.first?.int64 ?? -1
-        #expect(barrierAt >= 2_000_000 && barrierAt < 2_300_000, "the first Seeked after the ignored calls is \(barrierAt)")
+        #expect(
+            barrierAt >= 2_000_000 && barrierAt < 2_300_000, "the first Seeked after the ignored calls is \(barrierAt)")
         #expect(try await session.metadata()["mpris:trackid"]?.objectPath == current)
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
         session.expectNoPositionInPropertiesChanged()
@@ -112,9 +113,13 @@ struct TransportTests {
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
 
         for bad in [5.0, 0.1, -1, .nan, .infinity] {
-            await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .double(bad)) }
+            await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+                try await session.set("Rate", .double(bad))
+            }
         }
-        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Rate", .string("fast")) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+            try await session.set("Rate", .string("fast"))
+        }
         #expect(try await session.get("Rate") == .double(1.5))
 
         mark = session.signals.count
@@ -135,7 +140,9 @@ struct TransportTests {
         mark = session.signals.count
         try await session.set("Volume", .double(0.25))
         try await session.waitForPlayerChange(after: mark, "Volume 0.25") { $0["Volume"] == .double(0.25) }
-        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("Volume", .double(.nan)) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+            try await session.set("Volume", .double(.nan))
+        }
         #expect(try await session.get("Volume") == .double(0.25))
         #expect(session.signals.dropFirst(mark).filter { $0.changed["Volume"] != nil }.count == 1)
     }
@@ -153,8 +160,12 @@ struct TransportTests {
         #expect(openedID != nil && openedID?.rawValue != "/quaver/track/3", "a new queue entry gets a new id")
         try await session.waitForStatus("Playing")
 
-        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("ftp://example.com/a.flac")]) }
-        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { _ = try await session.call("OpenUri", [.string("no scheme at all")]) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+            _ = try await session.call("OpenUri", [.string("ftp://example.com/a.flac")])
+        }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+            _ = try await session.call("OpenUri", [.string("no scheme at all")])
+        }
         await expectMPRISError("org.mpris.MediaPlayer2.quaver.Error.NoSuchContent") {
             _ = try await session.call("OpenUri", [.string("file:///nonexistent/quaver/test.flac")])
         }
@@ -172,14 +183,18 @@ struct TransportTests {
 
         mark = session.signals.count
         try await session.playerctl("loop", "Playlist")
-        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") { $0["LoopStatus"] == .string("Playlist") }
+        try await session.waitForPlayerChange(after: mark, "LoopStatus Playlist") {
+            $0["LoopStatus"] == .string("Playlist")
+        }
         #expect(try await session.get("CanGoPrevious") == .boolean(true), "Playlist loop wraps backwards too")
 
         mark = session.signals.count
         try await session.playerctl("shuffle", "On")
         try await session.waitForPlayerChange(after: mark, "Shuffle on") { $0["Shuffle"] == .boolean(true) }
         #expect(try await session.playerctl("shuffle") == "On")
-        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") { try await session.set("LoopStatus", .string("Forever")) }
+        await expectMPRISError("org.freedesktop.DBus.Error.InvalidArgs") {
+            try await session.set("LoopStatus", .string("Forever"))
+        }
         #expect(try await session.get("LoopStatus") == .string("Playlist"))
     }
 }

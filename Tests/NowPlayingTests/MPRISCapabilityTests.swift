@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 /// `Can*` flags derived from the commands and the info, read through GetAll.
 @MainActor

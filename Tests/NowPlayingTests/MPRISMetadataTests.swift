@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 /// The types and contents of `Metadata`.
 @MainActor

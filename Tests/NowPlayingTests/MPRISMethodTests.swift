@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 // MARK: - Rate
 
@@ -133,7 +134,8 @@ import Testing
         #expect(h.position == 42_500_001)
 
         h.engine.clearEvents()
-        #expect(h.call("SetPosition", [h.trackID(101), .int64(200_000_000)]) == .success([]), "the end itself is inside")
+        #expect(
+            h.call("SetPosition", [h.trackID(101), .int64(200_000_000)]) == .success([]), "the end itself is inside")
         #expect(h.engine.events == [.changePlaybackPosition(.seconds(200))])
     }
 
@@ -332,7 +334,9 @@ import Testing
         let h = Harness()
         let longest = "file:///" + String(repeating: "a", count: MPRISServer.maximumURILength - "file:///".utf8.count)
         #expect(h.call("OpenUri", [.string(longest + "a")]).errorName == invalidArgs)
-        #expect(h.call("OpenUri", [.string("https://example.com/" + String(repeating: "x", count: 1 << 20))]).errorName == invalidArgs)
+        #expect(
+            h.call("OpenUri", [.string("https://example.com/" + String(repeating: "x", count: 1 << 20))]).errorName
+                == invalidArgs)
         #expect(h.engine.events == [])
         #expect(h.call("OpenUri", [.string(longest)]) == .success([]))
         #expect(h.engine.events == [.openURI(longest)])
@@ -378,8 +382,10 @@ import Testing
     func disabledCommandIsANoOpThatSucceeds(member: String) {
         let h = Harness()
         h.start(1, state: .paused)
-        let commands = [h.commands.playCommand, h.commands.pauseCommand, h.commands.togglePlayPauseCommand,
-                        h.commands.stopCommand, h.commands.nextTrackCommand, h.commands.previousTrackCommand]
+        let commands = [
+            h.commands.playCommand, h.commands.pauseCommand, h.commands.togglePlayPauseCommand,
+            h.commands.stopCommand, h.commands.nextTrackCommand, h.commands.previousTrackCommand,
+        ]
         for command in commands { command.isEnabled = false }
         h.settle()
 
@@ -440,7 +446,8 @@ import Testing
         let h = Harness()
         h.start(0)
         h.engine.statuses["changeVolume"] = .noActionableNowPlayingItem
-        #expect(h.set("Volume", .double(0.5)).errorName == "org.mpris.MediaPlayer2.test.Error.NoActionableNowPlayingItem")
+        #expect(
+            h.set("Volume", .double(0.5)).errorName == "org.mpris.MediaPlayer2.test.Error.NoActionableNowPlayingItem")
     }
 
     @Test func statusesFromPropertySettersAndSeeksMapToo() {
@@ -450,8 +457,9 @@ import Testing
         h.engine.statuses["changePlaybackPosition"] = .noSuchContent
         h.engine.statuses["changeRepeatMode"] = .commandFailed(reason: "nope")
         #expect(h.call("Seek", [.int64(1_000_000)]).errorName == "org.mpris.MediaPlayer2.test.Error.CommandFailed")
-        #expect(h.call("SetPosition", [h.trackID(101), .int64(1_000_000)]).errorName
-            == "org.mpris.MediaPlayer2.test.Error.NoSuchContent")
+        #expect(
+            h.call("SetPosition", [h.trackID(101), .int64(1_000_000)]).errorName
+                == "org.mpris.MediaPlayer2.test.Error.NoSuchContent")
         let loop = h.set("LoopStatus", .string("Track"))
         #expect(loop.errorName == "org.mpris.MediaPlayer2.test.Error.CommandFailed")
         #expect(loop.errorMessage?.contains("nope") == true)

@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 /// A player whose changes take time to settle says where commands apply with
 /// `NowPlayingInfoCenter.pendingItem`, and what they may do with the commands' own enabled

@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 /// `Seeked` on discontinuities only, and `Position` answered live.
 @MainActor
@@ -161,7 +162,8 @@ import Testing
         #expect(h.call("Previous") == .success([]))
         let signals = h.flush()
         #expect(seeked(signals).isEmpty)
-        #expect(signals.first?.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.unwrapped == h.trackID(101))
+        #expect(
+            signals.first?.changed["Metadata"]?.stringVariantDictionary?["mpris:trackid"]?.unwrapped == h.trackID(101))
     }
 
     @Test func setPositionEmitsSeeked() {

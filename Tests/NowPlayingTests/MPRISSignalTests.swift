@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 /// One PropertiesChanged per transition and interface; Position never signalled.
 @MainActor
@@ -149,7 +150,8 @@ import Testing
         }
         let signals = h.recorder.signals
         #expect(signals.count == 1)
-        #expect(Set(signals.first?.changed.keys ?? [:].keys)
-            == ["Metadata", "PlaybackStatus", "CanPlay", "CanPause", "CanSeek", "CanGoNext", "Volume"])
+        #expect(
+            Set(signals.first?.changed.keys ?? [:].keys)
+                == ["Metadata", "PlaybackStatus", "CanPlay", "CanPause", "CanSeek", "CanGoNext", "Volume"])
     }
 }

@@ -1,7 +1,8 @@
 import DBus
-@testable import NowPlaying
 import SeededRandom
 import Testing
+
+@testable import NowPlaying
 
 /// A queue behind `TrackListDataSource`, windowed like the daemon's: up to `size` ids with
 /// up to `before` of them before the current one.
@@ -32,7 +33,10 @@ final class FakeQueue: TrackListDataSource, PlaylistsDataSource {
     }
 
     // Playlists
-    var playlistItems = [MediaPlaylist(id: 1, name: "10 Rock"), MediaPlaylist(id: 2, name: "2 Jazz"), MediaPlaylist(id: 3, name: "Blues")]
+    var playlistItems = [
+        MediaPlaylist(id: 1, name: "10 Rock"), MediaPlaylist(id: 2, name: "2 Jazz"),
+        MediaPlaylist(id: 3, name: "Blues"),
+    ]
     var active: MediaPlaylist?
     var playlistCount: Int { playlistItems.count }
     var playlistOrderings: [MediaPlaylistOrdering] { [.alphabetical] }
@@ -172,12 +176,18 @@ struct MPRISTrackListTests {
             for signal in signals { client.apply(signal) }
             replacements += signals.filter { $0.member == "TrackListReplaced" }.count
             let shown = tracks(harness)
-            #expect(client.tracks == shown, "step \(step): the client has \(client.tracks), Tracks is \(shown); signals \(signals)")
+            #expect(
+                client.tracks == shown,
+                "step \(step): the client has \(client.tracks), Tracks is \(shown); signals \(signals)")
             for changed in signals where changed.changedInterface == Self.trackList {
-                #expect(changed.changed.isEmpty && changed.invalidated == ["Tracks"], "Tracks is only ever invalidated: \(changed)")
+                #expect(
+                    changed.changed.isEmpty && changed.invalidated == ["Tracks"],
+                    "Tracks is only ever invalidated: \(changed)")
             }
             if signals.contains(where: { $0.interface == Self.trackList && $0.member != "TrackMetadataChanged" }) {
-                #expect(signals.contains { $0.changedInterface == Self.trackList }, "a change of the window invalidates Tracks")
+                #expect(
+                    signals.contains { $0.changedInterface == Self.trackList },
+                    "a change of the window invalidates Tracks")
             }
         }
         #expect(replacements > 0)
@@ -215,10 +225,14 @@ struct MPRISTrackListTests {
         queue.titles[35] = "Thirty-five"
         let asked: [Value] = [35, 999, 2].map { harness.trackID($0) } + [.objectPath(ObjectPath("/not/a/track")!)]
         let reply = try call(harness, "GetTracksMetadata", [.array(.objectPath, asked)]).get()
-        guard case .array(_, let maps) = reply.first else { Issue.record("not an array: \(reply)"); return }
+        guard case .array(_, let maps) = reply.first else {
+            Issue.record("not an array: \(reply)")
+            return
+        }
         let dictionaries = maps.compactMap(\.stringVariantDictionary)
         #expect(dictionaries.map { $0["mpris:trackid"] } == [harness.trackID(35), harness.trackID(2)])
-        #expect(dictionaries.first?["xesam:title"] == .string("Thirty-five"), "ids far outside the window are addressable")
+        #expect(
+            dictionaries.first?["xesam:title"] == .string("Thirty-five"), "ids far outside the window are addressable")
     }
 
     @Test("AddTrack checks the scheme and the id it follows, then runs the command")
@@ -232,9 +246,14 @@ struct MPRISTrackListTests {
         }
         let noTrack = Value.objectPath(MPRISServer.noTrack)
         #expect(call(harness, "AddTrack", [.string("file:///a.flac"), noTrack, .boolean(true)]).isSuccess)
-        #expect(call(harness, "AddTrack", [.string("https://b/stream"), harness.trackID(3), .boolean(false)]).isSuccess)
-        #expect(call(harness, "AddTrack", [.string("file:///c.flac"), harness.trackID(999), .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue)
-        #expect(call(harness, "AddTrack", [.string("ftp://d"), noTrack, .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            call(harness, "AddTrack", [.string("https://b/stream"), harness.trackID(3), .boolean(false)]).isSuccess)
+        #expect(
+            call(harness, "AddTrack", [.string("file:///c.flac"), harness.trackID(999), .boolean(false)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            call(harness, "AddTrack", [.string("ftp://d"), noTrack, .boolean(false)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
         #expect(events.map(\.uri) == ["file:///a.flac", "https://b/stream"])
         #expect(events.map(\.afterItemID) == [nil, 3])
         #expect(events.map(\.setAsCurrent) == [true, false])
@@ -250,9 +269,16 @@ struct MPRISTrackListTests {
             return .success
         }
         let noTrack = Value.objectPath(MPRISServer.noTrack)
-        let longest = "http://host/" + String(repeating: "b", count: MPRISServer.maximumURILength - "http://host/".utf8.count)
-        #expect(call(harness, "AddTrack", [.string(longest + "b"), noTrack, .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue)
-        #expect(call(harness, "AddTrack", [.string("file:///" + String(repeating: "é", count: 5_000)), noTrack, .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue, "bytes are counted, not characters")
+        let longest =
+            "http://host/" + String(repeating: "b", count: MPRISServer.maximumURILength - "http://host/".utf8.count)
+        #expect(
+            call(harness, "AddTrack", [.string(longest + "b"), noTrack, .boolean(false)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            call(
+                harness, "AddTrack",
+                [.string("file:///" + String(repeating: "é", count: 5_000)), noTrack, .boolean(false)]
+            ).errorName == BusError.Name.invalidArgs.rawValue, "bytes are counted, not characters")
         #expect(events.isEmpty)
         #expect(call(harness, "AddTrack", [.string(longest), noTrack, .boolean(false)]).isSuccess)
         #expect(events.map(\.uri) == [longest])
@@ -262,7 +288,8 @@ struct MPRISTrackListTests {
     func removeAndGoTo() {
         let (harness, queue) = make()
         defer { withExtendedLifetime(queue) {} }
-        var removed: [UInt64] = [], visited: [UInt64] = []
+        var removed: [UInt64] = []
+        var visited: [UInt64] = []
         harness.commands.removeTrackCommand.addTarget { event in
             removed.append(event.itemID)
             return .success
@@ -274,8 +301,12 @@ struct MPRISTrackListTests {
         for member in ["RemoveTrack", "GoTo"] {
             #expect(call(harness, member, [harness.trackID(4)]).isSuccess)
             #expect(call(harness, member, [harness.trackID(77)]).isSuccess, "spec: no effect")
-            #expect(call(harness, member, [.objectPath(MPRISServer.noTrack)]).errorName == BusError.Name.invalidArgs.rawValue)
-            #expect(call(harness, member, [.objectPath(ObjectPath("/test/trackx/4")!)]).errorName == BusError.Name.invalidArgs.rawValue)
+            #expect(
+                call(harness, member, [.objectPath(MPRISServer.noTrack)]).errorName
+                    == BusError.Name.invalidArgs.rawValue)
+            #expect(
+                call(harness, member, [.objectPath(ObjectPath("/test/trackx/4")!)]).errorName
+                    == BusError.Name.invalidArgs.rawValue)
         }
         #expect(removed == [4])
         #expect(visited == [4])
@@ -302,7 +333,8 @@ struct MPRISTrackListTests {
 
         queue.ids.removeAll { $0 == 3 }
         harness.server.trackMetadataDidChange(3)
-        #expect(harness.flush().filter { $0.member == "TrackMetadataChanged" }.isEmpty, "not for an item no longer queued")
+        #expect(
+            harness.flush().filter { $0.member == "TrackMetadataChanged" }.isEmpty, "not for an item no longer queued")
     }
 }
 
@@ -328,18 +360,33 @@ struct MPRISPlaylistsTests {
         let (harness, source) = make()
         #expect(harness.value("PlaylistCount", Self.playlists) == .uint32(3))
         #expect(harness.value("Orderings", Self.playlists) == .strings(["Alphabetical"]))
-        #expect(harness.value("ActivePlaylist", Self.playlists) == .structure([.boolean(false), .structure([.objectPath(ObjectPath("/")!), .string(""), .string("")])]))
-        let page = try call(harness, "GetPlaylists", [.uint32(1), .uint32(5), .string("Alphabetical"), .boolean(false)]).get()
-        guard case .array(let type, let items) = page.first else { Issue.record("\(page)"); return }
+        #expect(
+            harness.value("ActivePlaylist", Self.playlists)
+                == .structure([.boolean(false), .structure([.objectPath(ObjectPath("/")!), .string(""), .string("")])]))
+        let page = try call(
+            harness, "GetPlaylists", [.uint32(1), .uint32(5), .string("Alphabetical"), .boolean(false)]
+        ).get()
+        guard case .array(let type, let items) = page.first else {
+            Issue.record("\(page)")
+            return
+        }
         #expect(type.signature == "(oss)")
         #expect(items.count == 2)
-        #expect(items.first == .structure([.objectPath(ObjectPath("/test/playlist/2")!), .string("2 Jazz"), .string("")]))
-        #expect(call(harness, "GetPlaylists", [.uint32(0), .uint32(5), .string("Played"), .boolean(false)]).errorName == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            items.first == .structure([.objectPath(ObjectPath("/test/playlist/2")!), .string("2 Jazz"), .string("")]))
+        #expect(
+            call(harness, "GetPlaylists", [.uint32(0), .uint32(5), .string("Played"), .boolean(false)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
 
         source.active = source.playlistItems[0]
         harness.server.playlistsDidChange()
         let changed = harness.flush().first { $0.changedInterface == Self.playlists }
-        #expect(changed?.changed["ActivePlaylist"] == .structure([.boolean(true), .structure([.objectPath(ObjectPath("/test/playlist/1")!), .string("10 Rock"), .string("")])]))
+        #expect(
+            changed?.changed["ActivePlaylist"]
+                == .structure([
+                    .boolean(true),
+                    .structure([.objectPath(ObjectPath("/test/playlist/1")!), .string("10 Rock"), .string("")]),
+                ]))
     }
 
     @Test("ActivatePlaylist runs the command for our ids only; a rename is PlaylistChanged")
@@ -351,15 +398,22 @@ struct MPRISPlaylistsTests {
             return .success
         }
         #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/test/playlist/3")!)]).isSuccess)
-        #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/other/3")!)]).errorName == BusError.Name.invalidArgs.rawValue)
-        #expect(call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/test/playlist/99")!)]).errorName == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/other/3")!)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
+        #expect(
+            call(harness, "ActivatePlaylist", [.objectPath(ObjectPath("/test/playlist/99")!)]).errorName
+                == BusError.Name.invalidArgs.rawValue)
         #expect(activated == [3])
 
         source.playlistItems[2].name = "Delta Blues"
         source.playlistItems.append(MediaPlaylist(id: 4, name: "New"))
         harness.server.playlistsDidChange(renamed: [source.playlistItems[2]])
         let signals = harness.flush()
-        #expect(signals.filter { $0.member == "PlaylistChanged" }.map(\.arguments) == [[.structure([.objectPath(ObjectPath("/test/playlist/3")!), .string("Delta Blues"), .string("")])]])
+        #expect(
+            signals.filter { $0.member == "PlaylistChanged" }.map(\.arguments) == [
+                [.structure([.objectPath(ObjectPath("/test/playlist/3")!), .string("Delta Blues"), .string("")])]
+            ])
         #expect(signals.first { $0.changedInterface == Self.playlists }?.changed["PlaylistCount"] == .uint32(4))
     }
 }

@@ -1,5 +1,6 @@
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 @MainActor
 @Suite struct NowPlayingInfoCenterTests {

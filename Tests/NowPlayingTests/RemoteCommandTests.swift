@@ -1,5 +1,6 @@
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 @MainActor
 @Suite struct RemoteCommandTests {
@@ -148,8 +149,10 @@ import Testing
             calls += 1
             return .success
         }
-        for command in [center.playCommand, center.pauseCommand, center.togglePlayPauseCommand,
-                        center.stopCommand, center.nextTrackCommand, center.previousTrackCommand] {
+        for command in [
+            center.playCommand, center.pauseCommand, center.togglePlayPauseCommand,
+            center.stopCommand, center.nextTrackCommand, center.previousTrackCommand,
+        ] {
             command.addTarget(handler: handler)
         }
         center.changePlaybackPositionCommand.addTarget { _ in .success }

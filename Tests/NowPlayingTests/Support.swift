@@ -1,6 +1,7 @@
 import DBus
-@testable import NowPlaying
 import Testing
+
+@testable import NowPlaying
 
 // MARK: - Clock
 
@@ -73,9 +74,13 @@ final class FakeEngine {
         }
         commands.stopCommand.addTarget { [unowned self] _ in handle("stop", .stop) { stop() } }
         commands.nextTrackCommand.addTarget { [unowned self] _ in handle("nextTrack", .nextTrack) { next() } }
-        commands.previousTrackCommand.addTarget { [unowned self] _ in handle("previousTrack", .previousTrack) { previous() } }
+        commands.previousTrackCommand.addTarget { [unowned self] _ in
+            handle("previousTrack", .previousTrack) { previous() }
+        }
         commands.changePlaybackPositionCommand.addTarget { [unowned self] event in
-            handle("changePlaybackPosition", .changePlaybackPosition(event.positionTime)) { setElapsed(event.positionTime) }
+            handle("changePlaybackPosition", .changePlaybackPosition(event.positionTime)) {
+                setElapsed(event.positionTime)
+            }
         }
         commands.seekCommand.addTarget { [unowned self] event in
             handle("seek", .seek(offset: event.offset, position: event.position)) { setElapsed(event.position) }
@@ -93,7 +98,9 @@ final class FakeEngine {
             }
         }
         commands.changeShuffleModeCommand.addTarget { [unowned self] event in
-            handle("changeShuffleMode", .changeShuffleMode(event.shuffleType)) { commands.currentShuffleType = event.shuffleType }
+            handle("changeShuffleMode", .changeShuffleMode(event.shuffleType)) {
+                commands.currentShuffleType = event.shuffleType
+            }
         }
         commands.openURICommand.addTarget { [unowned self] event in
             handle("openURI", .openURI(event.uri)) {
@@ -265,7 +272,9 @@ final class Harness {
         engine.load(i, at: elapsed)
         switch state {
         case .playing: engine.play()
-        case .paused: engine.play(); engine.pause()
+        case .paused:
+            engine.play()
+            engine.pause()
         case .stopped: engine.stop()
         }
         if elapsed != .zero && state != .stopped { engine.setElapsed(elapsed) }
@@ -299,7 +308,8 @@ final class Harness {
     }
 
     func getResult(_ name: String, _ interface: String = Harness.player) -> Result<[Value], BusError> {
-        server.object.dispatch(interface: Harness.properties, member: "Get", arguments: [.string(interface), .string(name)])
+        server.object.dispatch(
+            interface: Harness.properties, member: "Get", arguments: [.string(interface), .string(name)])
     }
 
     /// The unwrapped value of a property, nil when Get fails.
@@ -309,14 +319,16 @@ final class Harness {
     }
 
     func getAll(_ interface: String = Harness.player) -> [String: Value] {
-        let result = server.object.dispatch(interface: Harness.properties, member: "GetAll", arguments: [.string(interface)])
+        let result = server.object.dispatch(
+            interface: Harness.properties, member: "GetAll", arguments: [.string(interface)])
         guard case .success(let values) = result, let first = values.first else { return [:] }
         return first.stringVariantDictionary ?? [:]
     }
 
     func set(_ name: String, _ value: Value, _ interface: String = Harness.player) -> Result<[Value], BusError> {
         server.object.dispatch(
-            interface: Harness.properties, member: "Set", arguments: [.string(interface), .string(name), .variant(value)])
+            interface: Harness.properties, member: "Set",
+            arguments: [.string(interface), .string(name), .variant(value)])
     }
 
     var position: Int64? { value("Position")?.int64 }

@@ -16,7 +16,9 @@ enum Covers {
 @Suite("artwork cache")
 struct ArtworkCacheTests {
     /// A cache in a folder of its own (the folder itself is created on the first store).
-    static func cache(_ folder: TemporaryFolder, maximumBytes: Int = 1 << 20, logger: Logger = LogCapture().logger) -> ArtworkCache {
+    static func cache(_ folder: TemporaryFolder, maximumBytes: Int = 1 << 20, logger: Logger = LogCapture().logger)
+        -> ArtworkCache
+    {
         ArtworkCache(folder: folder.path("cache/art"), maximumBytes: maximumBytes, logger: logger)
     }
 
@@ -68,7 +70,8 @@ struct ArtworkCacheTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let cache = Self.cache(folder)
-        try FileManager.default.createDirectory(at: cache.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: cache.folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         _ = try Self.file(cache.store(Covers.red))
         #expect(try Self.permissions(cache.folder) == 0o700)
     }
@@ -91,8 +94,10 @@ struct ArtworkCacheTests {
         let red = try Self.file(cache.store(Covers.red))
         let green = try Self.file(cache.store(Covers.green))
         // Red is older than green by its modification time; using it makes it the newer.
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: red.path)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -30)], ofItemAtPath: green.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -60)], ofItemAtPath: red.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -30)], ofItemAtPath: green.path)
         #expect(cache.markUsed(red.absoluteString))
         let blue = try Self.file(cache.store(Covers.blue))
         #expect(FileManager.default.fileExists(atPath: blue.path))
@@ -132,7 +137,9 @@ struct TrackArtworkTests {
         try Data(contentsOf: ArtworkCacheTests.file(info.artworkURL))
     }
 
-    static func track(_ name: String, _ format: TrackGenerator.Format = .flac, pictures: [TrackGenerator.Picture] = []) -> TrackGenerator.Track {
+    static func track(_ name: String, _ format: TrackGenerator.Format = .flac, pictures: [TrackGenerator.Picture] = [])
+        -> TrackGenerator.Track
+    {
         TrackGenerator.Track(
             fileName: "\(name).\(format.fileExtension)", title: name, artist: "Artist", album: "Album",
             trackNumber: 1, frequency: 440, seconds: 0.3, format: format, pictures: pictures)
@@ -143,7 +150,8 @@ struct TrackArtworkTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let cache = ArtworkCacheTests.cache(folder)
-        let file = try TrackGenerator.generate([Self.track("covered", format, pictures: [.init(Covers.green)])], into: folder.path("music"))[0]
+        let file = try TrackGenerator.generate(
+            [Self.track("covered", format, pictures: [.init(Covers.green)])], into: folder.path("music"))[0]
         // Written the format's own way: the picture's bytes as they are, or base64 in a comment.
         let raw = try Data(contentsOf: file)
         switch format {
@@ -165,8 +173,11 @@ struct TrackArtworkTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let cache = ArtworkCacheTests.cache(folder)
-        let pictures: [TrackGenerator.Picture] = [.init(Covers.red, kind: .backCover), .init(Covers.blue, kind: .frontCover)]
-        let file = try TrackGenerator.generate([Self.track("two", format, pictures: pictures)], into: folder.path("music"))[0]
+        let pictures: [TrackGenerator.Picture] = [
+            .init(Covers.red, kind: .backCover), .init(Covers.blue, kind: .frontCover),
+        ]
+        let file = try TrackGenerator.generate(
+            [Self.track("two", format, pictures: pictures)], into: folder.path("music"))[0]
         #expect(try Self.bytes(Self.read(file, cache)) == Covers.blue)
     }
 
@@ -174,7 +185,9 @@ struct TrackArtworkTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let cache = ArtworkCacheTests.cache(folder)
-        let pictures: [TrackGenerator.Picture] = [.init(Covers.red, kind: .backCover), .init(Covers.blue, kind: .other)]
+        let pictures: [TrackGenerator.Picture] = [
+            .init(Covers.red, kind: .backCover), .init(Covers.blue, kind: .other),
+        ]
         let file = try TrackGenerator.generate([Self.track("back", pictures: pictures)], into: folder.path("music"))[0]
         #expect(try Self.bytes(Self.read(file, cache)) == Covers.red)
     }
@@ -190,7 +203,8 @@ struct TrackArtworkTests {
         try folder.write("music/back.jpg", data: Covers.blue)
         #expect(try Self.bytes(Self.read(file, cache)) == Covers.red, "folder before front")
         try folder.write("music/COVER.JPG", data: Covers.jpeg)
-        #expect(try Self.bytes(Self.read(file, cache)) == Covers.jpeg, "cover before folder, found once the folder changed")
+        #expect(
+            try Self.bytes(Self.read(file, cache)) == Covers.jpeg, "cover before folder, found once the folder changed")
         // A cover file that is not an image is passed over for the next candidate.
         try FileManager.default.removeItem(at: folder.path("music/COVER.JPG"))
         try folder.write("music/cover.jpeg", data: garbageBytes)
@@ -201,7 +215,8 @@ struct TrackArtworkTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let cache = ArtworkCacheTests.cache(folder)
-        let file = try TrackGenerator.generate([Self.track("embedded", pictures: [.init(Covers.blue)])], into: folder.path("music"))[0]
+        let file = try TrackGenerator.generate(
+            [Self.track("embedded", pictures: [.init(Covers.blue)])], into: folder.path("music"))[0]
         try folder.write("music/cover.png", data: Covers.red)
         #expect(try Self.bytes(Self.read(file, cache)) == Covers.blue)
     }

@@ -21,7 +21,8 @@ struct CanFlagPropertyTests {
             play = shown && player.count > 0
             pause = shown
             let entry = player.selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
-            let seekable = player.requestedStatus != .stopped
+            let seekable =
+                player.requestedStatus != .stopped
                 && (entry?.info.map { $0.isSeekable && !$0.isLive && $0.duration != nil } ?? false)
             seek = shown && player.current?.info?.duration != nil && seekable
             next = player.canGoNext
@@ -34,7 +35,12 @@ struct CanFlagPropertyTests {
     }
 
     enum Command: CustomStringConvertible {
-        case play, pause, stop, next, previous, seek(Duration), repeatMode(Player.RepeatMode), shuffle(Bool), enqueue(Int), remove(Int)
+        case play, pause, stop, next, previous
+        case seek(Duration)
+        case repeatMode(Player.RepeatMode)
+        case shuffle(Bool)
+        case enqueue(Int)
+        case remove(Int)
 
         var description: String {
             switch self {
@@ -97,7 +103,9 @@ struct CanFlagPropertyTests {
         }
     }
 
-    @Test("random commands on a small queue: flag false, nothing happens; flag true, something does", arguments: [11, 12, 13, 14, 15] as [UInt64])
+    @Test(
+        "random commands on a small queue: flag false, nothing happens; flag true, something does",
+        arguments: [11, 12, 13, 14, 15] as [UInt64])
     func flagsPredictTheCommands(seed: UInt64) async throws {
         let folder = try TemporaryFolder("canflags\(seed)")
         defer { folder.remove() }
@@ -111,7 +119,8 @@ struct CanFlagPropertyTests {
         var tally: [String: Int] = [:]
 
         for step in 0..<40 {
-            #expect(await waitUntilSettled(probe), "seed \(seed) step \(step): the player did not settle: \(log.suffix(4))")
+            #expect(
+                await waitUntilSettled(probe), "seed \(seed) step \(step): the player did not settle: \(log.suffix(4))")
             // A track near its end would end during the step: it is taken back first.
             if player.status == .playing, let position = player.position, position > .seconds(15) {
                 player.seek(to: .seconds(1))
@@ -126,14 +135,19 @@ struct CanFlagPropertyTests {
             await probe.elapse(.milliseconds(100))
             let settled = await waitUntilSettled(probe)
             let after = Seen(player)
-            let context = "seed \(seed) step \(step): \(command) with \(flags), from \(before.status) #\(before.entry.map(String.init) ?? "-") at \(before.position.inSeconds) to \(after.status) #\(after.entry.map(String.init) ?? "-") at \(after.position.inSeconds); earlier: \(log.suffix(4))"
+            let context =
+                "seed \(seed) step \(step): \(command) with \(flags), from \(before.status) #\(before.entry.map(String.init) ?? "-") at \(before.position.inSeconds) to \(after.status) #\(after.entry.map(String.init) ?? "-") at \(after.position.inSeconds); earlier: \(log.suffix(4))"
             log.append("\(command) [\(flags)]")
             #expect(settled, "did not settle: \(context)")
             check(command, flags: flags, before: before, after: after, requested: requested, rate: player.rate, context)
-            tally["\(command)".split(separator: " ")[0] + " \(flagFor(command, flags).map { String($0) } ?? "-")", default: 0] += 1
+            tally[
+                "\(command)".split(separator: " ")[0] + " \(flagFor(command, flags).map { String($0) } ?? "-")",
+                default: 0] += 1
         }
         // How often each command met each flag value: a run that never met one checks nothing of it.
-        print("can-flags seed \(seed): \(tally.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))")
+        print(
+            "can-flags seed \(seed): \(tally.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", "))"
+        )
     }
 
     func flagFor(_ command: Command, _ flags: Flags) -> Bool? {
@@ -177,12 +191,16 @@ struct CanFlagPropertyTests {
         case .seek(let target): player.seek(to: target)
         case .repeatMode(let mode): player.setRepeatMode(mode)
         case .shuffle(let on): player.setShuffle(on)
-        case .enqueue(let index): player.enqueue([random.pick(tracks)], after: player.count == 0 ? nil : min(index, player.count - 1))
+        case .enqueue(let index):
+            player.enqueue([random.pick(tracks)], after: player.count == 0 ? nil : min(index, player.count - 1))
         case .remove(let index): if index < player.count { player.remove(id: player.entries[index].id) }
         }
     }
 
-    func check(_ command: Command, flags: Flags, before: Seen, after: Seen, requested: Duration, rate: Double, _ context: String) {
+    func check(
+        _ command: Command, flags: Flags, before: Seen, after: Seen, requested: Duration, rate: Double,
+        _ context: String
+    ) {
         let expected = before.extrapolated(to: after, rate: rate)
         // More than half a second from where it would be: the command moved it.
         let jumped = abs((after.position - expected).inSeconds) > 0.5
@@ -190,28 +208,46 @@ struct CanFlagPropertyTests {
         switch command {
         case .play:
             if !flags.play { #expect(nothing, "CanPlay false, yet Play did something: \(context)") }
-            if flags.play && before.status != .playing { #expect(after.status == .playing, "CanPlay true, yet Play did not play: \(context)") }
+            if flags.play && before.status != .playing {
+                #expect(after.status == .playing, "CanPlay true, yet Play did not play: \(context)")
+            }
         case .pause:
             if !flags.pause { #expect(nothing, "CanPause false, yet Pause did something: \(context)") }
-            if flags.pause && before.status == .playing { #expect(after.status == .paused, "CanPause true, yet Pause did not pause: \(context)") }
+            if flags.pause && before.status == .playing {
+                #expect(after.status == .paused, "CanPause true, yet Pause did not pause: \(context)")
+            }
         case .seek(let target):
             if !flags.seek { #expect(nothing, "CanSeek false, yet Seek did something: \(context)") }
             if flags.seek {
                 // At the target, plus what played since (with room for a busy machine).
                 let played = after.status == .playing ? (after.at - before.at) * rate : .zero
-                let landed = after.position >= target - .milliseconds(300) && after.position <= target + played + .milliseconds(300)
-                #expect(after.entry == before.entry && landed, "CanSeek true, yet Seek did not land at \(target.inSeconds): \(context)")
+                let landed =
+                    after.position >= target - .milliseconds(300)
+                    && after.position <= target + played + .milliseconds(300)
+                #expect(
+                    after.entry == before.entry && landed,
+                    "CanSeek true, yet Seek did not land at \(target.inSeconds): \(context)")
             }
         case .next:
             if !flags.next { #expect(nothing, "CanGoNext false, yet Next did something: \(context)") }
-            if flags.next { #expect(after.entry != before.entry, "CanGoNext true, yet Next kept the track: \(context)") }
+            if flags.next {
+                #expect(after.entry != before.entry, "CanGoNext true, yet Next kept the track: \(context)")
+            }
         case .previous:
             // Previous may restart the track (past 3 s, or with nothing before it): the flag
             // speaks of changing track only.
-            if !flags.previous { #expect(after.entry == before.entry, "CanGoPrevious false, yet Previous changed track: \(context)") }
+            if !flags.previous {
+                #expect(after.entry == before.entry, "CanGoPrevious false, yet Previous changed track: \(context)")
+            }
             let restarts = before.status != .stopped && requested > .seconds(3)
-            if flags.previous && !restarts { #expect(after.entry != before.entry, "CanGoPrevious true, yet Previous kept the track: \(context)") }
-            if restarts { #expect(after.entry == before.entry && after.position < .seconds(2), "Previous past 3 s restarts: \(context)") }
+            if flags.previous && !restarts {
+                #expect(after.entry != before.entry, "CanGoPrevious true, yet Previous kept the track: \(context)")
+            }
+            if restarts {
+                #expect(
+                    after.entry == before.entry && after.position < .seconds(2),
+                    "Previous past 3 s restarts: \(context)")
+            }
         case .stop, .repeatMode, .shuffle, .enqueue, .remove:
             break  // no flag of their own: they change the flags the next command is checked with
         }

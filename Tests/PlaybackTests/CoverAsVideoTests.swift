@@ -22,13 +22,17 @@ struct CoverAsVideoTests {
         player.play()
         #expect(await probe.waitFor(.playing), "\(probe.log.messages)")
         let info = try #require(player.current?.info)
-        #expect(info.videoStreams == 1 && info.audioStreams == 1, "\(info.videoStreams) video, \(info.audioStreams) audio streams")
+        #expect(
+            info.videoStreams == 1 && info.audioStreams == 1,
+            "\(info.videoStreams) video, \(info.audioStreams) audio streams")
         let duration = try #require(info.duration).inSeconds
         #expect(abs(duration - 4) < 0.1, "duration \(duration) s for 4 s of audio")
         let names = player.pipelineElementNames
         #expect(names.contains(kind.audioDecoder), "\(names)")
         #expect(!names.contains(kind.pictureDecoder), "the picture is decoded: \(names)")
-        #expect(!names.contains { $0.contains("video") || $0.contains("image") || $0 == "deinterlace" }, "a video chain: \(names)")
+        #expect(
+            !names.contains { $0.contains("video") || $0.contains("image") || $0 == "deinterlace" },
+            "a video chain: \(names)")
         // The audio plays on past the one second the picture lasts.
         #expect(await probe.waitForPosition { $0 > 1.5 }, "\(probe.log.messages)")
         #expect(player.status == .playing && player.current?.uri == file.absoluteString)

@@ -23,20 +23,26 @@ struct LoudnessPlanTests {
     }
 
     @Test func autoModeTakesTheAlbumGainOnlyForAnAlbumInOrder() {
-        let x = identity("X"), y = identity("Y")
+        let x = identity("X")
+        let y = identity("Y")
         #expect(Loudness.playsAlbumInOrder(shuffle: false, track: x, previous: x, next: y))
         #expect(Loudness.playsAlbumInOrder(shuffle: false, track: x, previous: nil, next: x))
         #expect(!Loudness.playsAlbumInOrder(shuffle: false, track: y, previous: x, next: nil), "a track between albums")
         #expect(!Loudness.playsAlbumInOrder(shuffle: true, track: x, previous: x, next: x), "Shuffle")
-        #expect(!Loudness.playsAlbumInOrder(shuffle: false, track: identity(nil), previous: identity(nil), next: nil), "no album tag")
+        #expect(
+            !Loudness.playsAlbumInOrder(shuffle: false, track: identity(nil), previous: identity(nil), next: nil),
+            "no album tag")
         // A neighbour not read yet counts by its folder.
         #expect(Loudness.playsAlbumInOrder(shuffle: false, track: x, previous: nil, next: identity(nil, read: false)))
-        #expect(!Loudness.playsAlbumInOrder(shuffle: false, track: x, previous: nil, next: identity(nil, folder: "/music/b", read: false)))
+        #expect(
+            !Loudness.playsAlbumInOrder(
+                shuffle: false, track: x, previous: nil, next: identity(nil, folder: "/music/b", read: false)))
         // Same album name by different album artists: two albums.
         let a = Loudness.AlbumIdentity(album: "Greatest Hits", albumArtist: "A", folder: "/m", tagsRead: true)
         let b = Loudness.AlbumIdentity(album: "Greatest Hits", albumArtist: "B", folder: "/m", tagsRead: true)
         #expect(!a.sameAlbum(as: b))
-        #expect(Loudness.usesAlbumGain(.album, albumInOrder: false) && !Loudness.usesAlbumGain(.track, albumInOrder: true))
+        #expect(
+            Loudness.usesAlbumGain(.album, albumInOrder: false) && !Loudness.usesAlbumGain(.track, albumInOrder: true))
         #expect(Loudness.usesAlbumGain(.auto, albumInOrder: true) && !Loudness.usesAlbumGain(.off, albumInOrder: true))
     }
 
@@ -50,7 +56,9 @@ struct LoudnessPlanTests {
         #expect(album.source == .album && album.albumMode && album.appliedGain == -6)
         // +6 dB on a peak of 1.0: held at 0 dB, unless clipping prevention is off.
         let loud = ReplayGainTags(trackGain: 6, trackPeak: 1)
-        #expect(Loudness.plan(LoudnessSettings(), tags: loud, albumGain: false, measured: nil, signature: nil).appliedGain == 0)
+        #expect(
+            Loudness.plan(LoudnessSettings(), tags: loud, albumGain: false, measured: nil, signature: nil).appliedGain
+                == 0)
         settings = LoudnessSettings()
         settings.clipping = .off
         #expect(Loudness.plan(settings, tags: loud, albumGain: false, measured: nil, signature: nil).appliedGain == 6)
@@ -61,19 +69,27 @@ struct LoudnessPlanTests {
 
     @Test func everyValueIsHandedOverSoNothingOfThePreviousTrackRemains() {
         // Only an album gain: album mode falls back to it for the track as well.
-        let plan = Loudness.plan(LoudnessSettings(), tags: .init(albumGain: -3), albumGain: false, measured: nil, signature: nil)
-        #expect(plan.trackGain == -3 && plan.albumGain == -3 && plan.trackPeak == 1 && plan.albumPeak == 1 && plan.albumMode)
+        let plan = Loudness.plan(
+            LoudnessSettings(), tags: .init(albumGain: -3), albumGain: false, measured: nil, signature: nil)
+        #expect(
+            plan.trackGain == -3 && plan.albumGain == -3 && plan.trackPeak == 1 && plan.albumPeak == 1 && plan.albumMode
+        )
         let signature = TrackSignature(path: "/a.flac", size: 10, modified: 1)
         var settings = LoudnessSettings()
         settings.fallbackGain = -5
         let untagged = Loudness.plan(settings, tags: nil, albumGain: true, measured: nil, signature: signature)
-        #expect(untagged.source == .fallback && untagged.trackGain == -5 && untagged.albumGain == -5 && untagged.measure == signature)
-        let measured = Loudness.plan(settings, tags: nil, albumGain: true, measured: .init(gain: 2, peak: 0.5), signature: signature)
+        #expect(
+            untagged.source == .fallback && untagged.trackGain == -5 && untagged.albumGain == -5
+                && untagged.measure == signature)
+        let measured = Loudness.plan(
+            settings, tags: nil, albumGain: true, measured: .init(gain: 2, peak: 0.5), signature: signature)
         #expect(measured.source == .measured && measured.appliedGain == 2 && measured.measure == nil)
         settings.analysis = false
-        #expect(Loudness.plan(settings, tags: nil, albumGain: false, measured: nil, signature: signature).measure == nil)
+        #expect(
+            Loudness.plan(settings, tags: nil, albumGain: false, measured: nil, signature: signature).measure == nil)
         settings.mode = .off
-        let off = Loudness.plan(settings, tags: .init(trackGain: -6), albumGain: false, measured: nil, signature: signature)
+        let off = Loudness.plan(
+            settings, tags: .init(trackGain: -6), albumGain: false, measured: nil, signature: signature)
         #expect(off.source == .off && off.appliedGain == 0 && off.ignoresStreamTags && off.measure == nil)
     }
 
@@ -94,8 +110,14 @@ struct LoudnessPlanTests {
 struct GainCacheTests {
     @Test func encodesAndDecodesEveryPath() throws {
         let items: [(TrackSignature, MeasuredGain)] = [
-            (TrackSignature(path: "/music/a.flac", size: 123, modified: 1_700_000_000_123_456_789), MeasuredGain(gain: -2.78, peak: 0.25)),
-            (TrackSignature(path: "/music/100%\ttab\nline\r.ogg", size: 0, modified: -5), MeasuredGain(gain: 7.125, peak: 1)),
+            (
+                TrackSignature(path: "/music/a.flac", size: 123, modified: 1_700_000_000_123_456_789),
+                MeasuredGain(gain: -2.78, peak: 0.25)
+            ),
+            (
+                TrackSignature(path: "/music/100%\ttab\nline\r.ogg", size: 0, modified: -5),
+                MeasuredGain(gain: 7.125, peak: 1)
+            ),
         ]
         let decoded = try GainCache.decode(GainCache.encode(items))
         #expect(decoded.map(\.signature) == items.map(\.0))
@@ -104,7 +126,8 @@ struct GainCacheTests {
 
     @Test(arguments: [
         "", "quaver-loudness 2\n", "quaver-loudness 1\n-1\t0.5\t10\t1\n", "quaver-loudness 1\nx\t0.5\t10\t1\t/a\n",
-        "quaver-loudness 1\n-1\t0.5\t10\t1\trelative\n", "quaver-loudness 1\n-1\t0.5\t10\t1\t/a%zz\n", "quaver-loudness 1\nnan\t0.5\t10\t1\t/a\n",
+        "quaver-loudness 1\n-1\t0.5\t10\t1\trelative\n", "quaver-loudness 1\n-1\t0.5\t10\t1\t/a%zz\n",
+        "quaver-loudness 1\nnan\t0.5\t10\t1\t/a\n",
     ])
     func refusesAnythingElse(_ text: String) {
         #expect(throws: GainCache.FormatError.self) { try GainCache.decode(Data(text.utf8)) }
@@ -113,7 +136,8 @@ struct GainCacheTests {
     @MainActor
     @Test func dropsTheLeastRecentlyPlayedBeyondItsLimit() {
         let cache = GainCache(folder: nil, limit: 2, logger: Logger(label: "test"))
-        let a = TrackSignature(path: "/a", size: 1, modified: 1), b = TrackSignature(path: "/b", size: 1, modified: 1)
+        let a = TrackSignature(path: "/a", size: 1, modified: 1)
+        let b = TrackSignature(path: "/b", size: 1, modified: 1)
         let c = TrackSignature(path: "/c", size: 1, modified: 1)
         cache.store(MeasuredGain(gain: -1, peak: 1), for: a)
         cache.store(MeasuredGain(gain: -2, peak: 1), for: b)
@@ -125,7 +149,8 @@ struct GainCacheTests {
 
     @MainActor
     @Test func keepsMeasurementsPrivatelyAcrossInstancesAndDropsChangedFiles() throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-gaincache-\(UUID().uuidString)/quaver")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "quaver-gaincache-\(UUID().uuidString)/quaver")
         defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }
         let logger = Logger(label: "test")
         let signature = TrackSignature(path: "/music/a.flac", size: 10, modified: 20)

@@ -9,7 +9,10 @@ struct NaturalOrderTests {
     func sorted(_ names: [String]) -> [String] { names.sorted(by: MediaSources.naturalOrder) }
 
     @Test func numbersCompareByValue() {
-        #expect(sorted(["10.flac", "2.flac", "1.flac", "100.flac", "20.flac"]) == ["1.flac", "2.flac", "10.flac", "20.flac", "100.flac"])
+        #expect(
+            sorted(["10.flac", "2.flac", "1.flac", "100.flac", "20.flac"]) == [
+                "1.flac", "2.flac", "10.flac", "20.flac", "100.flac",
+            ])
         #expect(sorted(["Track 10", "Track 9", "Track 1"]) == ["Track 1", "Track 9", "Track 10"])
         #expect(sorted(["x10y", "x9y", "x9z"]) == ["x9y", "x9z", "x10y"])
     }
@@ -20,7 +23,10 @@ struct NaturalOrderTests {
     }
 
     @Test func caseIsIgnoredAndTiesAreStable() {
-        #expect(sorted(["banana", "Apple", "cherry", "apple2", "Banana1"]) == ["Apple", "apple2", "banana", "Banana1", "cherry"])
+        #expect(
+            sorted(["banana", "Apple", "cherry", "apple2", "Banana1"]) == [
+                "Apple", "apple2", "banana", "Banana1", "cherry",
+            ])
         #expect(sorted(["track 2", "Track 10", "TRACK 1"]) == ["TRACK 1", "track 2", "Track 10"])
         // Names equal but for case get a fixed order, whichever way round they are compared.
         #expect(MediaSources.naturalOrder("A", "a") != MediaSources.naturalOrder("a", "A"))
@@ -41,11 +47,16 @@ struct NaturalOrderTests {
     }
 
     @Test func isAStrictWeakOrder() {
-        let names = ["a", "A", "a1", "a01", "a2", "a10", "A10", "b", "10", "9", "", " ", "Ünï", "z9", "z09", "track.flac", "track 1.flac"]
+        let names = [
+            "a", "A", "a1", "a01", "a2", "a10", "A10", "b", "10", "9", "", " ", "Ünï", "z9", "z09", "track.flac",
+            "track 1.flac",
+        ]
         for a in names {
             #expect(!MediaSources.naturalOrder(a, a), "irreflexive: \(a)")
             for b in names where a != b {
-                #expect(MediaSources.naturalOrder(a, b) != MediaSources.naturalOrder(b, a), "total on distinct strings: \(a) / \(b)")
+                #expect(
+                    MediaSources.naturalOrder(a, b) != MediaSources.naturalOrder(b, a),
+                    "total on distinct strings: \(a) / \(b)")
                 for c in names where MediaSources.naturalOrder(a, b) && MediaSources.naturalOrder(b, c) {
                     #expect(MediaSources.naturalOrder(a, c), "transitive: \(a) < \(b) < \(c)")
                 }
@@ -97,9 +108,11 @@ struct FolderExpansionTests {
         }
         let log = LogCapture()
         let files = MediaSources.audioFiles(in: folder.url, logger: log.logger)
-        #expect(files.map { $0.path.replacingOccurrences(of: folder.url.path + "/", with: "") } == [
-            "2 Two.mp3", "10 Ten.flac", "Deep/er/est/x.m4a", "Disc 2/9.opus", "Disc 2/10.ogg", "Disc 10/1.flac", "LOUD.FLAC",
-        ])
+        #expect(
+            files.map { $0.path.replacingOccurrences(of: folder.url.path + "/", with: "") } == [
+                "2 Two.mp3", "10 Ten.flac", "Deep/er/est/x.m4a", "Disc 2/9.opus", "Disc 2/10.ogg", "Disc 10/1.flac",
+                "LOUD.FLAC",
+            ])
 
         let uris = MediaSources.expand([folder.url.path], logger: log.logger)
         #expect(uris == files.map(\.absoluteString))
@@ -110,7 +123,8 @@ struct FolderExpansionTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         try folder.write("music/a.flac", "x")
-        try FileManager.default.createSymbolicLink(at: folder.path("music/loop"), withDestinationURL: folder.path("music"))
+        try FileManager.default.createSymbolicLink(
+            at: folder.path("music/loop"), withDestinationURL: folder.path("music"))
         let files = MediaSources.audioFiles(in: folder.path("music"), logger: LogCapture().logger)
         #expect(files.map(\.lastPathComponent) == ["a.flac"])
     }
@@ -142,10 +156,11 @@ struct ArgumentExpansionTests {
                 "sub/../sub/d.mp3",  // relative to the base
                 "HTTPS://Example.com/Live",
             ], relativeTo: folder.url, logger: log.logger)
-        #expect(result == [
-            folder.uri("a.flac"), "http://example.com/stream.mp3", folder.uri("b c.flac"), folder.uri("sub/d.mp3"),
-            "HTTPS://Example.com/Live",
-        ])
+        #expect(
+            result == [
+                folder.uri("a.flac"), "http://example.com/stream.mp3", folder.uri("b c.flac"), folder.uri("sub/d.mp3"),
+                "HTTPS://Example.com/Live",
+            ])
         #expect(log.messages(atLeast: .warning).isEmpty, "\(log.messages)")
     }
 
@@ -153,9 +168,10 @@ struct ArgumentExpansionTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         try folder.write("recording.unknownext", "x")
-        #expect(MediaSources.expand(["recording.unknownext"], relativeTo: folder.url, logger: LogCapture().logger) == [
-            folder.uri("recording.unknownext")
-        ])
+        #expect(
+            MediaSources.expand(["recording.unknownext"], relativeTo: folder.url, logger: LogCapture().logger) == [
+                folder.uri("recording.unknownext")
+            ])
     }
 
     @Test func missingPathsAreDroppedAndNamed() throws {
@@ -166,10 +182,12 @@ struct ArgumentExpansionTests {
         let log = LogCapture()
         let missing = folder.path("missing.flac").path
         let result = MediaSources.expand(
-            ["a.flac", missing, "file:///nonexistent/quaver/x.flac", "b.flac"], relativeTo: folder.url, logger: log.logger)
+            ["a.flac", missing, "file:///nonexistent/quaver/x.flac", "b.flac"], relativeTo: folder.url,
+            logger: log.logger)
         #expect(result == [folder.uri("a.flac"), folder.uri("b.flac")])
         #expect(log.lines(containing: missing, "no such file").count == 1, "\(log.messages)")
-        #expect(log.lines(containing: "file:///nonexistent/quaver/x.flac", "no such file").count == 1, "\(log.messages)")
+        #expect(
+            log.lines(containing: "file:///nonexistent/quaver/x.flac", "no such file").count == 1, "\(log.messages)")
     }
 
     @Test(arguments: [
@@ -230,10 +248,12 @@ struct PlaylistTests {
         let log = LogCapture()
         // The base (here a folder elsewhere) does not matter: entries are relative to the playlist.
         let result = MediaSources.expand([playlist.path], relativeTo: URL(fileURLWithPath: "/"), logger: log.logger)
-        #expect(result == [
-            folder.uri("lists/near.flac"), folder.uri("lists/sub/deep.ogg"), folder.uri("far.mp3"), folder.uri("abs.flac"),
-            "http://radio.example.com/stream", folder.uri("with space.flac"),
-        ])
+        #expect(
+            result == [
+                folder.uri("lists/near.flac"), folder.uri("lists/sub/deep.ogg"), folder.uri("far.mp3"),
+                folder.uri("abs.flac"),
+                "http://radio.example.com/stream", folder.uri("with space.flac"),
+            ])
         #expect(log.lines(containing: "missing.flac", "no such file").count == 1, "\(log.messages)")
         #expect(log.lines(containing: "ftp://example.com/x.mp3", "unsupported").count == 1, "\(log.messages)")
     }
@@ -254,7 +274,8 @@ struct PlaylistTests {
         try folder.write("first.flac", "x")
         try folder.write("second.flac", "x")
         // Playlists saved by Windows tools start with a UTF-8 byte order mark; here on the first entry.
-        let playlist = try folder.write("bom.m3u8", data: Data([0xEF, 0xBB, 0xBF]) + Data("first.flac\nsecond.flac\n".utf8))
+        let playlist = try folder.write(
+            "bom.m3u8", data: Data([0xEF, 0xBB, 0xBF]) + Data("first.flac\nsecond.flac\n".utf8))
         let log = LogCapture()
         let result = MediaSources.expand([playlist.path], logger: log.logger)
         #expect(result == [folder.uri("first.flac"), folder.uri("second.flac")])
@@ -283,11 +304,16 @@ struct PlaylistTests {
             Version=2
             """
         let playlist = try folder.write("radio.pls", text.replacingOccurrences(of: "\n", with: "\r\n"))
-        #expect(MediaSources.playlistEntries(playlist, logger: LogCapture().logger) == [
-            "a.flac", "b.flac", folder.path("c.flac").path, "sub/../d.flac", "http://radio.example.com/ten",
-        ])
+        #expect(
+            MediaSources.playlistEntries(playlist, logger: LogCapture().logger) == [
+                "a.flac", "b.flac", folder.path("c.flac").path, "sub/../d.flac", "http://radio.example.com/ten",
+            ])
         let result = MediaSources.expand([playlist.path], logger: LogCapture().logger)
-        #expect(result == [folder.uri("a.flac"), folder.uri("b.flac"), folder.uri("c.flac"), folder.uri("d.flac"), "http://radio.example.com/ten"])
+        #expect(
+            result == [
+                folder.uri("a.flac"), folder.uri("b.flac"), folder.uri("c.flac"), folder.uri("d.flac"),
+                "http://radio.example.com/ten",
+            ])
     }
 
     @Test func nestedPlaylistsAndFoldersExpandInPlace() throws {
@@ -300,10 +326,12 @@ struct PlaylistTests {
         try folder.write("inner/inner.m3u", "two.flac\nalbum\n")
         let outer = try folder.write("outer.m3u", "one.flac\ninner/inner.m3u\none.flac\n")
         let result = MediaSources.expand([outer.path], logger: LogCapture().logger)
-        #expect(result == [
-            folder.uri("one.flac"), folder.uri("inner/two.flac"), folder.uri("inner/album/3.flac"), folder.uri("inner/album/10.flac"),
-            folder.uri("one.flac"),
-        ])
+        #expect(
+            result == [
+                folder.uri("one.flac"), folder.uri("inner/two.flac"), folder.uri("inner/album/3.flac"),
+                folder.uri("inner/album/10.flac"),
+                folder.uri("one.flac"),
+            ])
     }
 
     @Test func selfReferencingPlaylistTerminates() throws {

@@ -76,7 +76,9 @@ struct PipelineTests {
         let facts = try #require(probe.lastFacts)
         #expect(abs((facts.duration?.inSeconds ?? 0) - 0.5) < 0.05)
         #expect(facts.isSeekable)
-        #expect(probe.loads.dropFirst().allSatisfy { $0 == 1 }, "every event after the load carries its number: \(probe.loads)")
+        #expect(
+            probe.loads.dropFirst().allSatisfy { $0 == 1 },
+            "every event after the load carries its number: \(probe.loads)")
 
         #expect(await probe.wait(upTo: .seconds(4)) { probe.endedStream })
         #expect(probe.errorMessage == nil)
@@ -97,7 +99,10 @@ struct PipelineTests {
         #expect(await probe.waitForEvent { if case .asyncDone = $0 { true } else { false } })
         let before = probe.events.count
         pipeline.seek(to: .milliseconds(2200), rate: 1)
-        #expect(await probe.wait { probe.events.dropFirst(before).contains { if case .asyncDone = $0 { true } else { false } } })
+        #expect(
+            await probe.wait {
+                probe.events.dropFirst(before).contains { if case .asyncDone = $0 { true } else { false } }
+            })
         let position = try #require(probe.lastFacts?.position).inSeconds
         #expect(abs(position - 2.2) < 0.05, "position after the seek: \(position)")
         pipeline.release()
@@ -124,7 +129,10 @@ struct PipelineTests {
         let probe = PipelineProbe()
         probe.pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         probe.pipeline.load(files[1].absoluteString, state: .paused, number: 2, fresh: false)
-        #expect(await probe.wait { probe.events.indices.contains { probe.loads[$0] == 2 && probe.isAsyncDone(probe.events[$0]) } })
+        #expect(
+            await probe.wait {
+                probe.events.indices.contains { probe.loads[$0] == 2 && probe.isAsyncDone(probe.events[$0]) }
+            })
         let firstOfSecond = try #require(probe.loads.firstIndex(of: 2))
         #expect(!probe.loads[firstOfSecond...].contains(1), "nothing of the first load after the second began")
         probe.pipeline.release()
@@ -170,7 +178,8 @@ struct PipelineTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 3, in: folder)
-        let probe = PipelineProbe(audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let probe = PipelineProbe(
+            audioSink: "identity sleep-time=5000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let pipeline: Pipeline = probe.pipeline
         pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         #expect(await probe.wait(upTo: .seconds(20)) { probe.reachedPlaying })
@@ -186,30 +195,47 @@ struct PipelineTests {
         #expect(waited >= .milliseconds(300) && waited < .seconds(5), "reported after \(waited)")
         let reported = probe.events.count
         var freed = false
-        pipeline.release { freed = true; probe.recheck() }
-        #expect(await probe.wait(upTo: .seconds(10)) { freed }, "the element's sleep ends, and with it the state change")
+        pipeline.release {
+            freed = true
+            probe.recheck()
+        }
+        #expect(
+            await probe.wait(upTo: .seconds(10)) { freed }, "the element's sleep ends, and with it the state change")
         #expect(probe.events.count == reported, "nothing is reported after a pipeline got stuck")
     }
 
     @Test func volumeIsSet() async throws {
         let probe = PipelineProbe(audioSink: "fakesink")
         probe.pipeline.setVolume(0.25)
-        #expect(await probe.waitForEvent { if case .outputVolumeChanged(let heard) = $0 { abs(heard - 0.25) < 0.001 } else { false } })
+        #expect(
+            await probe.waitForEvent {
+                if case .outputVolumeChanged(let heard) = $0 { abs(heard - 0.25) < 0.001 } else { false }
+            })
         probe.pipeline.release()
     }
 }
 
 @Suite("Pipeline: whose error it is")
 struct PipelineErrorSourceTests {
-    @Test("an error of the audio sink is the output's; of a converter, a decoder or a source, the track's",
-          arguments: [
-              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstAutoAudioSink:quaver-audio-sink/GstPulseSink:quaver-audio-sink-actual-sink-pulse", true),
-              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstPulseSink:pulsesink0", true),
-              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstFileSink:filesink0", true),
-              ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstPlaySinkAudioConvert:aconv/GstAudioConvert:conv", false),
-              ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstDecodeBin:decodebin0/GstFlacDec:flacdec0", false),
-              ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source", false),
-          ])
+    @Test(
+        "an error of the audio sink is the output's; of a converter, a decoder or a source, the track's",
+        arguments: [
+            (
+                "/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstAutoAudioSink:quaver-audio-sink/GstPulseSink:quaver-audio-sink-actual-sink-pulse",
+                true
+            ),
+            ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstPulseSink:pulsesink0", true),
+            ("/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstBin:bin0/GstFileSink:filesink0", true),
+            (
+                "/GstPlayBin:quaver-playbin/GstPlaySink:playsink/GstBin:abin/GstPlaySinkAudioConvert:aconv/GstAudioConvert:conv",
+                false
+            ),
+            (
+                "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstDecodeBin:decodebin0/GstFlacDec:flacdec0",
+                false
+            ),
+            ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source", false),
+        ])
     func errorSource(path: String, isOutput: Bool) {
         #expect(Pipeline.isOutput(path) == isOutput)
     }
@@ -218,18 +244,23 @@ struct PipelineErrorSourceTests {
 
     /// A user acts on "Connection refused", not on "Could not establish connection".
     @Test func aNetworkErrorSaysItsCause() {
-        let debug = "../ext/soup/gstsouphttpsrc.c(1627): gst_soup_http_src_parse_status (): \(Self.http):\nCould not connect: Connection refused"
-        #expect(Pipeline.reason("Could not establish connection to server.", debug: debug, source: Self.http)
-            == "Could not establish connection to server. (Could not connect: Connection refused)")
+        let debug =
+            "../ext/soup/gstsouphttpsrc.c(1627): gst_soup_http_src_parse_status (): \(Self.http):\nCould not connect: Connection refused"
+        #expect(
+            Pipeline.reason("Could not establish connection to server.", debug: debug, source: Self.http)
+                == "Could not establish connection to server. (Could not connect: Connection refused)")
     }
 
     @Test func aCauseTheMessageGivesOrAnotherElementsIsLeftOut() {
-        let notFound = "gstsouphttpsrc.c(1627): parse_status (): \(Self.http):\nNot Found (404), URL: http://h/x.mp3, Redirect to: (NULL)"
+        let notFound =
+            "gstsouphttpsrc.c(1627): parse_status (): \(Self.http):\nNot Found (404), URL: http://h/x.mp3, Redirect to: (NULL)"
         #expect(Pipeline.reason("Not Found", debug: notFound, source: Self.http) == "Not Found")
-        let decoder = "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin0/GstFlacDec:flacdec0"
-        #expect(Pipeline.reason("Internal data stream error.", debug: "gstflacdec.c(1): x:\nstreaming stopped", source: decoder)
-            == "Internal data stream error.")
+        let decoder =
+            "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin0/GstFlacDec:flacdec0"
+        #expect(
+            Pipeline.reason(
+                "Internal data stream error.", debug: "gstflacdec.c(1): x:\nstreaming stopped", source: decoder)
+                == "Internal data stream error.")
         #expect(Pipeline.reason("Could not read.", debug: nil, source: Self.http) == "Could not read.")
     }
 }
-

@@ -35,9 +35,12 @@ struct PlayOrderTests {
         #expect(order.neighbour(of: 0, in: queue, forward: false, automatic: false, using: &random) == 2)
         order.repeatMode = .one
         #expect(order.neighbour(of: 1, in: queue, forward: true, automatic: true, using: &random) == 1)
-        #expect(order.neighbour(of: 1, in: queue, forward: true, automatic: false, using: &random) == 2, "Next still moves on")
         #expect(
-            order.neighbour(of: 1, in: queue, forward: true, automatic: true, allowRepeatOne: false, using: &random) == 2,
+            order.neighbour(of: 1, in: queue, forward: true, automatic: false, using: &random) == 2,
+            "Next still moves on")
+        #expect(
+            order.neighbour(of: 1, in: queue, forward: true, automatic: true, allowRepeatOne: false, using: &random)
+                == 2,
             "a failed track is not repeated")
     }
 
@@ -48,7 +51,9 @@ struct PlayOrderTests {
         #expect(order.neighbour(of: 0, in: Queue(ids: [7]), forward: true, automatic: false, using: &random) == 0)
     }
 
-    @Test("shuffle plays every entry once per cycle, and Previous walks back the way it came", arguments: [1, 2, 3] as [UInt64])
+    @Test(
+        "shuffle plays every entry once per cycle, and Previous walks back the way it came",
+        arguments: [1, 2, 3] as [UInt64])
     func shuffleCyclesAndHistory(seed: UInt64) {
         var order = PlayOrder()
         var random = SplitMix(seed: seed)

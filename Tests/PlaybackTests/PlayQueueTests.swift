@@ -14,7 +14,8 @@ struct PlayQueueTests {
     @Test("an entry gives back its URI whole, however it splits, and keeps its tags and failure apart")
     func entriesKeepTheirURIs() {
         let uris = [
-            "file:///music/A%20B/01%20One.flac", "file:///music/A%20B/02%20Two.flac", "http://radio.invalid/", "noslash",
+            "file:///music/A%20B/01%20One.flac", "file:///music/A%20B/02%20Two.flac", "http://radio.invalid/",
+            "noslash",
             "file:///music/%E2%99%AA/a-very-long-file-name-that-does-not-fit-in-a-small-string.ogg", "",
         ]
         var prefixes: [Substring: Player.SharedPrefix] = [:]
@@ -43,7 +44,8 @@ struct PlayQueueTests {
             switch random.next() % 4 {
             case 0, 1:
                 let count = Int(random.next() % 5) + 1
-                let position = random.next() % 3 == 0 ? reference.count : Int(random.next() % UInt64(reference.count + 1))
+                let position =
+                    random.next() % 3 == 0 ? reference.count : Int(random.next() % UInt64(reference.count + 1))
                 let new = entries(nextID...(nextID + UInt64(count) - 1))
                 nextID += UInt64(count)
                 queue.insert(new, at: position)

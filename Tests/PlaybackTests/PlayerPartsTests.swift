@@ -38,12 +38,15 @@ struct PlayerPartsTests {
 
     @Test func anOrdinaryLoadThatNeverPrerollsIsRetriedOnceThenTheOutputFails() {
         var watch = PrerollWatch()
-        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit, "every local load is timed, generously")
+        #expect(
+            after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit,
+            "every local load is timed, generously")
         #expect(PrerollWatch.outputLimit > PrerollWatch.limit)
         #expect(after { watch.timedOut() } == .retry)
         #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit)
         #expect(after { watch.timedOut() } == .outputFailed, "the track is not at fault: the output is")
-        #expect(after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "the next load is timed afresh")
+        #expect(
+            after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "the next load is timed afresh")
         #expect(after { watch.loadStarted(3, isLocal: false) } == nil, "a stream has its stall watch")
     }
 
@@ -59,7 +62,9 @@ struct PlayerPartsTests {
         watch.handOverFailed()
         _ = watch.loadStarted(1, isLocal: true)
         #expect(after { watch.timedOut() } == .retry)
-        #expect(after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "another entry: the retry is moot")
+        #expect(
+            after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit,
+            "another entry: the retry is moot")
         #expect(watch.stage == .watching(entry: 2, retried: false, afterHandOver: false))
         watch.handOverFailed()
         watch.prerolled()
@@ -92,7 +97,9 @@ struct PlayerPartsTests {
         var errors = ErrorAttribution()
         #expect(after { errors.classify(warning: "no output", source: "quaver-audio-sink") } == .noOutput)
         #expect(after { errors.classify(warning: "no output", source: "autoaudiosink0") } == .noOutputAgain)
-        #expect(after { errors.classify(warning: "No decoder available for type 'video/x-h264'", source: "decodebin0") } == .notDecoded)
+        #expect(
+            after { errors.classify(warning: "No decoder available for type 'video/x-h264'", source: "decodebin0") }
+                == .notDecoded)
         #expect(after { errors.classify(warning: "Internal data stream error", source: "decodebin0") } == .other)
     }
 
@@ -143,7 +150,9 @@ struct PlayerPartsTests {
         #expect(HandOverPlan(current: current, next: nil) == .nothing)
         #expect(HandOverPlan(current: current, next: unread) == .readFirst(entry: 2, uri: "file:///b.flac"))
         #expect(HandOverPlan(current: current, next: read) == .handOver(.init(entryID: 2, uri: "file:///b.flac")))
-        #expect(HandOverPlan(current: current, next: stream) == .handOver(.init(entryID: 3, uri: "http://radio.example/live")))
+        #expect(
+            HandOverPlan(current: current, next: stream)
+                == .handOver(.init(entryID: 3, uri: "http://radio.example/live")))
         current.info?.oversizedPictureBytes = 20_000_000
         #expect(HandOverPlan(current: current, next: read) == .nothing, "a load frees the oversized picture")
     }
@@ -154,13 +163,17 @@ struct PlayerPartsTests {
         #expect(after { seeks.completed(landed: .seconds(3), target: .seconds(9)) }, "the only seek: wherever it lands")
         seeks.sent()
         seeks.sent()
-        #expect(!after { seeks.completed(landed: .seconds(3), target: .seconds(9)) }, "the first of two, far from the newest target")
+        #expect(
+            !after { seeks.completed(landed: .seconds(3), target: .seconds(9)) },
+            "the first of two, far from the newest target")
         #expect(seeks.count == 1)
         #expect(after { seeks.completed(landed: .milliseconds(9_200), target: .seconds(9)) })
         #expect(seeks.count == 0)
         seeks.sent()
         seeks.sent()
-        #expect(after { seeks.completed(landed: .milliseconds(8_800), target: .seconds(9)) }, "close enough to be the newest")
+        #expect(
+            after { seeks.completed(landed: .milliseconds(8_800), target: .seconds(9)) },
+            "close enough to be the newest")
         seeks.sent()
         seeks.loaded()
         #expect(seeks.count == 0)
@@ -177,7 +190,8 @@ struct PlayerPartsTests {
         known.artists = ["Old"]
         tags.title = "Song"
         let next = tags.info(known: known, facts: facts)
-        #expect(next.title == "Song" && next.artists == ["Radio X"], "earlier tags go; the station stands for the artist")
+        #expect(
+            next.title == "Song" && next.artists == ["Radio X"], "earlier tags go; the station stands for the artist")
         facts.duration = .seconds(200)
         facts.isSeekable = true
         let measured = next.withDurationLearned(from: facts)

@@ -15,7 +15,8 @@ extension PlayerPlaybackTests {
     /// it, and frees the stuck one once GStreamer lets go of it.
     @Test func stuckPipelineIsReplacedAndPlaybackGoesOn() async throws {
         let files = try await Media.tracks(2, seconds: 3, in: folder)
-        let probe = try PlayerProbe.make(audioSink: "identity sleep-time=3000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
+        let probe = try PlayerProbe.make(
+            audioSink: "identity sleep-time=3000000 ! fakesink sync=false", stuckLimit: .milliseconds(300))
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
         player.play()
@@ -26,22 +27,35 @@ extension PlayerPlaybackTests {
         #expect(player.seek(to: .milliseconds(1500)))
         #expect(ContinuousClock.now - asked < .milliseconds(100), "the seek waited \(ContinuousClock.now - asked)")
         #expect(player.position == .milliseconds(1500), "the position is the seek's target at once")
-        #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 1 }, "the stuck seek is reported")
-        #expect(player.requestedPosition >= .milliseconds(1500), "the new pipeline loads the track where the seek asked")
+        #expect(
+            await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 1 },
+            "the stuck seek is reported")
+        #expect(
+            player.requestedPosition >= .milliseconds(1500), "the new pipeline loads the track where the seek asked")
         let reloaded = "loading \(MediaSources.displayName(entries[0].uri)) again at 0:01"
-        #expect(probe.log.lines(containing: reloaded).count == 1, "the log names the track and where: \(probe.log.messages)")
-        #expect(await probe.wait(upTo: .seconds(20)) { player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500) },
-                "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
+        #expect(
+            probe.log.lines(containing: reloaded).count == 1, "the log names the track and where: \(probe.log.messages)"
+        )
+        #expect(
+            await probe.wait(upTo: .seconds(20)) {
+                player.status == .playing && (player.position ?? .zero) >= .milliseconds(1500)
+            },
+            "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)
 
         try await Task.sleep(for: .milliseconds(100))
         let skipped = ContinuousClock.now
         player.next()
         #expect(ContinuousClock.now - skipped < .milliseconds(100), "Next waited \(ContinuousClock.now - skipped)")
-        #expect(await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 2 }, "the stuck teardown is reported")
+        #expect(
+            await probe.wait(upTo: .seconds(5), poll: .milliseconds(20)) { player.pipelinesReplaced == 2 },
+            "the stuck teardown is reported")
         #expect(await probe.waitFor(.playing, entry: 1), "log: \(probe.log.messages)")
         #expect(probe.log.lines(containing: "going on in a new pipeline").count == 2, "\(probe.log.messages)")
-        #expect(await probe.wait(upTo: .seconds(10), poll: .milliseconds(20)) { probe.log.lines(containing: "it is freed").count == 2 }, "\(probe.log.messages)")
+        #expect(
+            await probe.wait(upTo: .seconds(10), poll: .milliseconds(20)) {
+                probe.log.lines(containing: "it is freed").count == 2
+            }, "\(probe.log.messages)")
         #expect(probe.statuses == [.stopped, .playing], "nothing but Playing was published")
         player.stop()
     }
@@ -104,7 +118,11 @@ extension PlayerPlaybackTests {
         player.setRepeatMode(.all)  // even when repeating, it gives up
         player.enqueue(broken.map(\.absoluteString) + [folder.uri("missing.flac")])
         #expect(player.play())
-        #expect(await probe.wait { player.entries.allSatisfy { $0.failure != nil } && player.status == .stopped && probe.count(.transport) > 0 })
+        #expect(
+            await probe.wait {
+                player.entries.allSatisfy { $0.failure != nil } && player.status == .stopped
+                    && probe.count(.transport) > 0
+            })
         #expect(!probe.statuses.contains(.playing))
         for file in broken {
             #expect(!probe.log.lines(containing: "skipping", file.path).isEmpty, "\(probe.log.messages)")
@@ -139,10 +157,14 @@ extension PlayerPlaybackTests {
         let entries = player.enqueue([files[0].absoluteString, dead, files[1].absoluteString])
         player.play()
         #expect(await probe.waitFor(.playing, entry: 0))
-        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(12)), "the entry after the stream plays: \(probe.log.messages)")
+        #expect(
+            await probe.waitFor(.playing, entry: 2, upTo: .seconds(12)),
+            "the entry after the stream plays: \(probe.log.messages)")
         #expect(player.entries[1].failure != nil)
         #expect(!probe.log.lines(containing: "skipping", dead).isEmpty, "\(probe.log.messages)")
-        #expect(player.entries[0].failure == nil, "the local track was fine: \(player.entries[0].failure ?? ""): \(probe.log.messages)")
+        #expect(
+            player.entries[0].failure == nil,
+            "the local track was fine: \(player.entries[0].failure ?? ""): \(probe.log.messages)")
         #expect(probe.log.lines(containing: "skipping", files[0].path).isEmpty, "\(probe.log.messages)")
         #expect(probe.playedIDs == [entries[0].id, entries[2].id])
         player.stop()

@@ -22,13 +22,19 @@ extension PlayerPlaybackTests {
         // Entries 0 to 4 are read: their starts wait for the preroll in progress. The rest
         // are read when they are loaded.
         player.readInfoAhead(entries[0...4].map(\.id))
-        #expect(await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) { entries[0...4].allSatisfy { player.entry(id: $0.id)?.info != nil } })
+        #expect(
+            await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) {
+                entries[0...4].allSatisfy { player.entry(id: $0.id)?.info != nil }
+            })
         #expect(entries[5...].allSatisfy { player.entry(id: $0.id)?.info == nil })
 
         player.play()
         // Starts that wait for the first preroll, then loads that wait for tag reads (one
         // at a time: the last one lands after the preroll has ended).
-        for index in 1...8 { player.next(); #expect(player.currentIndex == index) }
+        for index in 1...8 {
+            player.next()
+            #expect(player.currentIndex == index)
+        }
         var expected = 8
         var rewound: [String] = []
         for wait in [300, 30, 30] {
@@ -36,14 +42,19 @@ extension PlayerPlaybackTests {
             let until = ContinuousClock.now + .milliseconds(wait)
             while ContinuousClock.now < until {
                 try await Task.sleep(for: .milliseconds(1))
-                if player.currentIndex != expected { rewound.append("\(player.currentIndex ?? -1) after Next to \(expected)") }
+                if player.currentIndex != expected {
+                    rewound.append("\(player.currentIndex ?? -1) after Next to \(expected)")
+                }
             }
             guard expected < 10 else { break }
             player.next()
             expected += 1
         }
         #expect(rewound.isEmpty, "the selection moved without a command: \(rewound.prefix(5))")
-        #expect(await probe.waitFor(.playing, entry: 10), "ten Nexts end on entry 10, not \(player.current.flatMap { c in entries.firstIndex { $0.id == c.id } } ?? -1)")
+        #expect(
+            await probe.waitFor(.playing, entry: 10),
+            "ten Nexts end on entry 10, not \(player.current.flatMap { c in entries.firstIndex { $0.id == c.id } } ?? -1)"
+        )
         player.stop()
     }
 
@@ -56,7 +67,10 @@ extension PlayerPlaybackTests {
         let player = probe.player
         let entries = player.enqueue(files.map(\.absoluteString))
         player.readInfoAhead([entries[0].id])
-        #expect(await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) { player.entry(id: entries[0].id)?.info != nil })
+        #expect(
+            await probe.wait(upTo: .seconds(15), poll: .milliseconds(20)) {
+                player.entry(id: entries[0].id)?.info != nil
+            })
         // Read as a good track, then replaced: it fails in the pipeline, not before.
         try garbageBytes.write(to: files[0])
 
@@ -64,8 +78,12 @@ extension PlayerPlaybackTests {
         player.next()
         player.next()
         #expect(player.currentIndex == 2)
-        #expect(await probe.waitFor(.playing, entry: 2, upTo: .seconds(20)), "entry 2 plays; the current one is \(player.currentIndex ?? -1)")
-        #expect(probe.playedIDs == [entries[2].id], "only the selected entry plays: \(probe.playedIDs) of \(entries.map(\.id))")
+        #expect(
+            await probe.waitFor(.playing, entry: 2, upTo: .seconds(20)),
+            "entry 2 plays; the current one is \(player.currentIndex ?? -1)")
+        #expect(
+            probe.playedIDs == [entries[2].id],
+            "only the selected entry plays: \(probe.playedIDs) of \(entries.map(\.id))")
         #expect(player.entry(id: entries[0].id)?.failure != nil, "the track that failed is marked")
         #expect(player.entry(id: entries[1].id)?.failure == nil)
         #expect(probe.statuses == [.stopped, .playing], "\(probe.statuses)")
@@ -88,7 +106,9 @@ extension PlayerPlaybackTests {
         #expect(player.current?.id == entries[1].id)
         #expect(player.current?.info?.title == "Track 2")
         #expect(player.position == .zero)
-        #expect(player.entries.allSatisfy { $0.failure == nil }, "\(player.entries.map { $0.failure ?? "-" }) \(probe.log.messages)")
+        #expect(
+            player.entries.allSatisfy { $0.failure == nil },
+            "\(player.entries.map { $0.failure ?? "-" }) \(probe.log.messages)")
 
         // Play again starts over from the selected (last) entry.
         #expect(player.play())

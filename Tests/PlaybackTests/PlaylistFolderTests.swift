@@ -44,7 +44,8 @@ private func inode(_ url: URL) throws -> UInt64 {
 }
 
 private func setModified(_ url: URL, _ seconds: TimeInterval) throws {
-    try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: seconds)], ofItemAtPath: url.path)
+    try FileManager.default.setAttributes(
+        [.modificationDate: Date(timeIntervalSince1970: seconds)], ofItemAtPath: url.path)
 }
 
 @Suite("PlaylistFolder: scanning")
@@ -107,9 +108,11 @@ struct PlaylistFolderScanTests {
         let temp = try TemporaryFolder()
         defer { temp.remove() }
         let target = try temp.write("sub/real.m3u", "#PLAYLIST:Linked\n")
-        try FileManager.default.createSymbolicLink(atPath: temp.path("linked.m3u").path, withDestinationPath: target.path)
+        try FileManager.default.createSymbolicLink(
+            atPath: temp.path("linked.m3u").path, withDestinationPath: target.path)
         try FileManager.default.createSymbolicLink(atPath: temp.path("loop.m3u").path, withDestinationPath: "loop.m3u")
-        try FileManager.default.createSymbolicLink(atPath: temp.path("dangling.m3u").path, withDestinationPath: "nowhere.m3u")
+        try FileManager.default.createSymbolicLink(
+            atPath: temp.path("dangling.m3u").path, withDestinationPath: "nowhere.m3u")
         #expect(mkfifo(temp.path("pipe.m3u").path, 0o600) == 0)
 
         let probe = PlaylistFolderProbe(temp.url)
@@ -310,7 +313,8 @@ struct PlaylistFolderWatchTests {
         let temp = try TemporaryFolder()
         defer { temp.remove() }
         func isInotify(_ descriptor: Int32) -> Bool {
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)")) == "anon_inode:inotify"
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"))
+                == "anon_inode:inotify"
         }
         // Few: inotify instances are limited per user (128 by default).
         var folders = (0..<6).map { _ in PlaylistFolder(folder: temp.url, logger: LogCapture().logger) }
@@ -326,10 +330,15 @@ struct PlaylistFolderWatchTests {
         stat(temp.url.path, &folderStatus)
         let watchedInode = "ino:" + String(UInt64(folderStatus.st_ino), radix: 16)
         func watchesThisFolder(_ descriptor: Int32) -> Bool {
-            guard isInotify(descriptor), let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8) else { return false }
+            guard isInotify(descriptor),
+                let info = try? String(contentsOfFile: "/proc/self/fdinfo/\(descriptor)", encoding: .utf8)
+            else { return false }
             return info.split(separator: " ").contains { $0 == watchedInode }
         }
-        #expect(await MainActorWaiter().wait(upTo: .seconds(20), poll: .milliseconds(20)) { !descriptors.contains(where: watchesThisFolder) })
+        #expect(
+            await MainActorWaiter().wait(upTo: .seconds(20), poll: .milliseconds(20)) {
+                !descriptors.contains(where: watchesThisFolder)
+            })
     }
 
     @Test func aFileInPlaceOfTheFolderIsReportedUntilReplaced() async throws {
@@ -425,7 +434,8 @@ struct PlaylistFolderOrderingTests {
 
         let expected = ["2 Jazz.m3u", "10 Rock.m3u", "apple.m3u", "Banana.m3u", "x.m3u", "y.m3u"]
         #expect(probe.folder.sorted(by: .alphabetical, reversed: false).map(\.url.lastPathComponent) == expected)
-        #expect(probe.folder.sorted(by: .alphabetical, reversed: true).map(\.url.lastPathComponent) == expected.reversed())
+        #expect(
+            probe.folder.sorted(by: .alphabetical, reversed: true).map(\.url.lastPathComponent) == expected.reversed())
         #expect(probe.fileNames == expected, "`playlists` is kept in alphabetical order")
     }
 
@@ -470,7 +480,9 @@ struct PlaylistFolderOrderingTests {
         #expect(created.allSatisfy { abs($0.timeIntervalSinceNow) < 60 })
     }
 
-    @Test(.enabled(if: PlaylistFolder.birthTime(FileManager.default.temporaryDirectory.path) != nil, "no birth times here"))
+    @Test(
+        .enabled(
+            if: PlaylistFolder.birthTime(FileManager.default.temporaryDirectory.path) != nil, "no birth times here"))
     func createdIsTheBirthTimeWhereRecorded() async throws {
         let temp = try TemporaryFolder()
         defer { temp.remove() }

@@ -18,7 +18,8 @@ struct PrivateFolderTests {
         let temporary = try TemporaryFolder()
         defer { temporary.remove() }
         let url = temporary.path("state/quaver")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         let folder = PrivateFolder(url)
         for round in 0..<3 {
             try folder.replace("state.json", with: Data("{\"round\": \(round)}".utf8))
@@ -26,7 +27,9 @@ struct PrivateFolderTests {
             #expect(Self.mode(url.path) == 0o700)
         }
         #expect(try String(contentsOf: url.appendingPathComponent("state.json"), encoding: .utf8) == "{\"round\": 2}")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: url.path) == ["state.json"], "no temporary file is left")
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: url.path) == ["state.json"], "no temporary file is left"
+        )
     }
 
     @Test("a symbolic link in the place of an owned folder is refused: its target is neither written nor made 0700")
@@ -34,13 +37,16 @@ struct PrivateFolderTests {
         let temporary = try TemporaryFolder()
         defer { temporary.remove() }
         let target = temporary.path("elsewhere")
-        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.createDirectory(
+            at: target, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         for (link, owned) in [("cache/quaver/art", 2), ("cache2/quaver", 2), ("state/quaver", 1)] {
             let url = temporary.path(link)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: target.path)
             // The link is the folder itself, or the owned folder holding it (cache2/quaver/art).
-            let folder = PrivateFolder(link == "cache2/quaver" ? url.appendingPathComponent("art") : url, ownedComponents: owned)
+            let folder = PrivateFolder(
+                link == "cache2/quaver" ? url.appendingPathComponent("art") : url, ownedComponents: owned)
             #expect(folder.refusal()?.kind == .symbolicLink)
             #expect(folder.refusal()?.path == url.path)
             #expect(throws: PrivateFolder.Failure.self) { try folder.replace("file", with: Data("x".utf8)) }
@@ -83,7 +89,9 @@ struct PrivateFolderTests {
                 #expect(PrivateFolder.reportOnce(error, logger: capture.logger, "not saved"))
             }
         }
-        #expect(!PrivateFolder.reportOnce(CocoaError(.fileWriteUnknown), logger: capture.logger, "not saved"), "not a refusal")
+        #expect(
+            !PrivateFolder.reportOnce(CocoaError(.fileWriteUnknown), logger: capture.logger, "not saved"),
+            "not a refusal")
         #expect(capture.lines(containing: url.path, "symbolic link", "not saved").count == 1, "\(capture.messages)")
         #expect(capture.messages.count == 1)
     }
@@ -101,7 +109,10 @@ struct PrivateFolderTests {
         do {
             _ = try PrivateFolder.read(file, limit: 1 << 20)
         } catch {
-            guard case .tooLarge(_, let size, let limit) = error else { Issue.record("\(error)"); return }
+            guard case .tooLarge(_, let size, let limit) = error else {
+                Issue.record("\(error)")
+                return
+            }
             #expect(size == 2 << 30 && limit == 1 << 20)
         }
         #expect(ContinuousClock.now - started < .milliseconds(500))
@@ -120,13 +131,19 @@ struct PrivateFolderTests {
             _ = try PrivateFolder.read(pipe, limit: 1 << 20)
             Issue.record("a pipe was read")
         } catch {
-            guard case .notRegularFile = error else { Issue.record("\(error)"); return }
+            guard case .notRegularFile = error else {
+                Issue.record("\(error)")
+                return
+            }
         }
         do {
             _ = try PrivateFolder.read(temporary.path("missing"), limit: 1 << 20)
             Issue.record("a missing file was read")
         } catch {
-            guard case .missing = error else { Issue.record("\(error)"); return }
+            guard case .missing = error else {
+                Issue.record("\(error)")
+                return
+            }
         }
     }
 }

@@ -36,10 +36,14 @@ struct TrapFolder {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(file.path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw MediaError("socket path too long: \(file.path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw MediaError("socket path too long: \(file.path)")
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0 else { throw MediaError("bind \(file.path): \(errno)") }
         return file
@@ -135,7 +139,10 @@ struct SpecialFileTests {
             (try traps.link("zero.flac", to: "/dev/zero").absoluteString, "not a regular file (a character device)"),
             (try traps.link("loop.flac", to: "loop.flac").absoluteString, "a loop of symbolic links"),
             ("file:///proc/self/status", "a file of the kernel's /proc or /sys"),
-            (try traps.link("status.flac", to: "/proc/self/status").absoluteString, "a file of the kernel's /proc or /sys"),
+            (
+                try traps.link("status.flac", to: "/proc/self/status").absoluteString,
+                "a file of the kernel's /proc or /sys"
+            ),
         ]
         for (uri, reason) in cases {
             let result = within(.seconds(10)) { Discoverer.discoverNow(uri, timeout: .seconds(2)) }
@@ -238,7 +245,8 @@ struct HostilePlaylistTests {
         let log = LogCapture()
         let result = MediaSources.expand([folder.path("ring-a.m3u").path], logger: log.logger)
         #expect(result == [folder.uri("a.flac"), folder.uri("b.flac")])
-        #expect(log.lines(containing: "ring-a.m3u", "read already").count == 1, "one line however often: \(log.messages)")
+        #expect(
+            log.lines(containing: "ring-a.m3u", "read already").count == 1, "one line however often: \(log.messages)")
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -265,8 +273,12 @@ struct HostilePlaylistTests {
         let list = try folder.write("list.m3u", "a.flac\n")
         let log = LogCapture()
         // Through a link: the same file, by device and inode.
-        try FileManager.default.createSymbolicLink(atPath: folder.path("alias.m3u").path, withDestinationPath: list.path)
-        #expect(MediaSources.expand([list.path, folder.path("alias.m3u").path], logger: log.logger) == [folder.uri("a.flac")])
+        try FileManager.default.createSymbolicLink(
+            atPath: folder.path("alias.m3u").path, withDestinationPath: list.path)
+        #expect(
+            MediaSources.expand([list.path, folder.path("alias.m3u").path], logger: log.logger) == [
+                folder.uri("a.flac")
+            ])
         #expect(log.lines(containing: "read already").count == 1)
         // Each load reads it anew.
         #expect(MediaSources.expand([list.path], logger: log.logger) == [folder.uri("a.flac")])
@@ -283,7 +295,8 @@ struct HostilePlaylistTests {
         try traps.link("loop.m3u8", to: "loop.m3u8")
         try traps.folder.write("good.flac", "x")
         let entries = [
-            "fifo.flac", "fifo.m3u", "socket.m3u", "zero.m3u", "urandom.pls", "loop.m3u8", "/dev/zero", "/dev/stdin", "/dev/fd/",
+            "fifo.flac", "fifo.m3u", "socket.m3u", "zero.m3u", "urandom.pls", "loop.m3u8", "/dev/zero", "/dev/stdin",
+            "/dev/fd/",
             "/proc/self/status", "/proc/self/root/", "/proc/kmsg", "/sys/power/state", "good.flac",
         ]
         let playlist = try traps.folder.write("traps.m3u", entries.joined(separator: "\n"))
@@ -291,7 +304,8 @@ struct HostilePlaylistTests {
         let result = within(.seconds(20)) { MediaSources.expand([playlist.path], logger: log.logger) }
         #expect(result == [traps.folder.uri("good.flac")])
         #expect(log.messages(atLeast: .warning).count == entries.count - 1, "one line per trap: \(log.messages)")
-        #expect(log.lines(containing: "zero.m3u", "not a regular file (a character device)").count == 1, "\(log.messages)")
+        #expect(
+            log.lines(containing: "zero.m3u", "not a regular file (a character device)").count == 1, "\(log.messages)")
         #expect(log.lines(containing: "fifo.m3u", "not a regular file (a FIFO)").count == 1, "\(log.messages)")
     }
 
@@ -302,7 +316,8 @@ struct HostilePlaylistTests {
         try folder.write("b.flac", "x")
         let huge = String(repeating: "y", count: 10 << 20)
         let long = String(repeating: "t", count: 1 << 20)
-        let text = "[playlist]\nFile1=a.flac\nFile2=\(huge).flac\nTitle2=\(long)\nFile3=b.flac\n; \(String(repeating: "z", count: 9 << 10))\n"
+        let text =
+            "[playlist]\nFile1=a.flac\nFile2=\(huge).flac\nTitle2=\(long)\nFile3=b.flac\n; \(String(repeating: "z", count: 9 << 10))\n"
         let playlist = try folder.write("long.pls", text)
         let log = LogCapture()
         let started = ContinuousClock.now

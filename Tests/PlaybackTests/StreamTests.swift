@@ -57,7 +57,9 @@ struct PlayerStreamTests {
             address.sin_port = 0
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let bound = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                }
             }
             guard bound, listen(fd, 8) == 0 else {
                 close(fd)
@@ -92,7 +94,8 @@ struct PlayerStreamTests {
                 _ = recv(client, &request, request.count, 0)
                 func send(_ bytes: some Collection<UInt8>) -> Bool {
                     let array = Array(bytes)
-                    return array.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == array.count
+                    return array.withUnsafeBytes { Glibc.send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        == array.count
                 }
                 guard send(Array("HTTP/1.0 200 OK\r\nContent-Type: \(contentType)\r\n\r\n".utf8)) else { return }
                 let started = ContinuousClock.now
@@ -100,7 +103,9 @@ struct PlayerStreamTests {
                 let piece = max(slowRate / 10, 1)
                 while !stopped.withLock({ $0 }) && sent < data.count {
                     if let slowFor, ContinuousClock.now - started >= slowFor { break }
-                    guard send(data[data.startIndex + sent..<data.startIndex + min(sent + piece, data.count)]) else { return }
+                    guard send(data[data.startIndex + sent..<data.startIndex + min(sent + piece, data.count)]) else {
+                        return
+                    }
                     sent += piece
                     usleep(100_000)
                 }
@@ -119,7 +124,8 @@ struct PlayerStreamTests {
         defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 2, in: folder)
         // 2 KiB at 200 bytes a second: typefinding alone needs more than the stall limit.
-        let server = try TrickleServer(serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 200, slowFor: .seconds(2.5))
+        let server = try TrickleServer(
+            serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 200, slowFor: .seconds(2.5))
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.streamStallTimeout = .seconds(1)
@@ -139,7 +145,8 @@ struct PlayerStreamTests {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try await Media.tracks(2, seconds: 2, in: folder)
-        let server = try TrickleServer(serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 50, slowFor: nil)
+        let server = try TrickleServer(
+            serving: try Data(contentsOf: files[0]), contentType: "audio/flac", slowRate: 50, slowFor: nil)
         let probe = try PlayerProbe.make()
         let player = probe.player
         player.streamStallTimeout = .seconds(1)
@@ -174,7 +181,9 @@ struct PlayerStreamTests {
         let elapsed = ContinuousClock.now - started
         #expect(elapsed >= .seconds(1), "skipped before the timeout: \(elapsed)")
         // As they were when the file started: the 2 s file may have ended since.
-        #expect(probe.statusesUntilPlaying[entries[1].id] == [.stopped, .playing], "nothing paused or stopped on the way: \(probe.statuses)")
+        #expect(
+            probe.statusesUntilPlaying[entries[1].id] == [.stopped, .playing],
+            "nothing paused or stopped on the way: \(probe.statuses)")
         #expect(probe.playedIDs == [entries[1].id], "the stream was never shown playing")
         #expect(player.entries[0].failure == "no audio from the server within 1 s")
         #expect(probe.log.lines(containing: "skipping", stream).count == 1, "\(probe.log.messages)")
@@ -189,12 +198,16 @@ struct PlayerStreamTests {
         let stream = "http://127.0.0.1:9/quaver-test-closed.mp3"
         let entries = player.enqueue([stream])
         player.play()
-        #expect(await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: "skipping", stream).count == 1 }, "\(probe.log.messages)")
+        #expect(
+            await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: "skipping", stream).count == 1 },
+            "\(probe.log.messages)")
         #expect(await probe.wait { player.status == .stopped && player.ranOut })
         #expect(player.current?.id == entries[0].id, "still shown, by its URL")
         #expect(player.entries[0].failure == nil, "not marked unplayable for good")
         #expect(player.play(), "Play has something to try")
-        #expect(await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: stream).count >= 2 }, "tried again: \(probe.log.messages)")
+        #expect(
+            await probe.wait(upTo: .seconds(20)) { probe.log.lines(containing: stream).count >= 2 },
+            "tried again: \(probe.log.messages)")
         #expect(await probe.wait { player.status == .stopped && player.current?.id == entries[0].id })
         player.stop()
     }
@@ -212,7 +225,10 @@ struct PlayerStreamTests {
         let stream = "http://127.0.0.1:\(server.port)/mute.mp3"
         let entries = player.enqueue([files[0].absoluteString, stream])
         player.play()
-        #expect(await probe.wait(upTo: .seconds(30)) { probe.log.lines(containing: "skipping", stream, "within 1 s").count == 1 }, "\(probe.log.messages)")
+        #expect(
+            await probe.wait(upTo: .seconds(30)) {
+                probe.log.lines(containing: "skipping", stream, "within 1 s").count == 1
+            }, "\(probe.log.messages)")
         #expect(await probe.wait { player.status == .stopped })
         #expect(player.current?.id == entries[1].id)
         #expect(player.canGoPrevious)
@@ -252,7 +268,9 @@ struct PlayerStreamTests {
         let player = probe.player
         player.streamStallTimeout = .seconds(60)  // a skip for silence would come too late
         let streams = ["http://127.0.0.1:9/quaver-first.mp3", "http://127.0.0.1:9/quaver-second.mp3"]
-        player.enqueue([files[0].absoluteString, streams[0], files[1].absoluteString, streams[1], files[2].absoluteString])
+        player.enqueue([
+            files[0].absoluteString, streams[0], files[1].absoluteString, streams[1], files[2].absoluteString,
+        ])
         #expect(await probe.wait { player.current?.info != nil }, "the first entry is read ahead")
         player.play()
         for stream in streams {

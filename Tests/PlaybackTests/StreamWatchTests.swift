@@ -29,9 +29,12 @@ struct StreamWatchTests {
     @Test func bytesSinceTheWatchWasArmedMeanWaitingAgainFromTheSameStart() throws {
         let watch = watch()
         let wait = try #require(watch.wait)
-        #expect(watch.verdict(on: wait, at: .loaded(isSettled: true), playing: true, bytes: 101, now: start + .seconds(10)) == .waitAgain(since: start))
         #expect(
-            watch.verdict(on: wait, at: .handedOver(previousPlays: false), playing: true, bytes: 101, now: start + .seconds(10))
+            watch.verdict(on: wait, at: .loaded(isSettled: true), playing: true, bytes: 101, now: start + .seconds(10))
+                == .waitAgain(since: start))
+        #expect(
+            watch.verdict(
+                on: wait, at: .handedOver(previousPlays: false), playing: true, bytes: 101, now: start + .seconds(10))
                 == .waitAgain(since: start), "a handed-over stream that receives is waited for too")
     }
 
@@ -39,12 +42,15 @@ struct StreamWatchTests {
         let watch = watch()
         let wait = try #require(watch.wait)
         #expect(watch.startLimit == .seconds(30))
-        #expect(watch.verdict(on: wait, at: .loaded(isSettled: false), playing: true, bytes: 500, now: start + .seconds(29)) == .waitAgain(since: start))
+        #expect(
+            watch.verdict(on: wait, at: .loaded(isSettled: false), playing: true, bytes: 500, now: start + .seconds(29))
+                == .waitAgain(since: start))
         #expect(
             watch.verdict(on: wait, at: .loaded(isSettled: false), playing: true, bytes: 500, now: start + .seconds(30))
                 == .stalled(reason: "the stream did not start within 30 s, though the server sends"))
         #expect(
-            watch.verdict(on: wait, at: .loaded(isSettled: true), playing: true, bytes: 500, now: start + .seconds(300)) == .waitAgain(since: start),
+            watch.verdict(on: wait, at: .loaded(isSettled: true), playing: true, bytes: 500, now: start + .seconds(300))
+                == .waitAgain(since: start),
             "a stream that plays is waited for as long as data comes")
     }
 
@@ -63,10 +69,14 @@ struct StreamWatchTests {
         var watch = watch()
         #expect(after { watch.buffering(100, isSettled: false) } == .arm)
         let wait = try #require(watch.wait)
-        #expect(watch.verdict(on: wait, at: .loaded(isSettled: false), playing: true, bytes: 100, now: start + .seconds(10)) == .waitAgain(since: start))
         #expect(
-            watch.verdict(on: wait, at: .handedOver(previousPlays: false), playing: true, bytes: 100, now: start + .seconds(10))
-                == .stalled(reason: "no audio from the server within 10 s"), "the level is the loaded stream's, not a handed-over one's")
+            watch.verdict(on: wait, at: .loaded(isSettled: false), playing: true, bytes: 100, now: start + .seconds(10))
+                == .waitAgain(since: start))
+        #expect(
+            watch.verdict(
+                on: wait, at: .handedOver(previousPlays: false), playing: true, bytes: 100, now: start + .seconds(10))
+                == .stalled(reason: "no audio from the server within 10 s"),
+            "the level is the loaded stream's, not a handed-over one's")
     }
 
     @Test func bufferingLevelsArmAndDisarm() {
@@ -87,13 +97,18 @@ struct StreamWatchTests {
         let wait = try #require(watch.wait)
         let later = start + .seconds(10)
         #expect(watch.verdict(on: wait, at: .elsewhere, playing: true, bytes: 100, now: later) == .leave)
-        #expect(watch.verdict(on: wait, at: .loaded(isSettled: true), playing: false, bytes: 100, now: later) == .leave, "paused by hand")
+        #expect(
+            watch.verdict(on: wait, at: .loaded(isSettled: true), playing: false, bytes: 100, now: later) == .leave,
+            "paused by hand")
         #expect(
             watch.verdict(on: wait, at: .loaded(isSettled: false), playing: false, bytes: 100, now: later)
                 == .stalled(reason: "no audio from the server within 10 s"), "a stream loaded paused must still start")
-        #expect(watch.verdict(on: wait, at: .handedOver(previousPlays: false), playing: false, bytes: 100, now: later) == .leave)
         #expect(
-            watch.verdict(on: wait, at: .handedOver(previousPlays: true), playing: true, bytes: 100, now: later) == .waitAgain(since: nil),
+            watch.verdict(on: wait, at: .handedOver(previousPlays: false), playing: false, bytes: 100, now: later)
+                == .leave)
+        #expect(
+            watch.verdict(on: wait, at: .handedOver(previousPlays: true), playing: true, bytes: 100, now: later)
+                == .waitAgain(since: nil),
             "the wait starts at the end of the track before it")
     }
 

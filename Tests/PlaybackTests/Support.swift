@@ -45,7 +45,10 @@ enum Media {
     /// playback on it meanwhile).
     static func launch(arguments: [String]) async throws {
         let result = try await ChildProcess.run(gstLaunch, arguments)
-        guard result.status == 0 else { throw MediaError("gst-launch-1.0 failed (\(result.status)): \(arguments.joined(separator: " ")): \(result.error)") }
+        guard result.status == 0 else {
+            throw MediaError(
+                "gst-launch-1.0 failed (\(result.status)): \(arguments.joined(separator: " ")): \(result.error)")
+        }
     }
 
     /// An Ogg file with a Theora video stream and a Vorbis audio stream, `seconds` long.
@@ -164,7 +167,8 @@ final class PlayerProbe: MainActorWaiter {
 
     /// A player on a real pipeline whose output is a fake sink keeping real time.
     static func make(
-        supportedRates: ClosedRange<Double> = 0.5...2.0, audioSink: String = "fakesink sync=true", stuckLimit: Duration = .seconds(3)
+        supportedRates: ClosedRange<Double> = 0.5...2.0, audioSink: String = "fakesink sync=true",
+        stuckLimit: Duration = .seconds(3)
     ) throws -> PlayerProbe {
         let log = LogCapture()
         let player = try Player(
@@ -226,7 +230,8 @@ final class PipelineProbe: MainActorWaiter {
         }
     }
 
-    func waitForEvent(upTo timeout: Duration = .seconds(15), _ match: @escaping (Pipeline.Event) -> Bool) async -> Bool {
+    func waitForEvent(upTo timeout: Duration = .seconds(15), _ match: @escaping (Pipeline.Event) -> Bool) async -> Bool
+    {
         await wait(upTo: timeout) { [unowned self] in events.contains(where: match) }
     }
 

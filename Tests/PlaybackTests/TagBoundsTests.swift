@@ -55,7 +55,8 @@ struct TagBoundsTests {
     }
 
     @Test func duplicatesAmongTheFirstValuesAreDropped() {
-        let list = TagLists.strings(GST_TAG_GENRE, ["Jazz", " Jazz ", "", "Blues", "Jazz"] + Array(repeating: "Late", count: 40))
+        let list = TagLists.strings(
+            GST_TAG_GENRE, ["Jazz", " Jazz ", "", "Blues", "Jazz"] + Array(repeating: "Late", count: 40))
         defer { gst_tag_list_unref(list) }
         #expect(TagReader(list).strings(GST_TAG_GENRE) == ["Jazz", "Blues", "Late"])
     }
@@ -112,11 +113,14 @@ struct TagBoundsTests {
         let list = gst_tag_list_new_empty()!
         defer { gst_tag_list_unref(list) }
         let png = try TrackGenerator.image(color: 0x10_2030)
-        TagLists.addPicture(png + Data(count: ArtworkCache.maximumImageBytes), to: list)  // a front-cover-sized PNG, padded
+        // A front-cover-sized PNG, padded.
+        TagLists.addPicture(png + Data(count: ArtworkCache.maximumImageBytes), to: list)
         TagLists.addPicture(png, to: list)
         var oversized: [Int] = []
         var looked: [Int] = []
-        let image = TagReader(list).coverImage(maximumBytes: ArtworkCache.maximumImageBytes, oversized: { oversized.append($0) }) {
+        let image = TagReader(list).coverImage(
+            maximumBytes: ArtworkCache.maximumImageBytes, oversized: { oversized.append($0) }
+        ) {
             looked.append($0.count)
             return ImageFormat(magic: $0) != nil
         }

@@ -40,16 +40,36 @@ struct TransportTableTests {
         case .idle: break
         case .preroll: _ = t.load(a, intent: .playing)
         case .prerollSeek: _ = t.load(aAt(5), intent: .playing)
-        case .prerollQueued: t = make(.preroll); _ = t.load(b, intent: .playing)
-        case .prerollPauseAsked: t = make(.preroll); _ = t.pause()
-        case .playing: t = make(.preroll); _ = t.stateReached(.playing)
-        case .paused: _ = t.load(a, intent: .paused); _ = t.asyncDone(current: .paused, pending: .voidPending)
-        case .pausing: t = make(.playing); _ = t.pause()
-        case .seeking: t = make(.playing); _ = t.seek(to: .seconds(5))
-        case .seekingPauseAsked: t = make(.seeking); _ = t.pause()
-        case .buffering: t = make(.playing); _ = t.buffering(percent: 20)
-        case .outputLost: t = make(.playing); _ = t.failed(reason: "gone", inOutput: true, position: .seconds(7))
-        case .retrying: t = make(.playing); _ = t.stuck(position: .seconds(3))
+        case .prerollQueued:
+            t = make(.preroll)
+            _ = t.load(b, intent: .playing)
+        case .prerollPauseAsked:
+            t = make(.preroll)
+            _ = t.pause()
+        case .playing:
+            t = make(.preroll)
+            _ = t.stateReached(.playing)
+        case .paused:
+            _ = t.load(a, intent: .paused)
+            _ = t.asyncDone(current: .paused, pending: .voidPending)
+        case .pausing:
+            t = make(.playing)
+            _ = t.pause()
+        case .seeking:
+            t = make(.playing)
+            _ = t.seek(to: .seconds(5))
+        case .seekingPauseAsked:
+            t = make(.seeking)
+            _ = t.pause()
+        case .buffering:
+            t = make(.playing)
+            _ = t.buffering(percent: 20)
+        case .outputLost:
+            t = make(.playing)
+            _ = t.failed(reason: "gone", inOutput: true, position: .seconds(7))
+        case .retrying:
+            t = make(.playing)
+            _ = t.stuck(position: .seconds(3))
         }
         return t
     }
@@ -75,11 +95,17 @@ struct TransportTableTests {
         switch input {
         case .loadPlaying: return (t.load(b, intent: .playing), nil)
         case .loadPaused: return (t.load(bAt(7), intent: .paused), nil)
-        case .play: let (handled, actions) = t.play(); return (actions, handled)
+        case .play:
+            let (handled, actions) = t.play()
+            return (actions, handled)
         case .pause: return (t.pause(), nil)
         case .stop: return (t.stop(), nil)
-        case .seek: let (accepted, actions) = t.seek(to: .seconds(9)); return (actions, accepted)
-        case .seekNextTaken: let (accepted, actions) = t.seek(to: .seconds(9), nextTaken: true); return (actions, accepted)
+        case .seek:
+            let (accepted, actions) = t.seek(to: .seconds(9))
+            return (actions, accepted)
+        case .seekNextTaken:
+            let (accepted, actions) = t.seek(to: .seconds(9), nextTaken: true)
+            return (actions, accepted)
         case .rate: return (t.setRate(1.5, position: .seconds(4)), nil)
         case .donePaused: return (t.asyncDone(current: .paused, pending: .voidPending), nil)
         case .donePausedPendingPlaying: return (t.asyncDone(current: .paused, pending: .playing), nil)
@@ -91,7 +117,9 @@ struct TransportTableTests {
         case .failedTrack: return (t.failed(reason: "x", inOutput: false, position: .seconds(2)), nil)
         case .failedOutput: return (t.failed(reason: "x", inOutput: true, position: .seconds(2)), nil)
         case .handOverFailed: return (t.handOverFailed(position: .seconds(3)), nil)
-        case .noteFailure: t.noteFailure(); return ([], nil)
+        case .noteFailure:
+            t.noteFailure()
+            return ([], nil)
         case .prerollTimedOut: return (t.prerollTimedOut(), nil)
         case .endOfStream: return (t.endOfStream(), nil)
         case .switched: return (t.switched(to: c), nil)
@@ -114,10 +142,13 @@ struct TransportTableTests {
     }
 
     static func to(
-        _ phase: Phase? = nil, intent: Player.Status? = nil, status: Player.Status? = nil, settled: Transport.EntryID?? = nil,
+        _ phase: Phase? = nil, intent: Player.Status? = nil, status: Player.Status? = nil,
+        settled: Transport.EntryID?? = nil,
         _ actions: [Action] = [], failed: Bool? = nil, issue: String? = nil
     ) -> Outcome {
-        Outcome(phase: phase, intent: intent, status: status, settled: settled, actions: actions, pipelineFailed: failed, issue: issue)
+        Outcome(
+            phase: phase, intent: intent, status: status, settled: settled, actions: actions, pipelineFailed: failed,
+            issue: issue)
     }
 
     static func to(_ actions: [Action], failed: Bool? = nil, issue: String? = nil) -> Outcome {
@@ -129,39 +160,51 @@ struct TransportTableTests {
     }
 
     /// A load of `load` from scratch, toward `state`.
-    static func loads(_ load: Load, _ state: Pipeline.State, fresh: Bool = false) -> [Action] { [.load(load, state, fresh: fresh)] }
+    static func loads(_ load: Load, _ state: Pipeline.State, fresh: Bool = false) -> [Action] {
+        [.load(load, state, fresh: fresh)]
+    }
 
     // Known issues the table found (see the commits that added them).
 
     /// The table. Each case is a cell where something should happen.
     static func expected(_ state: State, _ input: Input) -> Outcome? {
-        let a = Self.a, b = Self.b, c = Self.c
+        let a = Self.a
+        let b = Self.b
+        let c = Self.c
         let prerolls: Set<State> = [.preroll, .prerollSeek, .prerollQueued, .prerollPauseAsked, .retrying]
         let loaded: Set<State> = [.playing, .paused, .pausing, .seeking, .seekingPauseAsked, .buffering]
         /// The load of each state (for a state with none, a's).
-        let load: Load = switch state {
-        case .prerollSeek: aAt(5)
-        case .retrying: aAt(3)
-        default: a
-        }
+        let load: Load =
+            switch state {
+            case .prerollSeek: aAt(5)
+            case .retrying: aAt(3)
+            default: a
+            }
         switch (state, input) {
         // Loads: one during a preroll waits for it (playbin2 can deadlock otherwise).
         case (_, .loadPlaying) where prerolls.contains(state):
-            return to(.prerolling(load, seek: state == .prerollSeek ? .seconds(5) : state == .retrying ? .seconds(3) : nil, queued: b),
-                      intent: .playing, [.awaitPreroll])
+            return to(
+                .prerolling(
+                    load, seek: state == .prerollSeek ? .seconds(5) : state == .retrying ? .seconds(3) : nil, queued: b),
+                intent: .playing, [.awaitPreroll])
         case (_, .loadPlaying): return to(preroll(b), intent: .playing, loads(b, .playing))
         case (_, .loadPaused) where prerolls.contains(state):
-            return to(.prerolling(load, seek: state == .prerollSeek ? .seconds(5) : state == .retrying ? .seconds(3) : nil, queued: bAt(7)),
-                      intent: .paused, [.awaitPreroll])
+            return to(
+                .prerolling(
+                    load, seek: state == .prerollSeek ? .seconds(5) : state == .retrying ? .seconds(3) : nil,
+                    queued: bAt(7)),
+                intent: .paused, [.awaitPreroll])
         case (_, .loadPaused): return to(preroll(bAt(7), seek: 7), intent: .paused, loads(bAt(7), .paused))
 
         // Play: nothing loaded is the owner's to load; an output lost loads again where it was.
         case (.prerollPauseAsked, .play), (.seekingPauseAsked, .play): return to(intent: .playing)
-        case (.paused, .play), (.pausing, .play): return to(.loaded(a, reached: nil), intent: .playing, [.setState(.playing)])
+        case (.paused, .play), (.pausing, .play):
+            return to(.loaded(a, reached: nil), intent: .playing, [.setState(.playing)])
         case (.outputLost, .play): return to(preroll(aAt(7), seek: 7), intent: .playing, loads(aAt(7), .paused))
 
         // Pause: a load or seek in progress settles paused once it is done (see the done cells).
-        case (.preroll, .pause), (.prerollSeek, .pause), (.prerollQueued, .pause), (.seeking, .pause), (.retrying, .pause):
+        case (.preroll, .pause), (.prerollSeek, .pause), (.prerollQueued, .pause), (.seeking, .pause),
+            (.retrying, .pause):
             return to(intent: .paused)
         // Asked again while pausing: harmless, and a pipeline that missed the first ask gets it.
         case (.playing, .pause), (.pausing, .pause), (.buffering, .pause):
@@ -170,26 +213,32 @@ struct TransportTableTests {
         // Stop: always Stopped at once; the owner shows the selected entry again.
         case (.idle, .stop): return to([.publish])
         case (_, .stop):
-            return to(.idle, intent: .stopped, status: .stopped, settled: .some(nil), [.unload(fresh: false), .publish], failed: false)
+            return to(
+                .idle, intent: .stopped, status: .stopped, settled: .some(nil), [.unload(fresh: false), .publish],
+                failed: false)
 
         // Seek: during a preroll it goes with the load; an output lost just moves where Play resumes.
-        case (.preroll, .seek), (.preroll, .seekNextTaken), (.prerollPauseAsked, .seek), (.prerollPauseAsked, .seekNextTaken):
+        case (.preroll, .seek), (.preroll, .seekNextTaken), (.prerollPauseAsked, .seek),
+            (.prerollPauseAsked, .seekNextTaken):
             return to(preroll(a, seek: 9))
         case (.prerollSeek, .seek), (.prerollSeek, .seekNextTaken): return to(preroll(aAt(5), seek: 9))
         case (.retrying, .seek), (.retrying, .seekNextTaken): return to(preroll(aAt(3), seek: 9))
         case (.prerollQueued, .seek), (.prerollQueued, .seekNextTaken): return to(preroll(a, queued: bAt(9)))
         case (.outputLost, .seek), (.outputLost, .seekNextTaken): return to(.outputLost(a, at: .seconds(9)), [.publish])
         case (_, .seek) where loaded.contains(state):
-            let reached: Player.Status? = [.playing, .seeking, .seekingPauseAsked].contains(state) ? .playing : state == .paused ? .paused : nil
+            let reached: Player.Status? =
+                [.playing, .seeking, .seekingPauseAsked].contains(state) ? .playing : state == .paused ? .paused : nil
             return to(.seeking(a, target: .seconds(9), reached: reached), [.seek(.seconds(9))])
         // The next track is already in playbin: the entry is loaded again there.
-        case (_, .seekNextTaken) where loaded.contains(state): return to(preroll(aAt(9), seek: 9), loads(aAt(9), .paused))
+        case (_, .seekNextTaken) where loaded.contains(state):
+            return to(preroll(aAt(9), seek: 9), loads(aAt(9), .paused))
 
         // Rate: applied by a seek where the stream is, or once a preroll ends.
         case (.idle, .rate), (.outputLost, .rate): return to([.publish])
         case (.preroll, .rate), (.prerollPauseAsked, .rate): return to(preroll(a, seek: 0))
         case (_, .rate) where loaded.contains(state):
-            let reached: Player.Status? = [.playing, .seeking, .seekingPauseAsked].contains(state) ? .playing : state == .paused ? .paused : nil
+            let reached: Player.Status? =
+                [.playing, .seeking, .seekingPauseAsked].contains(state) ? .playing : state == .paused ? .paused : nil
             return to(.seeking(a, target: .seconds(4), reached: reached), [.seek(.seconds(4))])
 
         // ASYNC_DONE: a preroll goes on to its seek, its queued load, or its state.
@@ -204,16 +253,19 @@ struct TransportTableTests {
         case (.preroll, .donePausedPendingPlaying): return to(.loaded(a, reached: nil))
         case (.preroll, .donePlaying), (.preroll, .reachedPlaying):
             return to(.loaded(a, reached: .playing), status: .playing, settled: 1, [.publish])
-        case (.prerollPauseAsked, .donePaused), (.pausing, .donePaused), (.seekingPauseAsked, .donePaused), (.pausing, .reachedPaused):
+        case (.prerollPauseAsked, .donePaused), (.pausing, .donePaused), (.seekingPauseAsked, .donePaused),
+            (.pausing, .reachedPaused):
             return to(.loaded(a, reached: .paused), status: .paused, settled: 1, [.publish])
         // The pipeline heads for, or reached, PLAYING though Pause came meanwhile: it is paused.
-        case (.prerollPauseAsked, .donePausedPendingPlaying), (.prerollPauseAsked, .donePlaying), (.prerollPauseAsked, .reachedPlaying),
+        case (.prerollPauseAsked, .donePausedPendingPlaying), (.prerollPauseAsked, .donePlaying),
+            (.prerollPauseAsked, .reachedPlaying),
             (.seekingPauseAsked, .donePausedPendingPlaying), (.seekingPauseAsked, .donePlaying):
             return to(.loaded(a, reached: nil), [.setState(.paused)])
         case (.seekingPauseAsked, .seekRefused):
             return to(.loaded(a, reached: nil), [.publish, .setState(.paused)])
         // A report of PLAYING while paused or pausing (a late one): PAUSED is asked for again.
-        case (.paused, .donePausedPendingPlaying), (.paused, .donePlaying), (.pausing, .donePausedPendingPlaying), (.pausing, .donePlaying):
+        case (.paused, .donePausedPendingPlaying), (.paused, .donePlaying), (.pausing, .donePausedPendingPlaying),
+            (.pausing, .donePlaying):
             return to([.setState(.paused)])
         case (.playing, .donePaused): return to([.setState(.playing)])
         // A seek done: clients hear of the new timing once.
@@ -230,20 +282,27 @@ struct TransportTableTests {
         case (.idle, .failedTrack), (.outputLost, .failedTrack), (.idle, .failedOutput), (.outputLost, .failedOutput),
             (.idle, .handOverFailed), (.outputLost, .handOverFailed), (_, .noteFailure):
             return to(failed: true)
-        case (.prerollQueued, .failedTrack): return to(preroll(b), [.skip(1, reason: "x")] + loads(b, .playing, fresh: true), failed: false)
+        case (.prerollQueued, .failedTrack):
+            return to(preroll(b), [.skip(1, reason: "x")] + loads(b, .playing, fresh: true), failed: false)
         case (_, .failedTrack): return to(.idle, [.unload(fresh: true), .skip(1, reason: "x")], failed: false)
         case (.prerollQueued, .failedOutput):
-            return to(.outputLost(b, at: .seconds(2)), intent: .paused, status: .paused, settled: 2, [.unload(fresh: true), .publish],
-                      failed: false)
+            return to(
+                .outputLost(b, at: .seconds(2)), intent: .paused, status: .paused, settled: 2,
+                [.unload(fresh: true), .publish],
+                failed: false)
         case (_, .failedOutput):
-            return to(.outputLost(load, at: .seconds(2)), intent: .paused, status: .paused, settled: 1, [.unload(fresh: true), .publish], failed: false)
+            return to(
+                .outputLost(load, at: .seconds(2)), intent: .paused, status: .paused, settled: 1,
+                [.unload(fresh: true), .publish], failed: false)
         case (.prerollQueued, .handOverFailed): return to(preroll(b), loads(b, .playing, fresh: true), failed: false)
-        case (_, .handOverFailed): return to(preroll(aAt(3), seek: 3), loads(aAt(3), .paused, fresh: true), failed: false)
+        case (_, .handOverFailed):
+            return to(preroll(aAt(3), seek: 3), loads(aAt(3), .paused, fresh: true), failed: false)
 
         // A preroll that never ends is loaded again from NULL, toward what is asked now.
         case (.preroll, .prerollTimedOut): return to(loads(a, .playing, fresh: true), failed: false)
         case (.prerollPauseAsked, .prerollTimedOut): return to(loads(a, .paused, fresh: true), failed: false)
-        case (.prerollSeek, .prerollTimedOut), (.retrying, .prerollTimedOut): return to(loads(load, .paused, fresh: true), failed: false)
+        case (.prerollSeek, .prerollTimedOut), (.retrying, .prerollTimedOut):
+            return to(loads(load, .paused, fresh: true), failed: false)
 
         case (_, .endOfStream) where state != .idle && state != .outputLost: return to([.advance(from: 1)])
 
@@ -265,15 +324,20 @@ struct TransportTableTests {
         // Stuck: replaced and loaded again where it was asked for; stuck twice: Paused there.
         case (.idle, .stuck), (.outputLost, .stuck): return to([.replacePipeline], failed: false)
         case (.retrying, .stuck):
-            return to(.outputLost(aAt(3), at: .seconds(3)), intent: .paused, status: .paused, settled: 1, [.replacePipeline, .publish])
+            return to(
+                .outputLost(aAt(3), at: .seconds(3)), intent: .paused, status: .paused, settled: 1,
+                [.replacePipeline, .publish])
         case (_, .stuck):
-            let restart = switch state {
-            case .preroll, .prerollPauseAsked: aAt(0)
-            case .prerollSeek, .seeking, .seekingPauseAsked: aAt(5)
-            case .prerollQueued: bAt(0)
-            default: aAt(3)
-            }
-            return to(.prerolling(restart, seek: restart.position, queued: nil), [.replacePipeline] + loads(restart, .paused), failed: false)
+            let restart =
+                switch state {
+                case .preroll, .prerollPauseAsked: aAt(0)
+                case .prerollSeek, .seeking, .seekingPauseAsked: aAt(5)
+                case .prerollQueued: bAt(0)
+                default: aAt(3)
+                }
+            return to(
+                .prerolling(restart, seek: restart.position, queued: nil), [.replacePipeline] + loads(restart, .paused),
+                failed: false)
 
         default:
             return nil
@@ -285,7 +349,9 @@ struct TransportTableTests {
         for state in State.allCases {
             let t = Self.make(state)
             let (phase, intent, status) = Self.phases[state]!
-            #expect(t.phase == phase && t.intent == intent && t.status == status, "\(state): \(t.phase) [\(t.intent) → \(t.status)]")
+            #expect(
+                t.phase == phase && t.intent == intent && t.status == status,
+                "\(state): \(t.phase) [\(t.intent) → \(t.status)]")
         }
     }
 
@@ -295,7 +361,8 @@ struct TransportTableTests {
             var t = Self.make(state)
             let before = t
             let (actions, accepted) = Self.apply(input, to: &t)
-            let cell = "\(state) × \(input): \(before.phase) [\(before.status)] → \(t.phase) [\(t.intent) → \(t.status)] \(actions)"
+            let cell =
+                "\(state) × \(input): \(before.phase) [\(before.status)] → \(t.phase) [\(t.intent) → \(t.status)] \(actions)"
 
             let outcome = Self.expected(state, input) ?? Outcome()
             let expectedAccepted = !(state == .idle && [.play, .seek, .seekNextTaken].contains(input))
@@ -306,7 +373,9 @@ struct TransportTableTests {
                 #expect(t.status == outcome.status ?? before.status, "status: \(cell)")
                 #expect(t.settledEntry == outcome.settled ?? before.settledEntry, "settled entry: \(cell)")
                 #expect(actions == outcome.actions, "actions: \(cell)")
-                #expect(t.pipelineFailed == outcome.pipelineFailed ?? before.pipelineFailed, "next teardown to NULL: \(cell)")
+                #expect(
+                    t.pipelineFailed == outcome.pipelineFailed ?? before.pipelineFailed,
+                    "next teardown to NULL: \(cell)")
                 #expect(t.rate == (input == .rate ? 1.5 : before.rate), "rate: \(cell)")
                 if let accepted { #expect(accepted == expectedAccepted, "accepted: \(cell)") }
             }
@@ -333,7 +402,8 @@ struct TransportTableTests {
         case (.stopped, .stop): break
         case (.paused, .failedOutput), (.paused, .stuck):
             #expect(after.loadedEntry == nil, "paused because nothing can play: \(cell)")
-        case (.playing, .reachedPlaying), (.playing, .donePlaying), (.paused, .reachedPaused), (.paused, .donePaused): break
+        case (.playing, .reachedPlaying), (.playing, .donePlaying), (.paused, .reachedPaused), (.paused, .donePaused):
+            break
         case (_, .switched):
             // playbin switched streams, so it plays: the status clients know is kept, or,
             // from stopped, the one asked for (playing is the only one a switch confirms).

@@ -18,7 +18,8 @@ struct TransportTraceTests {
         #expect(transport.seek(to: .seconds(1)).accepted == false)
         #expect(transport.asyncDone(current: .paused, pending: .voidPending).isEmpty)
         #expect(transport.stateReached(.playing).isEmpty)
-        #expect(transport.failed(reason: "x", inOutput: false, position: .zero).isEmpty, "an echo of a stream taken down")
+        #expect(
+            transport.failed(reason: "x", inOutput: false, position: .zero).isEmpty, "an echo of a stream taken down")
         #expect(transport.endOfStream().isEmpty)
         #expect(transport.buffering(percent: 10).isEmpty)
         #expect(transport.stuck(position: .zero) == [.replacePipeline])
@@ -110,14 +111,20 @@ struct TransportTraceTests {
 
     @Test func aFailingTrackIsSkippedAndTheNextTeardownGoesToNull() {
         var transport = playing(a)
-        #expect(transport.failed(reason: "broken", inOutput: false, position: .seconds(1)) == [.unload(fresh: true), .skip(1, reason: "broken")])
+        #expect(
+            transport.failed(reason: "broken", inOutput: false, position: .seconds(1)) == [
+                .unload(fresh: true), .skip(1, reason: "broken"),
+            ])
         #expect(transport.phase == .idle)
-        #expect(transport.load(b, intent: .playing) == [.load(b, .playing, fresh: false)], "the unload went to NULL already")
+        #expect(
+            transport.load(b, intent: .playing) == [.load(b, .playing, fresh: false)], "the unload went to NULL already"
+        )
     }
 
     @Test func aFailedOutputPausesWhereTheTrackWasUntilPlay() {
         var transport = playing(a)
-        #expect(transport.failed(reason: "gone", inOutput: true, position: .seconds(7)) == [.unload(fresh: true), .publish])
+        #expect(
+            transport.failed(reason: "gone", inOutput: true, position: .seconds(7)) == [.unload(fresh: true), .publish])
         #expect(transport.status == .paused)
         #expect(transport.loadedEntry == nil)
         #expect(transport.pendingPosition == .seconds(7))
@@ -229,16 +236,28 @@ struct TransportTraceTests {
 @Suite("Transport: invariants over random event sequences")
 struct TransportPropertyTests {
     enum Event {
-        case load(UInt64, Player.Status, Duration?), play, pause, stop, seek(Duration), rate(Double)
-        case asyncDone(Pipeline.State, Pipeline.State), reached(Pipeline.State), failed(output: Bool)
-        case endOfStream, switched(UInt64), buffering(Int), overdue, stuck, refused, changeFailed, clockLost
-        case seekNextTaken(Duration), handOverFailed, noteFailure, prerollTimedOut
+        case load(UInt64, Player.Status, Duration?)
+        case play, pause, stop
+        case seek(Duration)
+        case rate(Double)
+        case asyncDone(Pipeline.State, Pipeline.State)
+        case reached(Pipeline.State)
+        case failed(output: Bool)
+        case endOfStream
+        case switched(UInt64)
+        case buffering(Int)
+        case overdue, stuck, refused, changeFailed, clockLost
+        case seekNextTaken(Duration)
+        case handOverFailed, noteFailure, prerollTimedOut
     }
 
     static func randomEvent(_ random: inout SplitMix) -> Event {
         let states: [Pipeline.State] = [.paused, .playing]
         switch random.int(0..<20) {
-        case 0: return .load(UInt64(random.int(1..<4)), random.pick([.paused, .playing]), random.chance(0.3) ? .seconds(random.int(0..<60)) : nil)
+        case 0:
+            return .load(
+                UInt64(random.int(1..<4)), random.pick([.paused, .playing]),
+                random.chance(0.3) ? .seconds(random.int(0..<60)) : nil)
         case 1: return .play
         case 2: return .pause
         case 3: return random.chance(0.3) ? .stop : .play
@@ -261,7 +280,9 @@ struct TransportPropertyTests {
     }
 
     static func apply(_ event: Event, to transport: inout Transport) -> [Transport.Action] {
-        let load = { (id: UInt64, position: Duration?) in Transport.Load(entry: id, uri: "file:///\(id).flac", position: position) }
+        let load = { (id: UInt64, position: Duration?) in
+            Transport.Load(entry: id, uri: "file:///\(id).flac", position: position)
+        }
         switch event {
         case .load(let id, let intent, let position): return transport.load(load(id, position), intent: intent)
         case .play: return transport.play().actions
@@ -289,7 +310,9 @@ struct TransportPropertyTests {
         }
     }
 
-    @Test("status follows the pipeline, each change is published once, nothing contradicts itself", arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    @Test(
+        "status follows the pipeline, each change is published once, nothing contradicts itself",
+        arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
     func invariantsHold(seed: UInt64) {
         var random = SplitMix(seed: seed)
         var transport = Transport()
@@ -330,7 +353,9 @@ struct TransportPropertyTests {
                 case (let status, .asyncDone(let current, .voidPending)):
                     check(current == (status == .playing ? .playing : .paused), "\(context)")
                 case (.playing, .play), (.paused, .pause):
-                    check(before.phase == .loaded(before.loaded!, reached: transport.status), "already reached: \(context)")
+                    check(
+                        before.phase == .loaded(before.loaded!, reached: transport.status),
+                        "already reached: \(context)")
                 case (_, .switched):
                     check(before.status == .stopped, "a switch keeps the status clients know: \(context)")
                 default:
@@ -342,14 +367,20 @@ struct TransportPropertyTests {
             check((transport.status == .stopped) == (transport.settledEntry == nil), "\(context)")
             if transport.intent == .stopped { check(transport.phase == .idle, "\(context)") }
             if transport.isPlaying { check(transport.intent == .playing, "playing only when asked to: \(context)") }
-            if case .prerolling(_, _, let queued?) = transport.phase { check(transport.upcomingEntry == queued.entry, "\(context)") }
+            if case .prerolling(_, _, let queued?) = transport.phase {
+                check(transport.upcomingEntry == queued.entry, "\(context)")
+            }
             for action in actions {
                 if case .load(_, .playing, _) = action { check(transport.intent == .playing, "\(context)") }
                 if case .setState(.playing) = action { check(transport.intent == .playing, "\(context)") }
                 if case .reselectClock = action { check(transport.intent == .playing, "\(context)") }
             }
-            if transport.phase == .idle { check(transport.loadedEntry == nil && transport.pendingPosition == nil, "\(context)") }
-            if case .clockLost = event { check(transport == before, "a lost clock changes nothing clients see: \(context)") }
+            if transport.phase == .idle {
+                check(transport.loadedEntry == nil && transport.pendingPosition == nil, "\(context)")
+            }
+            if case .clockLost = event {
+                check(transport == before, "a lost clock changes nothing clients see: \(context)")
+            }
         }
     }
 }

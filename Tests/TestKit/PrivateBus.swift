@@ -28,7 +28,8 @@ public final class PrivateBus {
         process = try ChildProcess(
             // The socket lives in the bus's folder, removed with it: the session default
             // (`unix:tmpdir=/tmp`) leaves a socket file in /tmp for every bus that is killed.
-            daemon.path, ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(directory.path)"],
+            daemon.path,
+            ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(directory.path)"],
             environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe)
         // The address line is the first thing it prints; if the daemon fails, its exit ends
         // the read. It is read on a thread of its own: when many tests start at once, dozens

@@ -1,4 +1,4 @@
-public import ChildProcess
+import ChildProcess
 public import Foundation
 
 /// The programs tests run: found on `PATH`, or built beside the test bundle.
@@ -15,7 +15,8 @@ public enum Tools {
 
     /// The executable `name` that the package builds beside this test bundle.
     public static func built(_ name: String) -> URL {
-        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().appendingPathComponent(name)
+        URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent(name)
     }
 
     /// The `quaver` executable built beside this test bundle (or `$QUAVER_BINARY`).

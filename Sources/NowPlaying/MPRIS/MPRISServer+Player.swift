@@ -4,52 +4,74 @@ import DBus
 extension MPRISServer {
     func playerProperties() -> [Property] {
         var properties: [Property] = [
-            Property("PlaybackStatus", .string) { [unowned self] in .string(playbackStatus) },
+            Property("PlaybackStatus", .string) { [unowned self] in .string(playbackStatus) }
         ]
         if commandCenter.changeRepeatModeCommand.hasTargets {
-            properties.append(Property("LoopStatus", .string, get: { [unowned self] in
-                .string(Self.loopStatus(commandCenter.currentRepeatType))
-            }, set: { [unowned self] value throws(BusError) in
-                guard let text = value.string, let type = Self.repeatType(text) else {
-                    throw BusError(.invalidArgs, "LoopStatus must be None, Track or Playlist")
-                }
-                try run(commandCenter.changeRepeatModeCommand, ChangeRepeatModeCommandEvent(repeatType: type))
-            }))
+            properties.append(
+                Property(
+                    "LoopStatus", .string,
+                    get: { [unowned self] in
+                        .string(Self.loopStatus(commandCenter.currentRepeatType))
+                    },
+                    set: { [unowned self] value throws(BusError) in
+                        guard let text = value.string, let type = Self.repeatType(text) else {
+                            throw BusError(.invalidArgs, "LoopStatus must be None, Track or Playlist")
+                        }
+                        try run(commandCenter.changeRepeatModeCommand, ChangeRepeatModeCommandEvent(repeatType: type))
+                    }))
         }
-        properties.append(Property("Rate", .double, get: { [unowned self] in .double(rate) }, set: { [unowned self] value throws(BusError) in
-            let requested = value.double ?? .nan
-            guard requested.isFinite else { throw BusError(.invalidArgs, "Rate must be a finite number") }
-            if requested == 0 {  // the spec: Rate 0 means Pause
-                try run(commandCenter.pauseCommand, RemoteCommandEvent())
-                return
-            }
-            let range = commandCenter.supportedPlaybackRates
-            guard range.contains(requested) else {
-                throw BusError(.invalidArgs, "Rate \(requested) is outside \(range.lowerBound)...\(range.upperBound)")
-            }
-            try run(commandCenter.changePlaybackRateCommand, ChangePlaybackRateCommandEvent(playbackRate: requested))
-        }))
+        properties.append(
+            Property(
+                "Rate", .double, get: { [unowned self] in .double(rate) },
+                set: { [unowned self] value throws(BusError) in
+                    let requested = value.double ?? .nan
+                    guard requested.isFinite else { throw BusError(.invalidArgs, "Rate must be a finite number") }
+                    if requested == 0 {  // the spec: Rate 0 means Pause
+                        try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                        return
+                    }
+                    let range = commandCenter.supportedPlaybackRates
+                    guard range.contains(requested) else {
+                        throw BusError(
+                            .invalidArgs, "Rate \(requested) is outside \(range.lowerBound)...\(range.upperBound)")
+                    }
+                    try run(
+                        commandCenter.changePlaybackRateCommand, ChangePlaybackRateCommandEvent(playbackRate: requested)
+                    )
+                }))
         if commandCenter.changeShuffleModeCommand.hasTargets {
-            properties.append(Property("Shuffle", .boolean, get: { [unowned self] in
-                .boolean(commandCenter.currentShuffleType != .off)
-            }, set: { [unowned self] value throws(BusError) in
-                let type: ShuffleType = value.boolean == true ? .items : .off
-                try run(commandCenter.changeShuffleModeCommand, ChangeShuffleModeCommandEvent(shuffleType: type))
-            }))
+            properties.append(
+                Property(
+                    "Shuffle", .boolean,
+                    get: { [unowned self] in
+                        .boolean(commandCenter.currentShuffleType != .off)
+                    },
+                    set: { [unowned self] value throws(BusError) in
+                        let type: ShuffleType = value.boolean == true ? .items : .off
+                        try run(
+                            commandCenter.changeShuffleModeCommand, ChangeShuffleModeCommandEvent(shuffleType: type))
+                    }))
         }
         properties += [
             Property("Metadata", .dictionary(key: .string, value: .variant)) { [unowned self] in metadata },
-            Property("Volume", .double, get: { [unowned self] in .double(infoCenter.volume) }, set: { [unowned self] value throws(BusError) in
-                guard let requested = value.double, requested.isFinite else {
-                    throw BusError(.invalidArgs, "Volume must be a finite number")
-                }
-                try run(commandCenter.changeVolumeCommand, ChangeVolumeCommandEvent(volume: min(max(requested, 0), 1)))
-            }),
+            Property(
+                "Volume", .double, get: { [unowned self] in .double(infoCenter.volume) },
+                set: { [unowned self] value throws(BusError) in
+                    guard let requested = value.double, requested.isFinite else {
+                        throw BusError(.invalidArgs, "Volume must be a finite number")
+                    }
+                    try run(
+                        commandCenter.changeVolumeCommand, ChangeVolumeCommandEvent(volume: min(max(requested, 0), 1)))
+                }),
             Property("Position", .int64, emitsChangedSignal: .false) { [unowned self] in
                 .int64(infoCenter.currentPosition.microseconds)
             },
-            Property("MinimumRate", .double) { [unowned self] in .double(min(commandCenter.supportedPlaybackRates.lowerBound, 1)) },
-            Property("MaximumRate", .double) { [unowned self] in .double(max(commandCenter.supportedPlaybackRates.upperBound, 1)) },
+            Property("MinimumRate", .double) { [unowned self] in
+                .double(min(commandCenter.supportedPlaybackRates.lowerBound, 1))
+            },
+            Property("MaximumRate", .double) { [unowned self] in
+                .double(max(commandCenter.supportedPlaybackRates.upperBound, 1))
+            },
             Property("CanGoNext", .boolean) { [unowned self] in .boolean(canGoNext) },
             Property("CanGoPrevious", .boolean) { [unowned self] in .boolean(canGoPrevious) },
             Property("CanPlay", .boolean) { [unowned self] in .boolean(canPlay) },
@@ -96,7 +118,8 @@ extension MPRISServer {
                 try seek(offset: .microseconds(arguments[0].int64!))
                 return []
             },
-            Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) { [unowned self] arguments throws(BusError) in
+            Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) {
+                [unowned self] arguments throws(BusError) in
                 try setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!)
                 return []
             },
@@ -125,7 +148,8 @@ extension MPRISServer {
         if commandCenter.seekCommand.isActive {
             seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: position))
         } else {
-            seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
+            seekRequested = try run(
+                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
         }
     }
 
@@ -139,7 +163,8 @@ extension MPRISServer {
             logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
             return
         }
-        seekRequested = try run(commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+        seekRequested = try run(
+            commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
     }
 
     /// Whether the item commands act on can seek: a seeking command is active, and the
@@ -158,12 +183,16 @@ extension MPRISServer {
     /// A URI a client sent must be short enough (`maximumURILength`) and of a supported scheme.
     func checkURI(_ uri: String) throws(BusError) {
         guard uri.utf8.count <= Self.maximumURILength else {
-            throw BusError(.invalidArgs, "URI of \(uri.utf8.count) bytes: at most \(Self.maximumURILength) are accepted")
+            throw BusError(
+                .invalidArgs, "URI of \(uri.utf8.count) bytes: at most \(Self.maximumURILength) are accepted")
         }
         guard let colon = uri.firstIndex(of: ":"),
             configuration.supportedURISchemes.contains(uri[..<colon].lowercased())
         else {
-            throw BusError(.invalidArgs, "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))")
+            throw BusError(
+                .invalidArgs,
+                "unsupported URI '\(uri.prefix(200))': schemes are \(configuration.supportedURISchemes.joined(separator: ", "))"
+            )
         }
     }
 }

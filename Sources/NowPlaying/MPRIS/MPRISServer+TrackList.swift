@@ -7,17 +7,28 @@ extension MPRISServer {
         return Interface(
             Self.trackListInterface,
             methods: [
-                Method("GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))], out: [Argument("Metadata", .array(metadataType))]) { [unowned self] arguments throws(BusError) in
+                Method(
+                    "GetTracksMetadata", in: [Argument("TrackIds", .array(.objectPath))],
+                    out: [Argument("Metadata", .array(metadataType))]
+                ) { [unowned self] arguments throws(BusError) in
                     let paths = arguments[0].objectPaths
                     guard paths.count <= Self.maximumTracksPerCall else {
-                        throw BusError(.invalidArgs, "at most \(Self.maximumTracksPerCall) track ids per call, not \(paths.count)")
+                        throw BusError(
+                            .invalidArgs, "at most \(Self.maximumTracksPerCall) track ids per call, not \(paths.count)")
                     }
                     let ids = paths.compactMap { itemID(of: $0) }
                     let found = trackList?.trackListMetadata(ids) ?? []
                     return [.array(metadataType, found.map { metadataValue($0) })]
                 },
-                Method("AddTrack", in: [Argument("Uri", .string), Argument("AfterTrack", .objectPath), Argument("SetAsCurrent", .boolean)]) { [unowned self] arguments throws(BusError) in
-                    let uri = arguments[0].string!, after = arguments[1].objectPath!
+                Method(
+                    "AddTrack",
+                    in: [
+                        Argument("Uri", .string), Argument("AfterTrack", .objectPath),
+                        Argument("SetAsCurrent", .boolean),
+                    ]
+                ) { [unowned self] arguments throws(BusError) in
+                    let uri = arguments[0].string!
+                    let after = arguments[1].objectPath!
                     try checkURI(uri)
                     var afterID: UInt64?
                     if after != Self.noTrack {
@@ -26,10 +37,13 @@ extension MPRISServer {
                         }
                         afterID = id
                     }
-                    try run(commandCenter.addTrackCommand, AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!))
+                    try run(
+                        commandCenter.addTrackCommand,
+                        AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!))
                     return []
                 },
-                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
+                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) {
+                    [unowned self] arguments throws(BusError) in
                     try runOnTrack(commandCenter.removeTrackCommand, arguments[0].objectPath!)
                     return []
                 },
@@ -47,10 +61,14 @@ extension MPRISServer {
                 },
             ],
             signals: [
-                SignalDeclaration("TrackListReplaced", [Argument("Tracks", .array(.objectPath)), Argument("CurrentTrack", .objectPath)]),
-                SignalDeclaration("TrackAdded", [Argument("Metadata", metadataType), Argument("AfterTrack", .objectPath)]),
+                SignalDeclaration(
+                    "TrackListReplaced",
+                    [Argument("Tracks", .array(.objectPath)), Argument("CurrentTrack", .objectPath)]),
+                SignalDeclaration(
+                    "TrackAdded", [Argument("Metadata", metadataType), Argument("AfterTrack", .objectPath)]),
                 SignalDeclaration("TrackRemoved", [Argument("TrackId", .objectPath)]),
-                SignalDeclaration("TrackMetadataChanged", [Argument("TrackId", .objectPath), Argument("Metadata", metadataType)]),
+                SignalDeclaration(
+                    "TrackMetadataChanged", [Argument("TrackId", .objectPath), Argument("Metadata", metadataType)]),
             ])
     }
 

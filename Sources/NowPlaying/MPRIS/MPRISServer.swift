@@ -58,9 +58,11 @@ public final class MPRISServer {
         /// `name` as one element valid in both object paths and error names: ASCII letters,
         /// digits and `_`, not starting with a digit (a bus name may hold `-`, these may not).
         static func nameElement(_ name: String) -> String {
-            let mapped = String(name.unicodeScalars.map { scalar in
-                scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)) ? Character(scalar) : "_"
-            })
+            let mapped = String(
+                name.unicodeScalars.map { scalar in
+                    scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar))
+                        ? Character(scalar) : "_"
+                })
             guard let first = mapped.first else { return "player" }
             return first.isNumber ? "_" + mapped : mapped
         }
@@ -178,7 +180,9 @@ public final class MPRISServer {
     /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead, or
     /// returns nil when `instanceFallback` is false. Returns the name obtained.
     @discardableResult
-    public func register(on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true) throws(BusError) -> String? {
+    public func register(
+        on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true
+    ) throws(BusError) -> String? {
         self.connection = connection
         // The state of a player that appears playing or paused, and its track list, are
         // announced once, whole, when the object appears: a client that watches for the name
@@ -280,7 +284,8 @@ public final class MPRISServer {
 
         let newTiming = timing()
         let restamped = newTiming.instant != publishedTiming?.instant || newTiming.itemID != publishedTiming?.itemID
-        let requested = seekRequested && restamped && !newTiming.isStopped && newTiming.itemID == publishedTiming?.itemID
+        let requested =
+            seekRequested && restamped && !newTiming.isStopped && newTiming.itemID == publishedTiming?.itemID
         if let jump = discontinuity(from: publishedTiming, to: newTiming) ?? (requested ? newTiming.elapsed : nil) {
             object.emit(interface: Self.playerInterface, member: "Seeked", arguments: [.int64(jump.microseconds)])
         }
@@ -288,7 +293,8 @@ public final class MPRISServer {
         publishedTiming = newTiming
         publishTrackList()
         for playlist in renamedPlaylists {
-            object.emit(interface: Self.playlistsInterface, member: "PlaylistChanged", arguments: [playlistValue(playlist)])
+            object.emit(
+                interface: Self.playlistsInterface, member: "PlaylistChanged", arguments: [playlistValue(playlist)])
         }
         renamedPlaylists = []
     }
@@ -308,20 +314,29 @@ public final class MPRISServer {
             let edits = trackListReplaced ? nil : WindowEdits(from: publishedWindow, to: window)
             if let edits, edits.count <= max(4, window.count / 2) {
                 for id in edits.removed {
-                    object.emit(interface: Self.trackListInterface, member: "TrackRemoved", arguments: [.objectPath(trackID(for: id))])
+                    object.emit(
+                        interface: Self.trackListInterface, member: "TrackRemoved",
+                        arguments: [.objectPath(trackID(for: id))])
                 }
-                let added = Dictionary(uniqueKeysWithValues: trackList.trackListMetadata(edits.added.map(\.id)).map { ($0.queueItemID, $0) })
+                let added = Dictionary(
+                    uniqueKeysWithValues: trackList.trackListMetadata(edits.added.map(\.id)).map {
+                        ($0.queueItemID, $0)
+                    })
                 for (id, after) in edits.added {
                     let info = added[id] ?? NowPlayingInfo(queueItemID: id)
-                    object.emit(interface: Self.trackListInterface, member: "TrackAdded", arguments: [
-                        metadataValue(info), .objectPath(after.map { trackID(for: $0) } ?? Self.noTrack),
-                    ])
+                    object.emit(
+                        interface: Self.trackListInterface, member: "TrackAdded",
+                        arguments: [
+                            metadataValue(info), .objectPath(after.map { trackID(for: $0) } ?? Self.noTrack),
+                        ])
                     announced.insert(id)
                 }
             } else {
-                object.emit(interface: Self.trackListInterface, member: "TrackListReplaced", arguments: [
-                    trackIDs(window), .objectPath(currentTrackID),
-                ])
+                object.emit(
+                    interface: Self.trackListInterface, member: "TrackListReplaced",
+                    arguments: [
+                        trackIDs(window), .objectPath(currentTrackID),
+                    ])
                 announced = Set(window)
             }
             object.emitPropertiesChanged(interface: Self.trackListInterface, changed: [:], invalidated: ["Tracks"])
@@ -331,18 +346,24 @@ public final class MPRISServer {
         let changed = changedTrackMetadata.filter { seen.insert($0).inserted }
         guard !changed.isEmpty else { return }
         for info in trackList.trackListMetadata(changed) {
-            object.emit(interface: Self.trackListInterface, member: "TrackMetadataChanged", arguments: [
-                .objectPath(trackID(for: info.queueItemID)), metadataValue(info),
-            ])
+            object.emit(
+                interface: Self.trackListInterface, member: "TrackMetadataChanged",
+                arguments: [
+                    .objectPath(trackID(for: info.queueItemID)), metadataValue(info),
+                ])
         }
     }
 
     private func timing() -> Timing {
         guard let info = infoCenter.nowPlayingInfo, infoCenter.playbackState != .stopped else {
-            return Timing(itemID: infoCenter.nowPlayingInfo?.queueItemID, isStopped: true, elapsed: .zero, rate: 0, instant: infoCenter.timestamp, duration: nil)
+            return Timing(
+                itemID: infoCenter.nowPlayingInfo?.queueItemID, isStopped: true, elapsed: .zero, rate: 0,
+                instant: infoCenter.timestamp, duration: nil)
         }
         let rate = infoCenter.playbackState == .playing ? info.playbackRate : 0
-        return Timing(itemID: info.queueItemID, isStopped: false, elapsed: info.elapsedPlaybackTime, rate: rate, instant: infoCenter.timestamp, duration: info.duration)
+        return Timing(
+            itemID: info.queueItemID, isStopped: false, elapsed: info.elapsedPlaybackTime, rate: rate,
+            instant: infoCenter.timestamp, duration: info.duration)
     }
 
     /// The new position if it is not what the previous timing predicts (a seek, a loop back
@@ -437,16 +458,23 @@ public final class MPRISServer {
     /// What decides which optional members are exported: `LoopStatus` and `Shuffle` exist
     /// only while their commands have handlers.
     private var optionalMembers: [Bool] {
-        [commandCenter.changeRepeatModeCommand.hasTargets, commandCenter.changeShuffleModeCommand.hasTargets,
-         trackList != nil, playlists != nil]
+        [
+            commandCenter.changeRepeatModeCommand.hasTargets, commandCenter.changeShuffleModeCommand.hasTargets,
+            trackList != nil, playlists != nil,
+        ]
     }
     private var exportedOptionalMembers: [Bool] = []
 
     private func makeInterfaces() -> [Interface] {
         exportedOptionalMembers = optionalMembers
-        var interfaces = [rootInterfaceDeclaration(), Interface(Self.playerInterface, methods: playerMethods(), properties: playerProperties(), signals: [
-            SignalDeclaration("Seeked", [Argument("Position", .int64)])
-        ])]
+        var interfaces = [
+            rootInterfaceDeclaration(),
+            Interface(
+                Self.playerInterface, methods: playerMethods(), properties: playerProperties(),
+                signals: [
+                    SignalDeclaration("Seeked", [Argument("Position", .int64)])
+                ]),
+        ]
         if trackList != nil { interfaces.append(trackListInterfaceDeclaration()) }
         if playlists != nil { interfaces.append(playlistsInterfaceDeclaration()) }
         return interfaces
@@ -475,8 +503,12 @@ public final class MPRISServer {
                 Property("HasTrackList", .boolean) { [unowned self] in .boolean(trackList != nil) },
                 Property("Identity", .string) { [unowned self] in .string(configuration.identity) },
                 Property("DesktopEntry", .string) { [unowned self] in .string(configuration.desktopEntry ?? "") },
-                Property("SupportedUriSchemes", .array(.string)) { [unowned self] in .strings(configuration.supportedURISchemes) },
-                Property("SupportedMimeTypes", .array(.string)) { [unowned self] in .strings(configuration.supportedMIMETypes) },
+                Property("SupportedUriSchemes", .array(.string)) { [unowned self] in
+                    .strings(configuration.supportedURISchemes)
+                },
+                Property("SupportedMimeTypes", .array(.string)) { [unowned self] in
+                    .strings(configuration.supportedMIMETypes)
+                },
             ])
     }
 
@@ -493,11 +525,15 @@ public final class MPRISServer {
         case .success:
             return true
         case .noSuchContent:
-            throw BusError(BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
+            throw BusError(
+                BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
         case .noActionableNowPlayingItem:
-            throw BusError(BusError.Name(configuration.errorNamespace + ".NoActionableNowPlayingItem"), "\(command.name): nothing is loaded")
+            throw BusError(
+                BusError.Name(configuration.errorNamespace + ".NoActionableNowPlayingItem"),
+                "\(command.name): nothing is loaded")
         case .commandFailed(let reason):
-            throw BusError(BusError.Name(configuration.errorNamespace + ".CommandFailed"), "\(command.name) failed: \(reason)")
+            throw BusError(
+                BusError.Name(configuration.errorNamespace + ".CommandFailed"), "\(command.name) failed: \(reason)")
         }
     }
 

@@ -19,7 +19,8 @@ struct WindowEdits: Equatable {
             }
         }
         var kept = Set<UInt64>()
-        var i = 0, j = 0
+        var i = 0
+        var j = 0
         while i < old.count && j < new.count {
             if old[i] == new[j] {
                 kept.insert(old[i])

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-public import Logging
+import Logging
 
 /// Plays one entry at a time: the only owner of the ``Pipeline``, and of what follows it.
 ///
@@ -232,7 +232,8 @@ final class Engine {
     private func watchPreroll(of load: Transport.Load, limit: Duration) {
         let number = loadNumber
         prerollTimer.start(after: limit) { [weak self] in
-            guard let self, loadNumber == number, case .prerolling = transport.phase, let decision = prerollWatch.timedOut()
+            guard let self, loadNumber == number, case .prerolling = transport.phase,
+                let decision = prerollWatch.timedOut()
             else { return }
             let name = MediaSources.displayName(load.uri)
             let seconds = StreamWatch.seconds(limit)

@@ -25,7 +25,9 @@ struct PlayOrder: Sendable {
 
     /// Turns shuffle on (a new cycle of every entry but `current`) or off (queue order from
     /// the current entry).
-    mutating func setShuffle(_ on: Bool, current: UInt64?, ids: some Sequence<UInt64>, using random: inout some RandomNumberGenerator) {
+    mutating func setShuffle(
+        _ on: Bool, current: UInt64?, ids: some Sequence<UInt64>, using random: inout some RandomNumberGenerator
+    ) {
         shuffle = on
         history = []
         upcoming = on ? ids.filter { $0 != current }.shuffled(using: &random) : []
@@ -62,7 +64,8 @@ struct PlayOrder: Sendable {
         guard index >= 0, index < queue.count else { return nil }
         if automatic && allowRepeatOne && repeatMode == .one && queue.isPlayable(at: index) { return index }
         if shuffle {
-            return forward ? shuffleNext(after: queue.id(at: index), in: queue, using: &random) : shufflePrevious(in: queue)
+            return forward
+                ? shuffleNext(after: queue.id(at: index), in: queue, using: &random) : shufflePrevious(in: queue)
         }
         var candidate = index
         for _ in 0..<queue.count {
@@ -80,13 +83,17 @@ struct PlayOrder: Sendable {
     /// Shuffle: the next entry of this cycle, without taking it; with repeat-all a new cycle
     /// begins when this one is over. Entries removed, failed or current are dropped from the
     /// cycle on the way.
-    private mutating func shuffleNext(after currentID: UInt64?, in queue: some Queue, using random: inout some RandomNumberGenerator) -> Int? {
+    private mutating func shuffleNext(
+        after currentID: UInt64?, in queue: some Queue, using random: inout some RandomNumberGenerator
+    ) -> Int? {
         while let id = upcoming.last {
             if id != currentID, let index = queue.index(of: id), queue.isPlayable(at: index) { return index }
             upcoming.removeLast()
         }
         guard repeatMode == .all else { return nil }
-        upcoming = (0..<queue.count).compactMap { queue.isPlayable(at: $0) && queue.id(at: $0) != currentID ? queue.id(at: $0) : nil }
+        upcoming = (0..<queue.count).compactMap {
+            queue.isPlayable(at: $0) && queue.id(at: $0) != currentID ? queue.id(at: $0) : nil
+        }
         upcoming.shuffle(using: &random)
         if let id = upcoming.last { return queue.index(of: id) }
         // A queue of one: it repeats.

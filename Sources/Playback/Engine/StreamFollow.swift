@@ -33,7 +33,9 @@ final class StreamFollow {
 
     /// The loaded network stream, if the loaded entry is one.
     private var loadedStream: Transport.Load? {
-        guard let load = transport.loaded, transport.loadedEntry != nil, !MediaSources.isLocal(load.uri) else { return nil }
+        guard let load = transport.loaded, transport.loadedEntry != nil, !MediaSources.isLocal(load.uri) else {
+            return nil
+        }
         return load
     }
 

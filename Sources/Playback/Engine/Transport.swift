@@ -121,7 +121,8 @@ struct Transport: Sendable, Equatable {
     /// output failed. Nil otherwise.
     var pendingPosition: Duration? {
         switch phase {
-        case .prerolling(let load, let seek, let queued): queued.map { $0.position ?? .zero } ?? seek ?? load.position ?? .zero
+        case .prerolling(let load, let seek, let queued):
+            queued.map { $0.position ?? .zero } ?? seek ?? load.position ?? .zero
         case .seeking(_, let target?, _): target
         case .outputLost(_, let at): at
         default: nil

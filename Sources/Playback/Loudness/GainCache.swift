@@ -150,10 +150,16 @@ public final class GainCache {
     }
 
     /// The measurements in a file written by ``encode(_:)``; throws on anything else.
-    public nonisolated static func decode(_ data: Data) throws(FormatError) -> [(signature: TrackSignature, gain: MeasuredGain)] {
-        guard let text = String(data: data, encoding: .utf8) else { throw FormatError(description: "it is not UTF-8 text") }
+    public nonisolated static func decode(_ data: Data) throws(FormatError) -> [(
+        signature: TrackSignature, gain: MeasuredGain
+    )] {
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw FormatError(description: "it is not UTF-8 text")
+        }
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        guard lines.first.map(String.init) == header else { throw FormatError(description: "its first line is not \"\(header)\"") }
+        guard lines.first.map(String.init) == header else {
+            throw FormatError(description: "its first line is not \"\(header)\"")
+        }
         if lines.last == "" { lines.removeLast() }
         var items: [(signature: TrackSignature, gain: MeasuredGain)] = []
         for (offset, line) in lines.enumerated().dropFirst() {
@@ -162,8 +168,12 @@ public final class GainCache {
                 let peak = Double(fields[1]), peak.isFinite, peak >= 0, peak <= 100,
                 let size = Int64(fields[2]), size >= 0, let modified = Int64(fields[3]),
                 let path = unescape(fields[4]), path.hasPrefix("/")
-            else { throw FormatError(description: "line \(offset + 1) is not \"gain<TAB>peak<TAB>size<TAB>mtime<TAB>path\"") }
-            items.append((TrackSignature(path: path, size: size, modified: modified), MeasuredGain(gain: gain, peak: peak)))
+            else {
+                throw FormatError(
+                    description: "line \(offset + 1) is not \"gain<TAB>peak<TAB>size<TAB>mtime<TAB>path\"")
+            }
+            items.append(
+                (TrackSignature(path: path, size: size, modified: modified), MeasuredGain(gain: gain, peak: peak)))
         }
         return items
     }

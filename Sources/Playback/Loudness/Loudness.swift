@@ -69,8 +69,10 @@ public struct ReplayGainTags: Sendable, Equatable {
     public var source: Source = .replayGain
 
     /// Values as given; nil gains and peaks are missing from the tags.
-    public init(trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil, albumPeak: Double? = nil,
-                source: Source = .replayGain) {
+    public init(
+        trackGain: Double? = nil, trackPeak: Double? = nil, albumGain: Double? = nil, albumPeak: Double? = nil,
+        source: Source = .replayGain
+    ) {
         self.trackGain = trackGain
         self.trackPeak = trackPeak
         self.albumGain = albumGain
@@ -91,7 +93,8 @@ public struct ReplayGainTags: Sendable, Equatable {
     /// The gains of Opus R128 tags (Q7.8 integers). They carry no peaks.
     public static func r128(track: Int?, album: Int?) -> ReplayGainTags? {
         guard track != nil || album != nil else { return nil }
-        return ReplayGainTags(trackGain: track.map(replayGain(fromR128:)), albumGain: album.map(replayGain(fromR128:)), source: .r128)
+        return ReplayGainTags(
+            trackGain: track.map(replayGain(fromR128:)), albumGain: album.map(replayGain(fromR128:)), source: .r128)
     }
 }
 
@@ -224,7 +227,9 @@ public enum Loudness {
 
     /// Auto mode's choice: an album plays in order when Shuffle is off and the entry before
     /// or after the track in play order is of the same album.
-    public static func playsAlbumInOrder(shuffle: Bool, track: AlbumIdentity, previous: AlbumIdentity?, next: AlbumIdentity?) -> Bool {
+    public static func playsAlbumInOrder(
+        shuffle: Bool, track: AlbumIdentity, previous: AlbumIdentity?, next: AlbumIdentity?
+    ) -> Bool {
         guard !shuffle else { return false }
         return [previous, next].contains { $0.map(track.sameAlbum(as:)) ?? false }
     }
@@ -245,11 +250,13 @@ public enum Loudness {
     ///   - measured: what an earlier play measured, for a track without tags.
     ///   - signature: the file's signature, to measure it when it has neither.
     public static func plan(
-        _ settings: LoudnessSettings, tags: ReplayGainTags?, albumGain: Bool, measured: MeasuredGain?, signature: TrackSignature?
+        _ settings: LoudnessSettings, tags: ReplayGainTags?, albumGain: Bool, measured: MeasuredGain?,
+        signature: TrackSignature?
     ) -> LoudnessPlan {
         var plan = LoudnessPlan(
             trackGain: 0, trackPeak: 1, albumGain: 0, albumPeak: 1, albumMode: false, preamp: settings.preamp,
-            headroom: settings.clipping == .peak ? 0 : 60, limiter: settings.clipping == .limiter, ignoresStreamTags: false,
+            headroom: settings.clipping == .peak ? 0 : 60, limiter: settings.clipping == .limiter,
+            ignoresStreamTags: false,
             measure: nil, source: .fallback, tagSource: nil)
         switch settings.mode {
         case .off:
@@ -300,6 +307,7 @@ public enum Loudness {
     public static func describe(_ gain: Double) -> String {
         let hundredths = Int((abs(gain) * 100).rounded())
         let fraction = hundredths % 100
-        return (gain < 0 && hundredths > 0 ? "-" : "+") + "\(hundredths / 100)." + (fraction < 10 ? "0" : "") + "\(fraction) dB"
+        return (gain < 0 && hundredths > 0 ? "-" : "+") + "\(hundredths / 100)." + (fraction < 10 ? "0" : "")
+            + "\(fraction) dB"
     }
 }

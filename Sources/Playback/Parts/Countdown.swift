@@ -11,7 +11,9 @@ final class Countdown {
     var isRunning: Bool { timer != nil }
 
     /// Runs `fire` on the main actor after `delay`, unless cancelled or started again first.
-    func start(after delay: Duration, leeway: DispatchTimeInterval = .nanoseconds(0), _ fire: @escaping @MainActor () -> Void) {
+    func start(
+        after delay: Duration, leeway: DispatchTimeInterval = .nanoseconds(0), _ fire: @escaping @MainActor () -> Void
+    ) {
         let timer =
             self.timer
             ?? {

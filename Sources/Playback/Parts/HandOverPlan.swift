@@ -19,6 +19,8 @@ enum HandOverPlan: Sendable, Equatable {
             self = .nothing
             return
         }
-        self = next.info == nil && next.isLocal ? .readFirst(entry: next.id, uri: next.uri) : .handOver(.init(entryID: next.id, uri: next.uri))
+        self =
+            next.info == nil && next.isLocal
+            ? .readFirst(entry: next.id, uri: next.uri) : .handOver(.init(entryID: next.id, uri: next.uri))
     }
 }

@@ -55,7 +55,8 @@ struct Selection {
         guard let index else { return false }
         var order = self.order
         var random = self.random
-        let target = order.neighbour(of: index, in: QueueView(queue), forward: forward, automatic: false, using: &random)
+        let target = order.neighbour(
+            of: index, in: QueueView(queue), forward: forward, automatic: false, using: &random)
         return target.map { $0 != index } ?? false
     }
 
@@ -66,9 +67,12 @@ struct Selection {
 
     /// The entry before or after the one at `index` in play order (`automatic`: at the end
     /// of a track, where repeat-one repeats, unless `allowRepeatOne` is false).
-    mutating func neighbour(of index: Int, in queue: PlayQueue, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
+    mutating func neighbour(
+        of index: Int, in queue: PlayQueue, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true
+    ) -> Int? {
         order.neighbour(
-            of: index, in: QueueView(queue), forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne, using: &random)
+            of: index, in: QueueView(queue), forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne,
+            using: &random)
     }
 
     /// Selects the entry at `target`, going `forward` or back from the entry `from`, which

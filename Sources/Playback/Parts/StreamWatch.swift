@@ -103,8 +103,13 @@ struct StreamWatch: Sendable, Equatable {
         // Data came, or a full buffer waits for the pipeline to start: the server is not silent.
         let sending = bytes > wait.bytes || (isLoaded && bufferingPercent >= 100 && !isSettled)
         if sending && (isSettled || now - wait.began < startLimit) { return .waitAgain(since: wait.began) }
-        if sending { return .stalled(reason: "the stream did not start within \(Self.seconds(startLimit)), though the server sends") }
-        if isSettled { return .stalled(reason: "the stream stalled: nothing from the server for \(Self.seconds(stallLimit))") }
+        if sending {
+            return .stalled(
+                reason: "the stream did not start within \(Self.seconds(startLimit)), though the server sends")
+        }
+        if isSettled {
+            return .stalled(reason: "the stream stalled: nothing from the server for \(Self.seconds(stallLimit))")
+        }
         return .stalled(reason: "no audio from the server within \(Self.seconds(stallLimit))")
     }
 

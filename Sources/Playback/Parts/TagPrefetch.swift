@@ -97,7 +97,8 @@ final class TagPrefetch {
 
     /// Reads the entry that follows the current one, unless that read runs already;
     /// `completion` gets the result on the main actor.
-    func readAhead(_ id: UInt64, uri: String, completion: @escaping @MainActor (Result<TrackInfo, MediaError>) -> Void) {
+    func readAhead(_ id: UInt64, uri: String, completion: @escaping @MainActor (Result<TrackInfo, MediaError>) -> Void)
+    {
         guard readingAhead != id else { return }
         readingAhead = id
         discoverer.discover(uri) { [weak self] result in

@@ -41,7 +41,8 @@ public enum GStreamer {
             sink = UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: GstElement.self)
         } else {
             guard let auto = gst_element_factory_make("autoaudiosink", nil) else {
-                return .failure(MediaError("the element 'autoaudiosink' is missing (install gstreamer1.0-plugins-good)"))
+                return .failure(
+                    MediaError("the element 'autoaudiosink' is missing (install gstreamer1.0-plugins-good)"))
             }
             sink = auto
         }
@@ -65,7 +66,9 @@ public enum GStreamer {
         while gst_iterator_next(iterator, &value) == GST_ITERATOR_OK {
             if let object = g_value_get_object(&value) {
                 let element = object.assumingMemoryBound(to: GstElement.self)
-                if let factory = gst_element_get_factory(element), let name = cshims_object_name(UnsafeMutableRawPointer(factory)) {
+                if let factory = gst_element_get_factory(element),
+                    let name = cshims_object_name(UnsafeMutableRawPointer(factory))
+                {
                     names.append(String(cString: name))
                 }
             }
@@ -79,7 +82,9 @@ public enum GStreamer {
 extension OpaquePointer {
     var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
     var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
-    var object: UnsafeMutablePointer<GstObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self) }
+    var object: UnsafeMutablePointer<GstObject> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self)
+    }
 }
 
 extension Duration {

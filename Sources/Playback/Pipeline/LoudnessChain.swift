@@ -83,7 +83,8 @@ final class LoudnessChain: @unchecked Sendable {
         guard let volume = element("loudness-volume"), let limiter = element("loudness-limiter"),
             let format = element("loudness-format"), let output = pad(element("loudness-tempo"), "src"),
             let split = pad(element("loudness-split"), "sink"), let volumeSink = pad(volume, "sink"),
-            let measureSink = pad(element("loudness-measure"), "sink"), let analysed = pad(element("loudness-analysis"), "src")
+            let measureSink = pad(element("loudness-measure"), "sink"),
+            let analysed = pad(element("loudness-analysis"), "src")
         else {
             gst_object_unref(bin)
             return nil
@@ -91,7 +92,8 @@ final class LoudnessChain: @unchecked Sendable {
         gst_element_add_pad(bin, gst_ghost_pad_new("sink", split))
         gst_element_add_pad(bin, gst_ghost_pad_new("src", output))
         let chain = LoudnessChain(
-            bin: bin, volume: volume, limiter: limiter, formatFilter: format, volumeSink: volumeSink, measureSink: measureSink, handoff: handoff,
+            bin: bin, volume: volume, limiter: limiter, formatFilter: format, volumeSink: volumeSink,
+            measureSink: measureSink, handoff: handoff,
             report: report)
         // Each probe holds the chain until the bin lets go of the probe.
         func retained() -> UnsafeMutableRawPointer { Unmanaged.passRetained(chain).toOpaque() }
@@ -102,8 +104,10 @@ final class LoudnessChain: @unchecked Sendable {
     }
 
     private init(
-        bin: UnsafeMutablePointer<GstElement>, volume: UnsafeMutablePointer<GstElement>, limiter: UnsafeMutablePointer<GstElement>,
-        formatFilter: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>, measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
+        bin: UnsafeMutablePointer<GstElement>, volume: UnsafeMutablePointer<GstElement>,
+        limiter: UnsafeMutablePointer<GstElement>,
+        formatFilter: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>,
+        measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
         report: @escaping @Sendable (Pipeline.Event) -> Void
     ) {
         self.bin = bin
@@ -195,7 +199,9 @@ final class LoudnessChain: @unchecked Sendable {
             defer { state.outputFormat = format }
             return state.outputFormat != format
         }
-        if changed { gst_util_set_object_arg(OpaquePointer(formatFilter).gObject, "caps", "audio/x-raw,format=\(format)") }
+        if changed {
+            gst_util_set_object_arg(OpaquePointer(formatFilter).gObject, "caps", "audio/x-raw,format=\(format)")
+        }
     }
 
     fileprivate func shouldMeasureBuffer() -> Bool {
@@ -207,8 +213,10 @@ final class LoudnessChain: @unchecked Sendable {
         var list: UnsafeMutablePointer<GstTagList>?
         gst_event_parse_tag(event, &list)
         guard let list else { return }
-        var gain = 0.0, peak = 0.0
-        guard gst_tag_list_get_double(list, GST_TAG_TRACK_GAIN, &gain) != 0, gst_tag_list_get_double(list, GST_TAG_TRACK_PEAK, &peak) != 0
+        var gain = 0.0
+        var peak = 0.0
+        guard gst_tag_list_get_double(list, GST_TAG_TRACK_GAIN, &gain) != 0,
+            gst_tag_list_get_double(list, GST_TAG_TRACK_PEAK, &peak) != 0
         else { return }
         let measured = state.withLock { state -> TrackSignature? in
             defer { state.measuring = nil }
@@ -219,7 +227,9 @@ final class LoudnessChain: @unchecked Sendable {
 }
 
 extension OpaquePointer {
-    var miniObject: UnsafeMutablePointer<GstMiniObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstMiniObject.self) }
+    var miniObject: UnsafeMutablePointer<GstMiniObject> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstMiniObject.self)
+    }
 }
 
 private func chain(_ data: UnsafeMutableRawPointer?) -> LoudnessChain? {

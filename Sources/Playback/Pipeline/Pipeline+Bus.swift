@@ -22,7 +22,8 @@ extension Pipeline {
 
     static func position(of playbin: UnsafeMutablePointer<GstElement>) -> Duration? {
         var value: gint64 = -1
-        return gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0 && value >= 0 ? .nanoseconds(value) : nil
+        return gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0 && value >= 0
+            ? .nanoseconds(value) : nil
     }
 
     private func facts(of playbin: UnsafeMutablePointer<GstElement>) -> Facts {
@@ -30,7 +31,9 @@ extension Pipeline {
         facts.at = .now
         facts.position = Self.position(of: playbin)
         var value: gint64 = -1
-        if gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 { facts.duration = .nanoseconds(value) }
+        if gst_element_query_duration(playbin, GST_FORMAT_TIME, &value) != 0, value > 0 {
+            facts.duration = .nanoseconds(value)
+        }
         if let query = gst_query_new_seeking(GST_FORMAT_TIME) {
             if gst_element_query(playbin, query) != 0 {
                 var seekable: gboolean = 0
@@ -53,7 +56,9 @@ extension Pipeline {
         switch message.pointee.type {
         case GST_MESSAGE_STATE_CHANGED:
             guard fromPipeline else { return nil }
-            var old = GST_STATE_VOID_PENDING, new = GST_STATE_VOID_PENDING, pending = GST_STATE_VOID_PENDING
+            var old = GST_STATE_VOID_PENDING
+            var new = GST_STATE_VOID_PENDING
+            var pending = GST_STATE_VOID_PENDING
             gst_message_parse_state_changed(message, &old, &new, &pending)
             let at = ContinuousClock.now
             let position = State(new) >= .paused ? Self.position(of: playbin) : nil
@@ -84,7 +89,9 @@ extension Pipeline {
             }
             let debugText = debug.map { String(cString: $0) }
             return .error(
-                message: Self.reason(error.map { String(cString: $0.pointee.message) } ?? "unknown error", debug: debugText, source: source),
+                message: Self.reason(
+                    error.map { String(cString: $0.pointee.message) } ?? "unknown error", debug: debugText,
+                    source: source),
                 debug: debugText, source: source, uri: uri, inOutput: Self.isOutput(source))
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
@@ -94,8 +101,10 @@ extension Pipeline {
                 if let error { g_error_free(error) }
                 g_free(debug)
             }
-            let source = cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
-            return .warning(message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
+            let source =
+                cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
+            return .warning(
+                message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
         case GST_MESSAGE_STREAM_START:
             return .streamStart
         case GST_MESSAGE_DURATION_CHANGED:
@@ -104,7 +113,8 @@ extension Pipeline {
             // A queue of a stream already taken out of the pipeline can still report (0%, as it
             // is reset): that is no reason to pause what plays now.
             guard let source = cshims_message_source(message),
-                gst_object_has_as_ancestor(source.assumingMemoryBound(to: GstObject.self), OpaquePointer(playbin).object) != 0
+                gst_object_has_as_ancestor(
+                    source.assumingMemoryBound(to: GstObject.self), OpaquePointer(playbin).object) != 0
             else { return nil }
             var percent: gint = 0
             gst_message_parse_buffering(message, &percent)
@@ -126,7 +136,8 @@ extension Pipeline {
             if cshims_message_is_application(message, CSHIMS_VOLUME_CHANGED_MESSAGE) != 0 {
                 let linear = cshims_object_get_double(playbin, "volume")
                 return .outputVolumeChanged(
-                    gst_stream_volume_convert_volume(GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear))
+                    gst_stream_volume_convert_volume(
+                        GST_STREAM_VOLUME_FORMAT_LINEAR, GST_STREAM_VOLUME_FORMAT_CUBIC, linear))
             }
             if cshims_message_is_application(message, nextURITakenMessage) != 0 { return .nextURITaken }
             return nil

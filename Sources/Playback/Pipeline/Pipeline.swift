@@ -51,12 +51,15 @@ final class Pipeline: @unchecked Sendable {
         }
         self.deliver = deliver
         // The watchdog reports a stuck pipeline whatever load it was at.
-        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) { deliver(Delivery(load: .max, event: .stuck)) }
+        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) {
+            deliver(Delivery(load: .max, event: .stuck))
+        }
         run { pipeline in
             do throws(SetupError) {
                 try pipeline.build(audioSink: audioSink, volume: volume)
             } catch {
-                pipeline.post(.error(message: error.description, debug: nil, source: "quaver-playbin", uri: nil, inOutput: true))
+                pipeline.post(
+                    .error(message: error.description, debug: nil, source: "quaver-playbin", uri: nil, inOutput: true))
             }
         }
     }
@@ -66,7 +69,8 @@ final class Pipeline: @unchecked Sendable {
     static func validate(audioSink: String?) throws(SetupError) {
         GStreamer.initialize()
         guard GStreamer.hasElement("playbin") else {
-            throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
+            throw SetupError(
+                description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
         }
         guard let audioSink else { return }
         var error: UnsafeMutablePointer<GError>?
@@ -84,7 +88,8 @@ final class Pipeline: @unchecked Sendable {
     private func build(audioSink: String?, volume: Double) throws(SetupError) {
         GStreamer.initialize()
         guard let element = gst_element_factory_make("playbin", "quaver-playbin") else {
-            throw SetupError(description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
+            throw SetupError(
+                description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
         }
         gst_object_ref_sink(element)
         // Audio only: video and subtitle streams are never shown (the flags) nor decoded (the
@@ -96,7 +101,9 @@ final class Pipeline: @unchecked Sendable {
         // that buffers on its own, and makes each seek decode less.
         cshims_playbin_limit_audio_queue(element, 200_000_000)
         // scaletempo keeps pitch when the rate changes; the ReplayGain elements go before it.
-        if let chain = LoudnessChain.make(handoff: handoff, report: { [weak self] event in self?.postFromStream(event) }) {
+        if let chain = LoudnessChain.make(
+            handoff: handoff, report: { [weak self] event in self?.postFromStream(event) })
+        {
             cshims_object_set_object(element, "audio-filter", chain.bin)
             loudness = chain
         } else if let scaletempo = gst_element_factory_make("scaletempo", nil) {
@@ -135,7 +142,8 @@ final class Pipeline: @unchecked Sendable {
         // own descriptor when the pipeline goes, and a new pipeline can get the same number
         // before the old source is unregistered, which would leave the new one deaf.
         let watched = dup(pollFD.fd)
-        let source = DispatchSource.makeReadSource(fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: jobs.queue)
+        let source = DispatchSource.makeReadSource(
+            fileDescriptor: watched >= 0 ? watched : pollFD.fd, queue: jobs.queue)
         source.setEventHandler { [weak self] in self?.drainBus() }
         if watched >= 0 { source.setCancelHandler { close(watched) } }
         source.resume()
@@ -143,7 +151,8 @@ final class Pipeline: @unchecked Sendable {
 
         let handoffPointer = Unmanaged.passRetained(handoff).toOpaque()
         handlers = [
-            cshims_connect_element_signal(element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk),
+            cshims_connect_element_signal(
+                element, "about-to-finish", aboutToFinishThunk, handoffPointer, releaseHandoffThunk),
             cshims_playbin_watch_volume(element),
             cshims_playbin_count_source_bytes(element, sourceBytes),
         ]
@@ -195,7 +204,9 @@ final class Pipeline: @unchecked Sendable {
             guard let playbin = pipeline.playbin else { return }
             let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
             let start = gint64(position.nanoseconds)
-            let accepted = gst_element_seek(playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start, GST_SEEK_TYPE_NONE, -1) != 0
+            let accepted =
+                gst_element_seek(
+                    playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, start, GST_SEEK_TYPE_NONE, -1) != 0
             if !accepted { pipeline.post(.seekRefused(position)) }
         }
     }
@@ -327,7 +338,8 @@ private let aboutToFinishThunk: cshims_element_callback = { element, data in
     if let uri = handoff.commit() {
         cshims_object_set_string(element, "uri", uri)
         let message = gst_message_new_application(
-            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self), gst_structure_new_empty(nextURITakenMessage))
+            UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
+            gst_structure_new_empty(nextURITakenMessage))
         gst_element_post_message(element, message)
     }
 }

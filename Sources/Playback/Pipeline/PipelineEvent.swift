@@ -4,7 +4,8 @@ internal import CGStreamer
 /// the events it reports.
 extension Pipeline {
     enum State: Int, Sendable, Comparable {
-        case voidPending = 0, null, ready, paused, playing
+        case voidPending = 0
+        case null, ready, paused, playing
         static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
         init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
         var gst: GstState { GstState(rawValue: UInt32(rawValue)) }

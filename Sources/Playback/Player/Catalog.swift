@@ -1,6 +1,6 @@
+internal import CSystem
 import Dispatch
 import FoundationEssentials
-internal import CSystem
 
 /// What the queue knows of its entries, and what clients are shown of the current one.
 ///
@@ -72,7 +72,9 @@ final class Catalog {
             let stillSelected = player.selectedIndex == index && (player.current == nil || player.current?.id == id)
             if stillSelected, queue[index].failure != nil {
                 // Unplayable: while stopped, the selection moves on to what Play would start.
-                if player.requestedStatus == .stopped, let next = player.neighbour(of: index, forward: true, automatic: false) {
+                if player.requestedStatus == .stopped,
+                    let next = player.neighbour(of: index, forward: true, automatic: false)
+                {
                     player.selectedIndex = next
                     player.current = nil
                     discoverSelectedIfNeeded()
@@ -111,7 +113,8 @@ final class Catalog {
             record(info, at: index)
             if kind == .patient, info.oversizedPictureBytes != nil { trimHeapSoon() }
         case .failure(let error) where kind == .patient:
-            player.logger.debug("reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
+            player.logger.debug(
+                "reading the tags of \(MediaSources.displayName(queue[index].uri)) again: \(error.reason)")
         case .failure(let error) where error.isTimeout:
             return
         case .failure(let error):
@@ -194,7 +197,10 @@ final class Catalog {
     /// An endless stream (no duration) ended: its server closed the connection. Playback
     /// goes on with what follows, as at the end of a track; the log says why.
     func reportEndIfStream(_ id: UInt64) {
-        guard let entry = player.entry(id: id), !MediaSources.isLocal(entry.uri), entry.info?.duration == nil else { return }
-        player.logger.warning("the stream \(MediaSources.displayName(entry.uri)) ended: the server closed the connection")
+        guard let entry = player.entry(id: id), !MediaSources.isLocal(entry.uri), entry.info?.duration == nil else {
+            return
+        }
+        player.logger.warning(
+            "the stream \(MediaSources.displayName(entry.uri)) ended: the server closed the connection")
     }
 }

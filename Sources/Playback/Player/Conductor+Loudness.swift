@@ -16,7 +16,8 @@ extension Conductor {
             signature = TrackSignature.of(path: path)
             measured = signature.flatMap { player.gainCache?.gain(for: $0) }
         }
-        let albumGain = Loudness.usesAlbumGain(loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
+        let albumGain = Loudness.usesAlbumGain(
+            loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
         var plan = Loudness.plan(loudness, tags: tags, albumGain: albumGain, measured: measured, signature: signature)
         plan.label = MediaSources.displayName(entry.uri)
         return plan
@@ -30,14 +31,16 @@ extension Conductor {
         let previous = player.neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
         let next = player.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
         func other(_ at: Int?) -> Loudness.AlbumIdentity? { at.flatMap { $0 == index ? nil : albumIdentity(at: $0) } }
-        return Loudness.playsAlbumInOrder(shuffle: false, track: albumIdentity(at: index), previous: other(previous), next: other(next))
+        return Loudness.playsAlbumInOrder(
+            shuffle: false, track: albumIdentity(at: index), previous: other(previous), next: other(next))
     }
 
     private func albumIdentity(at index: Int) -> Loudness.AlbumIdentity {
         let entry = queue[index]
         let folder = MediaSources.isLocal(entry.uri) ? URL(string: entry.uri)?.deletingLastPathComponent().path : nil
         return Loudness.AlbumIdentity(
-            album: entry.info?.album, albumArtist: entry.info?.albumArtists.first, folder: folder, tagsRead: entry.info != nil)
+            album: entry.info?.album, albumArtist: entry.info?.albumArtists.first, folder: folder,
+            tagsRead: entry.info != nil)
     }
 
     /// A stream started at its gain: one debug line per track says which and how much.
@@ -45,7 +48,8 @@ extension Conductor {
         var line = "loudness of \(plan.label): \(plan.source.rawValue)"
         if let source = plan.tagSource { line += " from \(source.rawValue)" }
         if plan.source != .off {
-            line += " \(Loudness.describe(plan.albumMode ? plan.albumGain : plan.trackGain)), preamp \(Loudness.describe(plan.preamp))"
+            line +=
+                " \(Loudness.describe(plan.albumMode ? plan.albumGain : plan.trackGain)), preamp \(Loudness.describe(plan.preamp))"
         }
         line += "; applied \(Loudness.describe(gain))"
         if plan.measure != nil { line += "; measuring it while it plays" }
@@ -54,7 +58,9 @@ extension Conductor {
 
     /// A track without tags was measured whole: its gain applies from its next play on.
     func loudnessMeasured(_ signature: TrackSignature, _ gain: MeasuredGain) {
-        logger.debug("measured \(MediaSources.displayName(signature.path)): gain \(Loudness.describe(gain.gain)), peak \(gain.peak)")
+        logger.debug(
+            "measured \(MediaSources.displayName(signature.path)): gain \(Loudness.describe(gain.gain)), peak \(gain.peak)"
+        )
         player.gainCache?.store(gain, for: signature)
     }
 }

@@ -53,11 +53,14 @@ final class Conductor: EngineOwner {
     /// received so far do).
     func skip(_ id: UInt64, reason: String, intent: Player.Status?) {
         if let index = queue.index(of: id) { catalog.recordFailure(reason, at: index) }
-        guard player.pendingRead == nil, player.selectedEntry?.id == id || engine.transport.upcomingEntry == nil else { return }
+        guard player.pendingRead == nil, player.selectedEntry?.id == id || engine.transport.upcomingEntry == nil else {
+            return
+        }
         let intent = intent ?? requestedStatus
         consecutiveFailures += 1
         let forward = player.selection.travelsForward
-        guard intent != .stopped, consecutiveFailures <= queue.count, let index = queue.index(of: id) ?? player.selectedIndex,
+        guard intent != .stopped, consecutiveFailures <= queue.count,
+            let index = queue.index(of: id) ?? player.selectedIndex,
             let target = player.neighbour(of: index, forward: forward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
@@ -113,7 +116,8 @@ final class Conductor: EngineOwner {
     /// playing: it is marked unplayable, unless it is a file whose tags were read (then the
     /// error is the loaded stream's).
     func handedOverFailed(_ id: UInt64, reason: String) -> Bool {
-        guard let index = queue.index(of: id), queue[index].info == nil || !MediaSources.isLocal(queue[index].uri) else {
+        guard let index = queue.index(of: id), queue[index].info == nil || !MediaSources.isLocal(queue[index].uri)
+        else {
             return false
         }
         catalog.recordFailure(reason, at: index)
@@ -143,7 +147,8 @@ final class Conductor: EngineOwner {
         let wanted = player.neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
         guard wanted != committed else { return }
         logger.debug(
-            "what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it")
+            "what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it"
+        )
         engine.reload(at: player.requestedPosition)
     }
 
@@ -152,7 +157,8 @@ final class Conductor: EngineOwner {
     func prepareNext() {
         let selected = player.selectedIndex
         let next =
-            requestedStatus == .stopped ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
+            requestedStatus == .stopped
+            ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
         let plan = selected.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
         if case .handOver(var item) = plan {
             item.loudness = loudnessPlan(for: item.entryID)

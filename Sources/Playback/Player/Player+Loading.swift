@@ -43,7 +43,9 @@ extension Player {
             case .failure(let error) where error.isTimeout:
                 // Slow to read is not broken: let the pipeline try (it reports real errors),
                 // and read it again in the background with time to spare.
-                logger.info("the tags of \(MediaSources.displayName(entry.uri)) take long to read; playing it meanwhile under its file name")
+                logger.info(
+                    "the tags of \(MediaSources.displayName(entry.uri)) take long to read; playing it meanwhile under its file name"
+                )
                 start(queue[index], at: read.position, intent: read.intent)
                 prefetch.readAgain(entry.id, uri: entry.uri)
             case .failure(let error):

@@ -28,7 +28,9 @@ public final class Player {
     /// The entry the pipeline plays (or, when stopped, the one Play would start).
     public internal(set) var current: Entry? {
         didSet {
-            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil { catalog.trimHeapSoon() }
+            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil {
+                catalog.trimHeapSoon()
+            }
         }
     }
     /// The playback rate (1: normal speed).
@@ -180,7 +182,8 @@ public final class Player {
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
         interruption.userActed()
-        guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex() else { return false }
+        guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex()
+        else { return false }
         load(index, at: position, intent: .paused)
         return true
     }
@@ -218,7 +221,9 @@ public final class Player {
     /// Goes to the next entry in play order; nothing happens when there is none.
     public func next() {
         interruption.userActed()
-        guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false), target != index else {
+        guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false),
+            target != index
+        else {
             return
         }
         go(to: target)
@@ -232,7 +237,9 @@ public final class Player {
             seek(to: .zero)
             return
         }
-        guard let index = selectedIndex, let target = neighbour(of: index, forward: false, automatic: false), target != index else {
+        guard let index = selectedIndex, let target = neighbour(of: index, forward: false, automatic: false),
+            target != index
+        else {
             if requestedStatus != .stopped { seek(to: .zero) }
             return
         }
@@ -256,7 +263,8 @@ public final class Player {
             pendingRead?.position = target  // loads there once its tags are in
             return true
         }
-        guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id else { return false }
+        guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id
+        else { return false }
         return engine.seek(to: target)
     }
 
@@ -324,7 +332,8 @@ public final class Player {
     }
 
     func neighbour(of index: Int, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
-        selection.neighbour(of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
+        selection.neighbour(
+            of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
 
     func isLocal(_ uri: String) -> Bool { MediaSources.isLocal(uri) }
