@@ -52,7 +52,7 @@ struct EngineEdgeTests {
         let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch(["--paused"] + tracks.map(\.path))
+        try await session.launch(["--paused", "--log-level", "debug"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
         let track = try #require(try await session.metadata()["mpris:trackid"]?.objectPath)
         var misses: [String] = []
@@ -67,7 +67,7 @@ struct EngineEdgeTests {
             let position = try await session.position()
             if abs(position - target) > 1_000 { misses.append("\(target) → \(position)") }
         }
-        #expect(misses.isEmpty, "Position after the reply was not the target: \(misses)")
+        #expect(misses.isEmpty, "Position after the reply was not the target: \(misses)\n\(session.log())")
     }
 
     /// One track on LoopStatus Playlist: the track cannot change, so neither Next nor

@@ -80,11 +80,8 @@ final class PlayerPlaybackTests {
 
     @Test func seekWhilePausedLandsOnTheTargetAndIsAnnounced() async throws {
         let files = try await Media.tracks(1, seconds: 3, in: folder)
-        let probe = try PlayerProbe.make()
+        let probe = try await PlayerProbe.prerolled(files)
         let player = probe.player
-        player.enqueue(files.map(\.absoluteString))
-        player.preroll()
-        #expect(await probe.waitFor(.paused))
         let transports = probe.count(.transport)
         #expect(player.seek(to: .milliseconds(2000)))
         #expect(await probe.wait { probe.count(.transport) > transports }, "a completed seek republishes the timing")
@@ -136,11 +133,8 @@ final class PlayerPlaybackTests {
 
     @Test func nextWhilePausedStaysPaused() async throws {
         let files = try await Media.tracks(2, seconds: 2, in: folder)
-        let probe = try PlayerProbe.make()
+        let probe = try await PlayerProbe.prerolled(files)
         let player = probe.player
-        player.enqueue(files.map(\.absoluteString))
-        player.preroll()
-        #expect(await probe.waitFor(.paused, entry: 0))
         player.next()
         #expect(await probe.waitFor(.paused, entry: 1))
         #expect(!probe.statuses.contains(.playing))
@@ -149,11 +143,8 @@ final class PlayerPlaybackTests {
 
     @Test func previousAtTheFirstEntryRestartsIt() async throws {
         let files = try await Media.tracks(1, seconds: 3, in: folder)
-        let probe = try PlayerProbe.make()
+        let probe = try await PlayerProbe.prerolled(files)
         let player = probe.player
-        player.enqueue(files.map(\.absoluteString))
-        player.preroll()
-        #expect(await probe.waitFor(.paused))
         player.seek(to: .milliseconds(1500))
         #expect(await probe.waitForPosition { abs($0 - 1.5) < 0.05 })
         player.previous()

@@ -176,6 +176,15 @@ final class PlayerProbe: MainActorWaiter {
         return PlayerProbe(player: player, log: log)
     }
 
+    /// A player with `files` queued, prerolled paused at the first of them.
+    static func prerolled(_ files: [URL]) async throws -> PlayerProbe {
+        let probe = try make()
+        probe.player.enqueue(files.map(\.absoluteString))
+        probe.player.preroll()
+        try #require(await probe.waitFor(.paused, entry: 0), "the first file did not preroll")
+        return probe
+    }
+
     private func observe(_ change: Player.Change) {
         changes.append(change)
         if statuses.last != player.status { statuses.append(player.status) }
