@@ -218,7 +218,8 @@ struct StreamTests {
         let session = try await Session()
         defer { session.stop() }
         let stream = server.url("stall.mp3?after=6")
-        try await session.launch([stream, tracks[0].path])
+        // At debug level, so that a failure's log shows the buffering levels and states.
+        try await session.launch(["--log-level", "debug", stream, tracks[0].path])
 
         try await session.waitForStatus("Playing", timeout: .seconds(30))
         let playing = ContinuousClock.now
