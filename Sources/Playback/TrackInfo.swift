@@ -30,6 +30,10 @@ public struct TrackInfo: Sendable, Equatable {
     public var oversizedPictureBytes: Int?
     /// The ReplayGain values of the tags (Opus R128 gains converted), if they hold any.
     public var replayGain: ReplayGainTags?
+    /// For a local file without ReplayGain values: its path, size and modification time when
+    /// it was read, which its measured loudness is kept under. Taken with the tags, off the
+    /// main actor, so that no file is looked at there when the track is loaded.
+    public var signature: TrackSignature?
 
     public init() {}
 }
@@ -240,6 +244,9 @@ public final class Discoverer: Sendable {
         if let artwork {
             track.artworkURL = artwork.artwork(forTrack: uri, tags: tags)
             track.artworkSearched = true
+        }
+        if track.replayGain == nil, MediaSources.isLocal(uri), let path = URL(string: uri)?.path {
+            track.signature = TrackSignature.of(path: path)
         }
         return .success(track)
     }

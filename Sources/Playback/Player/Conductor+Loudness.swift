@@ -3,18 +3,19 @@ import FoundationEssentials
 /// The gain each entry plays at, and what the pipeline reports of it.
 extension Conductor {
     /// The plan for the entry with `id`, under the settings now: its tags, else what an
-    /// earlier play measured, else the fallback gain (and a measurement while it plays).
+    /// earlier play measured, else the fallback gain (and a measurement while it plays). A
+    /// file is known by the signature taken when its tags were read: one whose tags were not
+    /// read in time plays at the fallback gain, unmeasured.
     func loudnessPlan(for id: UInt64) -> LoudnessPlan? {
         guard let index = queue.index(of: id) else { return nil }
         let entry = queue[index]
         let loudness = player.loudness
-        let path = MediaSources.isLocal(entry.uri) ? URL(string: entry.uri).map(\.path) : nil
         let tags = entry.info?.replayGain
         var signature: TrackSignature?
         var measured: MeasuredGain?
-        if loudness.mode != .off, tags == nil, let path {
-            signature = TrackSignature.of(path: path)
-            measured = signature.flatMap { player.gainCache?.gain(for: $0) }
+        if loudness.mode != .off, tags == nil, let known = entry.info?.signature {
+            signature = known
+            measured = player.gainCache?.gain(for: known)
         }
         let albumGain = Loudness.usesAlbumGain(
             loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
