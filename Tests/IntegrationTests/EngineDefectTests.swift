@@ -116,6 +116,9 @@ struct EngineDefectTests {
     /// return from: the pipeline is replaced once. Its replacement never prerolls either, and
     /// Quaver must then say so and publish the truth, not wait or retry without a word. Every
     /// call is answered throughout (the 2 s bound is generous: the benchmark measures speed).
+    /// Less than the stuck limit (3 s): a reply that took as long waited on the pipeline.
+    static let waitedOnThePipeline = Duration.milliseconds(2800)
+
     @Test(
         "a sink that never takes audio: replaced, then the truth and a log line, no retry without Play; every call answered"
     )
@@ -132,7 +135,10 @@ struct EngineDefectTests {
         _ = try await timer.time { try await session.position() }
         let positionTime = ContinuousClock.now - asked
         print("stuck sink: Get Position right after Next answered in \(positionTime)")
-        #expect(positionTime < .seconds(2), "Get Position after Next took \(positionTime)")
+        // A call that waited on the stuck pipeline would take the whole stuck limit (3 s); a
+        // loaded machine adds to a reply's time, never takes from it. How fast replies are is
+        // the storm benchmark's to measure (bench/storm.md), not this test's.
+        #expect(positionTime < Self.waitedOnThePipeline, "Get Position after Next took \(positionTime)")
 
         // Reads four times a second, each timed, while waiting for what the log says.
         func readUntil(_ limit: Duration, _ done: () -> Bool) async throws -> Bool {
@@ -168,7 +174,7 @@ struct EngineDefectTests {
             session.logLines(containing: replaced).count <= 2, "nothing is tried again without Play: \(session.log())")
         let shown = try await session.metadata()["xesam:title"]?.string ?? "-"
         print("stuck sink: \(timer.count) calls, slowest reply \(timer.slowest); status \(status), showing \(shown)")
-        #expect(timer.slowest < .seconds(2), "every call answered: the slowest took \(timer.slowest)")
+        #expect(timer.slowest < Self.waitedOnThePipeline, "every call answered: the slowest took \(timer.slowest)")
         #expect(session.daemonStatus == nil)
     }
 }
