@@ -173,41 +173,24 @@ extension HostilePlanner {
             for _ in 0..<4 { calls.append(wrongTypesCall(interface, method, &random)) }
         }
         for (interface, property) in allProperties {
-            let base: [Value] = [.string(interface.name), .string(property.name)]
+            // Properties.Set of this property to `value`, expecting one of `errors`.
+            func set(_ kind: HostileCategory, _ value: Value, _ errors: String...) -> HostileCall {
+                let arguments: [Value] = [.string(interface.name), .string(property.name), .variant(value)]
+                let expected = HostileExpectation(successAllowed: false, errors: Set(errors))
+                return call(kind, interface: Self.propertiesInterface, member: "Set", arguments, expect: expected)
+            }
+            func wrongType() -> Value {
+                values.value(of: HostileValues.differentType(from: property.type, &random), &random, depth: 1)
+            }
             if property.writable {
-                for _ in 0..<4 {
-                    let arguments =
-                        base + [
-                            .variant(
-                                values.value(
-                                    of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))
-                        ]
-                    calls.append(
-                        call(
-                            .propertySetWrongType, interface: Self.propertiesInterface, member: "Set", arguments,
-                            expect: .error(HostileExpectation.invalidArgs)))
-                }
-                let wrapped = base + [.variant(.variant(values.value(of: property.type, &random, depth: 1)))]
-                calls.append(
-                    call(
-                        .propertySetWrongType, interface: Self.propertiesInterface, member: "Set", wrapped,
-                        expect: .error(HostileExpectation.invalidArgs)))
+                for _ in 0..<4 { calls.append(set(.propertySetWrongType, wrongType(), HostileExpectation.invalidArgs)) }
+                let wrapped = Value.variant(values.value(of: property.type, &random, depth: 1))
+                calls.append(set(.propertySetWrongType, wrapped, HostileExpectation.invalidArgs))
             } else {
-                let arguments = base + [.variant(values.value(of: property.type, &random, depth: 1))]
+                let right = values.value(of: property.type, &random, depth: 1)
+                calls.append(set(.readOnlySet, right, HostileExpectation.propertyReadOnly))
                 calls.append(
-                    call(
-                        .readOnlySet, interface: Self.propertiesInterface, member: "Set", arguments,
-                        expect: .error(HostileExpectation.propertyReadOnly)))
-                let wrongType =
-                    base + [
-                        .variant(
-                            values.value(
-                                of: HostileValues.differentType(from: property.type, &random), &random, depth: 1))
-                    ]
-                calls.append(
-                    call(
-                        .readOnlySet, interface: Self.propertiesInterface, member: "Set", wrongType,
-                        expect: .error(HostileExpectation.propertyReadOnly, HostileExpectation.invalidArgs)))
+                    set(.readOnlySet, wrongType(), HostileExpectation.propertyReadOnly, HostileExpectation.invalidArgs))
             }
         }
         for interface in objectInterfaces {
