@@ -9,6 +9,28 @@ import Testing
 // a dead stream.
 
 extension PlayerPlaybackTests {
+    /// A state GStreamer never confirms: the transport asked for PLAYING, but the pipeline
+    /// stayed paused without a word (as when PAUSED, asked for while it went on to PLAYING by
+    /// itself, left it there). Here the request never reaches the pipeline. After a while the
+    /// engine asks the pipeline where it is, asks for PLAYING again with one log line, and
+    /// clients see Playing once it is true.
+    @Test func aStateNeverConfirmedIsAskedForAgain() async throws {
+        let files = try await Media.tracks(1, seconds: 10, in: folder)
+        let probe = try await PlayerProbe.prerolled(files)
+        let engine = probe.player.engine
+        let asked = ContinuousClock.now
+        _ = engine.transport.play()  // its setState(.playing) is dropped
+        engine.run([])
+        #expect(engine.transport.awaitsState && probe.player.status == .paused)
+        #expect(await probe.waitFor(.playing, entry: 0), "log: \(probe.log.messages)")
+        let waited = ContinuousClock.now - asked
+        #expect(waited >= Engine.stateCheckDelay, "asked again only once the delay passed: \(waited)")
+        let lines = probe.log.lines(containing: "had not confirmed playing", "it is paused, with no change under way")
+        #expect(lines.count == 1, "\(probe.log.messages)")
+        #expect(await probe.waitForPosition { $0 >= 0.5 }, "it plays")
+        probe.player.stop()
+    }
+
     /// GStreamer not returning from a seek or a teardown (here an element that sleeps three
     /// seconds on every buffer, which a flush or taking its pad down waits for) does not
     /// hold the player: after the limit it goes on in a new pipeline, where the command left

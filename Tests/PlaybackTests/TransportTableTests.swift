@@ -16,7 +16,7 @@ struct TransportTableTests {
     /// real session sends.
     enum State: String, CaseIterable {
         case idle, preroll, prerollSeek, prerollQueued, prerollPauseAsked
-        case playing, paused, pausing, seeking, seekingPauseAsked, buffering, outputLost, retrying
+        case playing, paused, pausing, resuming, seeking, seekingPauseAsked, buffering, outputLost, retrying
     }
 
     /// Every input of the reducer, with fixed arguments.
@@ -25,6 +25,7 @@ struct TransportTableTests {
         case donePaused, donePausedPendingPlaying, donePlaying, reachedPaused, reachedPlaying
         case changeFailed, seekRefused, failedTrack, failedOutput, handOverFailed, noteFailure
         case prerollTimedOut, endOfStream, switched, buffering50, buffering100, prerollOverdue, stuck
+        case checkedPaused, checkedPausedPendingPlaying, checkedPlaying
     }
 
     static let a = Load(entry: 1, uri: "file:///a.flac", position: nil)
@@ -55,6 +56,9 @@ struct TransportTableTests {
         case .pausing:
             t = make(.playing)
             _ = t.pause()
+        case .resuming:
+            t = make(.paused)
+            _ = t.play()
         case .seeking:
             t = make(.playing)
             _ = t.seek(to: .seconds(5))
@@ -84,6 +88,7 @@ struct TransportTableTests {
         .playing: (.loaded(a, reached: .playing), .playing, .playing),
         .paused: (.loaded(a, reached: .paused), .paused, .paused),
         .pausing: (.loaded(a, reached: nil), .paused, .playing),
+        .resuming: (.loaded(a, reached: nil), .playing, .paused),
         .seeking: (.seeking(a, target: .seconds(5), reached: .playing), .playing, .playing),
         .seekingPauseAsked: (.seeking(a, target: .seconds(5), reached: .playing), .paused, .playing),
         .buffering: (.buffering(a), .playing, .playing),
@@ -127,6 +132,9 @@ struct TransportTableTests {
         case .buffering100: return (t.buffering(percent: 100), nil)
         case .prerollOverdue: return (t.prerollOverdue(), nil)
         case .stuck: return (t.stuck(position: .seconds(3)), nil)
+        case .checkedPaused: return (t.stateChecked(current: .paused, pending: .voidPending), nil)
+        case .checkedPausedPendingPlaying: return (t.stateChecked(current: .paused, pending: .playing), nil)
+        case .checkedPlaying: return (t.stateChecked(current: .playing, pending: .voidPending), nil)
         }
     }
 
@@ -172,7 +180,7 @@ struct TransportTableTests {
         let b = Self.b
         let c = Self.c
         let prerolls: Set<State> = [.preroll, .prerollSeek, .prerollQueued, .prerollPauseAsked, .retrying]
-        let loaded: Set<State> = [.playing, .paused, .pausing, .seeking, .seekingPauseAsked, .buffering]
+        let loaded: Set<State> = [.playing, .paused, .pausing, .resuming, .seeking, .seekingPauseAsked, .buffering]
         /// The load of each state (for a state with none, a's).
         let load: Load =
             switch state {
@@ -198,7 +206,7 @@ struct TransportTableTests {
 
         // Play: nothing loaded is the owner's to load; an output lost loads again where it was.
         case (.prerollPauseAsked, .play), (.seekingPauseAsked, .play): return to(intent: .playing)
-        case (.paused, .play), (.pausing, .play):
+        case (.paused, .play), (.pausing, .play), (.resuming, .play):
             return to(.loaded(a, reached: nil), intent: .playing, [.setState(.playing)])
         case (.outputLost, .play): return to(preroll(aAt(7), seek: 7), intent: .playing, loads(aAt(7), .paused))
 
@@ -207,7 +215,7 @@ struct TransportTableTests {
             (.retrying, .pause):
             return to(intent: .paused)
         // Asked again while pausing: harmless, and a pipeline that missed the first ask gets it.
-        case (.playing, .pause), (.pausing, .pause), (.buffering, .pause):
+        case (.playing, .pause), (.pausing, .pause), (.resuming, .pause), (.buffering, .pause):
             return to(.loaded(a, reached: nil), intent: .paused, [.setState(.paused)])
 
         // Stop: always Stopped at once; the owner shows the selected entry again.
@@ -253,8 +261,10 @@ struct TransportTableTests {
         case (.preroll, .donePausedPendingPlaying): return to(.loaded(a, reached: nil))
         case (.preroll, .donePlaying), (.preroll, .reachedPlaying):
             return to(.loaded(a, reached: .playing), status: .playing, settled: 1, [.publish])
+        case (.resuming, .donePlaying), (.resuming, .reachedPlaying), (.resuming, .checkedPlaying):
+            return to(.loaded(a, reached: .playing), status: .playing, [.publish])
         case (.prerollPauseAsked, .donePaused), (.pausing, .donePaused), (.seekingPauseAsked, .donePaused),
-            (.pausing, .reachedPaused):
+            (.pausing, .reachedPaused), (.pausing, .checkedPaused):
             return to(.loaded(a, reached: .paused), status: .paused, settled: 1, [.publish])
         // The pipeline heads for, or reached, PLAYING though Pause came meanwhile: it is paused.
         case (.prerollPauseAsked, .donePausedPendingPlaying), (.prerollPauseAsked, .donePlaying),
@@ -267,7 +277,13 @@ struct TransportTableTests {
         case (.paused, .donePausedPendingPlaying), (.paused, .donePlaying), (.pausing, .donePausedPendingPlaying),
             (.pausing, .donePlaying):
             return to([.setState(.paused)])
-        case (.playing, .donePaused): return to([.setState(.playing)])
+        case (.playing, .donePaused), (.resuming, .donePaused): return to([.setState(.playing)])
+
+        // A state not confirmed in time, asked of the pipeline: one not on its way is asked
+        // for again (a report GStreamer never sent); one under way is left to finish. Only a
+        // transport that waits for a confirmation asks.
+        case (.resuming, .checkedPaused): return to([.setState(.playing)])
+        case (.pausing, .checkedPlaying), (.pausing, .checkedPausedPendingPlaying): return to([.setState(.paused)])
         // A seek done: clients hear of the new timing once.
         case (.seeking, .donePaused): return to(.loaded(a, reached: nil), [.publish, .setState(.playing)])
         case (.seeking, .donePausedPendingPlaying): return to(.loaded(a, reached: nil), [.publish])
@@ -317,7 +333,8 @@ struct TransportTableTests {
         case (_, .switched) where loaded.contains(state) || state == .retrying:
             return to(.loaded(c, reached: nil), settled: 3, [.publish])
 
-        // A stream that should play pauses while its buffer fills, unseen by clients.
+        // A stream that should play pauses while its buffer fills, unseen by clients; only
+        // once PLAYING is confirmed (resuming, the pipeline is still on its way).
         case (.playing, .buffering50): return to(.buffering(a), [.setState(.paused)])
         case (.buffering, .buffering100): return to(.loaded(a, reached: nil), [.setState(.playing)])
 
@@ -402,7 +419,8 @@ struct TransportTableTests {
         case (.stopped, .stop): break
         case (.paused, .failedOutput), (.paused, .stuck):
             #expect(after.loadedEntry == nil, "paused because nothing can play: \(cell)")
-        case (.playing, .reachedPlaying), (.playing, .donePlaying), (.paused, .reachedPaused), (.paused, .donePaused):
+        case (.playing, .reachedPlaying), (.playing, .donePlaying), (.paused, .reachedPaused), (.paused, .donePaused),
+            (.playing, .checkedPlaying), (.paused, .checkedPaused):
             break
         case (_, .switched):
             // playbin switched streams, so it plays: the status clients know is kept, or,

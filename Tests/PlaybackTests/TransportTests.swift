@@ -154,6 +154,37 @@ struct TransportTraceTests {
         #expect(transport.stateReached(.playing).isEmpty, "nothing changed for clients")
     }
 
+    /// The sequence of a soak failure: a buffering level came after the preroll, while the
+    /// pipeline went on to PLAYING by itself; PAUSED asked for then left it paused without a
+    /// report, and the stream never played.
+    @Test func bufferingWaitsUntilThePipelineConfirmedPlaying() {
+        var transport = Transport()
+        _ = transport.load(a, intent: .playing)
+        #expect(transport.buffering(percent: 35).isEmpty, "prerolling: levels are expected")
+        #expect(transport.asyncDone(current: .paused, pending: .playing).isEmpty)
+        #expect(transport.awaitsState)
+        #expect(transport.buffering(percent: 35).isEmpty, "on its way to PLAYING: left alone")
+        #expect(transport.stateReached(.playing) == [.publish])
+        #expect(transport.buffering(percent: 40) == [.setState(.paused)], "confirmed: paused until full")
+        #expect(transport.buffering(percent: 100) == [.setState(.playing)])
+        #expect(transport.buffering(percent: 20).isEmpty, "resuming: left alone until confirmed")
+    }
+
+    /// A confirmation that never comes: the pipeline is asked where it is, and the state is
+    /// asked for again, or settled, from its answer.
+    @Test func aStateNeverConfirmedIsCheckedAndAskedAgain() {
+        var transport = playing(a)
+        _ = transport.buffering(percent: 20)
+        _ = transport.buffering(percent: 100)
+        #expect(transport.awaitsState)
+        #expect(transport.stateChecked(current: .paused, pending: .playing).isEmpty, "on its way")
+        #expect(transport.stateChecked(current: .paused, pending: .voidPending) == [.setState(.playing)])
+        #expect(transport.awaitsState, "still waiting for its word")
+        #expect(transport.stateChecked(current: .playing, pending: .voidPending).isEmpty, "clients saw Playing")
+        #expect(!transport.awaitsState && transport.isPlaying)
+        #expect(transport.stateChecked(current: .paused, pending: .voidPending).isEmpty, "asked only while waiting")
+    }
+
     @Test func aGaplessSwitchPublishesTheNewEntryAndReappliesTheRate() {
         var transport = playing(a)
         #expect(transport.switched(to: b) == [.publish])
@@ -249,11 +280,12 @@ struct TransportPropertyTests {
         case overdue, stuck, refused, changeFailed, clockLost
         case seekNextTaken(Duration)
         case handOverFailed, noteFailure, prerollTimedOut
+        case checked(Pipeline.State, Pipeline.State)
     }
 
     static func randomEvent(_ random: inout SplitMix) -> Event {
         let states: [Pipeline.State] = [.paused, .playing]
-        switch random.int(0..<20) {
+        switch random.int(0..<21) {
         case 0:
             return .load(
                 UInt64(random.int(1..<4)), random.pick([.paused, .playing]),
@@ -275,6 +307,7 @@ struct TransportPropertyTests {
         // The inputs a session sends rarely: each as often as the others.
         case 17: return random.chance(0.5) ? .seekNextTaken(.seconds(random.int(0..<60))) : .prerollTimedOut
         case 18: return random.chance(0.5) ? .handOverFailed : .noteFailure
+        case 19: return .checked(random.pick(states), random.pick([.voidPending, .voidPending, .playing, .paused]))
         default: return .stuck
         }
     }
@@ -307,6 +340,7 @@ struct TransportPropertyTests {
             transport.noteFailure()
             return []
         case .prerollTimedOut: return transport.prerollTimedOut()
+        case .checked(let current, let pending): return transport.stateChecked(current: current, pending: pending)
         }
     }
 
@@ -350,7 +384,8 @@ struct TransportPropertyTests {
                     check(transport.loadedEntry == nil, "paused because nothing can play: \(context)")
                 case (let status, .reached(let state)):
                     check(state == (status == .playing ? .playing : .paused), "\(context)")
-                case (let status, .asyncDone(let current, .voidPending)):
+                case (let status, .asyncDone(let current, .voidPending)),
+                    (let status, .checked(let current, .voidPending)):
                     check(current == (status == .playing ? .playing : .paused), "\(context)")
                 case (.playing, .play), (.paused, .pause):
                     check(

@@ -64,6 +64,15 @@ extension Engine {
             logger.warning("seek to \(target.clock) refused by the pipeline")
             pipeline.queryPosition()
             run(transport.seekRefused())
+        case .stateChecked(let current, let pending):
+            let actions = transport.stateChecked(current: current, pending: pending)
+            if !actions.isEmpty, let load = transport.loaded {
+                let asked = transport.intent == .playing ? "playing" : "paused"
+                logger.info(
+                    "the pipeline had not confirmed \(asked) for \(name(of: load)) within \(StreamWatch.seconds(Self.stateCheckDelay)): it is \(current), \(pending == .voidPending ? "with no change under way" : "heading for \(pending)")"
+                )
+            }
+            run(actions)
         case .position(let reported, let at):
             positionReported(reported, at: at)
         case .elements(let names):

@@ -45,6 +45,10 @@ final class Engine {
     let prerollTimer = Countdown()
     /// Runs while a load waits for the preroll in progress.
     let prerollWait = Countdown()
+    /// Runs while the pipeline has not confirmed the state asked for (see ``watchState()``).
+    let stateCheck = Countdown()
+    /// How long the pipeline has to confirm a state before it is asked where it is.
+    static let stateCheckDelay: Duration = .seconds(3)
     /// Network streams: their buffering, their tags, and whether they stall.
     private(set) lazy var streams = StreamFollow(engine: self)
 
@@ -160,6 +164,7 @@ final class Engine {
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
     func shutdown(done: (@MainActor @Sendable () -> Void)?) {
         prerollTimer.cancel()
+        stateCheck.cancel()
         _ = transport.stop()
         pipeline.release(freed: done)
     }
@@ -210,6 +215,22 @@ final class Engine {
             case .advance(let id):
                 owner?.advance(from: id)
             }
+        }
+        watchState()
+    }
+
+    /// The pipeline reports each state it reaches, and the transport waits for that word. So
+    /// that a report GStreamer never sends (a change lost between its own move toward PLAYING
+    /// and one asked for) cannot leave a stream waiting for good, a state not confirmed
+    /// within ``stateCheckDelay`` is asked of the pipeline, and asked for again if it is not
+    /// on its way.
+    private func watchState() {
+        guard transport.awaitsState else { return stateCheck.cancel() }
+        guard !stateCheck.isRunning else { return }
+        let number = loadNumber
+        stateCheck.start(after: Self.stateCheckDelay) { [weak self] in
+            guard let self, loadNumber == number, transport.awaitsState else { return }
+            pipeline.checkState()
         }
     }
 

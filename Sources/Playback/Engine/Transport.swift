@@ -89,6 +89,13 @@ struct Transport: Sendable, Equatable {
         return false
     }
 
+    /// Loaded, and waiting for the pipeline to confirm the state asked for (Play, Pause, or
+    /// the end of a preroll, a seek or buffering).
+    var awaitsState: Bool {
+        if case .loaded(_, nil) = phase { return true }
+        return false
+    }
+
     /// A flushing seek is in flight.
     var isSeeking: Bool {
         if case .seeking = phase { return true }
@@ -293,6 +300,14 @@ struct Transport: Sendable, Equatable {
         }
     }
 
+    /// What the pipeline says its state is, when asked because it has not confirmed the one
+    /// asked for within a while (see ``awaitsState``): settled if it is there, asked again if
+    /// it is not heading there. A change still under way is left to finish.
+    mutating func stateChecked(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
+        guard awaitsState else { return [] }
+        return settleIfReached(current: current, pending: pending)
+    }
+
     /// A state change GStreamer refused at once (the errors it queued were reported first).
     mutating func stateChangeFailed() -> [Action] {
         guard let load = loadedOrNil() else { return [] }
@@ -383,10 +398,16 @@ struct Transport: Sendable, Equatable {
     }
 
     /// The buffering level of a network stream that should play.
+    ///
+    /// It pauses only once the pipeline has confirmed PLAYING. GStreamer's BUFFERING message
+    /// documentation has the application expect levels while the pipeline prerolls, and
+    /// PAUSED asked for while it still heads for PLAYING on its own (after a preroll, a seek
+    /// or the end of buffering) can leave it in PAUSED without a word, the stream never
+    /// resumed. The levels that follow PLAYING pause it if the buffer is still short.
     mutating func buffering(percent: Int) -> [Action] {
         guard intent == .playing else { return [] }
         switch phase {
-        case .loaded(let load, _) where percent < 100:
+        case .loaded(let load, .playing) where percent < 100:
             phase = .buffering(load)
             return [.setState(.paused)]
         case .buffering(let load) where percent >= 100:

@@ -42,12 +42,17 @@ extension Pipeline {
             }
             gst_query_unref(query)
         }
+        (facts.current, facts.pending) = Self.state(of: playbin)
+        return facts
+    }
+
+    /// The state the pipeline is in and the one it heads for, at once (a timeout of zero:
+    /// a change under way is not waited for).
+    static func state(of playbin: UnsafeMutablePointer<GstElement>) -> (current: State, pending: State) {
         var current = GST_STATE_VOID_PENDING
         var pending = GST_STATE_VOID_PENDING
         gst_element_get_state(playbin, &current, &pending, 0)
-        facts.current = State(current)
-        facts.pending = State(pending)
-        return facts
+        return (State(current), State(pending))
     }
 
     private func translate(_ message: UnsafeMutablePointer<GstMessage>) -> Event? {

@@ -237,6 +237,16 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
+    /// Asks what state the pipeline is in, without waiting on a change under way; the answer
+    /// comes as ``Event/stateChecked(current:pending:)``.
+    func checkState() {
+        run { pipeline in
+            guard let playbin = pipeline.playbin else { return }
+            let (current, pending) = Self.state(of: playbin)
+            pipeline.post(.stateChecked(current: current, pending: pending))
+        }
+    }
+
     /// How many bytes the sources have sent on so far, over every URI loaded: a stream whose
     /// count grows is receiving data, however long its decoders take to make audio of it.
     /// Reads a counter, never the playbin: it never waits.

@@ -60,6 +60,9 @@ extension Pipeline {
         case stateChangeFailed(State)
         /// A seek GStreamer refused.
         case seekRefused(Duration)
+        /// The answer to ``checkState()``: the state the pipeline is in, and the one it
+        /// heads for (``State/voidPending`` when none).
+        case stateChecked(current: State, pending: State)
         /// The answer to ``queryPosition()``: where the stream was `at` that moment.
         case position(Duration?, at: ContinuousClock.Instant)
         /// The factory names of the elements the loaded stream is played with, once it
