@@ -66,7 +66,8 @@ public struct MediaError: Error, Sendable, Equatable, CustomStringConvertible {
 /// Reads tags and durations with GStreamer's discoverer on a background queue, one file
 /// at a time, and delivers results on the main actor.
 public final class Discoverer: Sendable {
-    private let queue = DispatchQueue(label: "quaver.discoverer", qos: .userInitiated)
+    /// The queue the readings run on, one at a time (tests hold it to queue requests).
+    let queue = DispatchQueue(label: "quaver.discoverer", qos: .userInitiated)
     private let timeout: Duration
     /// Where cover images found while reading go; nil: artwork is not looked for.
     public let artwork: ArtworkCache?

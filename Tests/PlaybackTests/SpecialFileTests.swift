@@ -204,6 +204,10 @@ struct SpecialFileTests {
         let tracks = try await Media.tracks(2, seconds: 0.3, in: folder).map(\.absoluteString)
         let discoverer = Discoverer()
         var answered: [String] = []
+        // The readings wait until every request is made: on a busy machine the first one
+        // could otherwise end before the later requests for its file come.
+        let gate = DispatchSemaphore(value: 0)
+        discoverer.queue.async { gate.wait() }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let order = [tracks[0], tracks[1], tracks[0], tracks[0]]
             for (number, uri) in order.enumerated() {
@@ -212,6 +216,7 @@ struct SpecialFileTests {
                     if answered.count == order.count { done.resume() }
                 }
             }
+            gate.signal()
         }
         // The two later requests for the first track join its reading, in the order asked.
         #expect(answered == ["0: Track 1", "2: Track 1", "3: Track 1", "1: Track 2"])
