@@ -401,9 +401,9 @@ struct Transport: Sendable, Equatable {
     ///
     /// It pauses only once the pipeline has confirmed PLAYING. GStreamer's BUFFERING message
     /// documentation has the application expect levels while the pipeline prerolls, and
-    /// PAUSED asked for while it still heads for PLAYING on its own (after a preroll, a seek
-    /// or the end of buffering) can leave it in PAUSED without a word, the stream never
-    /// resumed. The levels that follow PLAYING pause it if the buffer is still short.
+    /// PAUSED asked for while the pipeline still heads for PLAYING on its own (after a
+    /// preroll, a seek or the end of buffering) races GStreamer's own state change. The
+    /// levels that follow PLAYING pause it if the buffer is still short.
     mutating func buffering(percent: Int) -> [Action] {
         guard intent == .playing else { return [] }
         switch phase {
