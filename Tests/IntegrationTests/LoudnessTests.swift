@@ -89,7 +89,9 @@ struct LoudnessTests {
         // before, and the reload between them would reopen the file sink and lose what was
         // rendered before. The levels, not this wait, are what the tests check.
         let ids = try await session.trackListTracks()
-        _ = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(100)) { try await session.tagsRead(ids) }
+        let read = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(100)) {
+            try await session.tagsRead(ids)
+        }
         try await beforePlay(session)
         let mark = session.signals.count
         _ = try await session.call("Play")
@@ -100,7 +102,16 @@ struct LoudnessTests {
         try await session.waitForStatus("Stopped", after: started + 1)
         _ = try await session.call("Quit", interface: MPRISNames.root)
         #expect(try await session.waitForExit() == 0)
-        return try await Task.detached { try WAV(contentsOf: output) }.value
+        let wav = try await Task.detached { try WAV(contentsOf: output) }.value
+        // The tracks follow each other gaplessly into one file: a shorter render means the
+        // file sink was opened again for a track loaded rather than handed over, and the
+        // levels after it belong to other tracks. The daemon's debug log says which.
+        let rendered = Double(wav.frames) / Double(max(wav.sampleRate, 1))
+        #expect(
+            rendered >= Double(files.count) * LoudnessFixtures.seconds - 0.5,
+            "\(rendered) s rendered for \(files.count) tracks of \(LoudnessFixtures.seconds) s; every track's tags read before Play: \(read); log:\n\(session.log())"
+        )
+        return wav
     }
 
     /// The level of each track's middle (its first and last half second left out: lossy
