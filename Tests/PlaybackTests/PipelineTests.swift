@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import TestKit
 import Testing
@@ -6,36 +7,129 @@ import Testing
 
 @Suite("GaplessHandoff")
 struct GaplessHandoffTests {
-    @Test func commitHandsOverThePreparedURIOnce() {
-        let handoff = GaplessHandoff()
-        #expect(handoff.commit() == nil)
-        #expect(!handoff.hasCommitted)
+    private static let a = GaplessHandoff.Item(entryID: 7, uri: "file:///a.flac")
+    private static let b = GaplessHandoff.Item(entryID: 8, uri: "file:///b.flac")
 
-        handoff.prepare(.init(entryID: 7, uri: "file:///a.flac"))
+    /// `handoff.commit()` on a thread of its own, as GStreamer's streaming thread calls it,
+    /// with how long it took.
+    private static func commitOnAnotherThread(_ handoff: GaplessHandoff) async -> (String?, Duration) {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let start = ContinuousClock.now
+                let uri = handoff.commit()
+                continuation.resume(returning: (uri, ContinuousClock.now - start))
+            }
+        }
+    }
+
+    @Test func commitHandsOverTheAnsweredURIOnce() {
+        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        #expect(handoff.commit() == nil, "nothing is loaded")
+        handoff.loaded(1, loudness: nil)
+        handoff.answer(.item(Self.a), load: 1)
         #expect(!handoff.hasCommitted)
-        #expect(handoff.commit() == "file:///a.flac")
+        #expect(handoff.commit() == Self.a.uri)
         #expect(handoff.hasCommitted)
-        #expect(handoff.commit() == nil, "a prepared URI is handed over only once")
-
-        #expect(handoff.takeCommitted() == .init(entryID: 7, uri: "file:///a.flac"))
+        #expect(handoff.committedEntryID == Self.a.entryID)
+        #expect(handoff.commit() == nil, "an answer is handed over only once")
+        #expect(handoff.takeCommitted() == Self.a)
         #expect(handoff.takeCommitted() == nil)
         #expect(!handoff.hasCommitted)
     }
 
-    @Test func preparingNothingOrResettingCancels() {
-        let handoff = GaplessHandoff()
-        handoff.prepare(.init(entryID: 1, uri: "file:///a.flac"))
-        handoff.prepare(nil)
+    @Test func anAnswerMadeBeforeTheTakenURIStartedIsIgnored() {
+        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        handoff.loaded(1, loudness: nil)
+        handoff.answer(.item(Self.a), load: 1)
+        #expect(handoff.commit() == Self.a.uri)
+        // The main actor, not yet told of the switch, answers again for the stream before:
+        // handed over, it would play the same track twice.
+        handoff.answer(.item(Self.a), load: 1)
+        #expect(handoff.takeCommitted() == Self.a)
         #expect(handoff.commit() == nil)
+        handoff.answer(.item(Self.b), load: 1)
+        #expect(handoff.commit() == Self.b.uri, "the answer given once the switch is known")
+    }
 
-        handoff.prepare(.init(entryID: 2, uri: "file:///b.flac"))
-        handoff.prepare(.init(entryID: 3, uri: "file:///c.flac"))
-        #expect(handoff.commit() == "file:///c.flac", "the latest preparation wins")
-        handoff.prepare(.init(entryID: 4, uri: "file:///d.flac"))
-        handoff.reset()
-        #expect(!handoff.hasCommitted)
-        #expect(handoff.takeCommitted() == nil)
+    @Test func theLatestAnswerWinsAndNothingEndsTheStream() {
+        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        handoff.loaded(1, loudness: nil)
+        handoff.answer(.item(Self.a), load: 1)
+        handoff.answer(.nothing, load: 1)
+        let start = ContinuousClock.now
         #expect(handoff.commit() == nil)
+        #expect(ContinuousClock.now - start < .seconds(30), "an answer of nothing is not waited for")
+        handoff.answer(.item(Self.a), load: 1)
+        handoff.answer(.item(Self.b), load: 1)
+        #expect(handoff.commit() == Self.b.uri)
+    }
+
+    @Test func aMissingAnswerIsWaitedForUntilItComes() async throws {
+        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        handoff.loaded(1, loudness: nil)
+        handoff.answer(.pending, load: 1)
+        async let committed = Self.commitOnAnotherThread(handoff)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(!handoff.hasCommitted, "the handler waits")
+        handoff.answer(.item(Self.a), load: 1)
+        let (uri, took) = await committed
+        #expect(uri == Self.a.uri, "the answer given while the handler waited")
+        #expect(took < .seconds(30))
+    }
+
+    @Test func aMissingAnswerIsWaitedForAtMostTheLimit() async {
+        let handoff = GaplessHandoff(answerWait: .milliseconds(200))
+        handoff.loaded(1, loudness: nil)
+        let (uri, took) = await Self.commitOnAnotherThread(handoff)
+        #expect(uri == nil)
+        #expect(took >= .milliseconds(200) && took < .seconds(30))
+    }
+
+    @Test func abandoningTheStreamEndsTheWaitAtOnce() async throws {
+        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        handoff.loaded(1, loudness: nil)
+        async let committed = Self.commitOnAnotherThread(handoff)
+        try await Task.sleep(for: .milliseconds(100))
+        handoff.abandon()
+        let (uri, took) = await committed
+        #expect(uri == nil)
+        #expect(took < .seconds(30))
+        handoff.answer(.item(Self.a), load: 1)
+        #expect(handoff.commit() == nil, "nothing is handed over for a stream taken down")
+    }
+
+    @Test func anAnswerCountsOnlyForItsOwnLoad() {
+        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        handoff.loaded(1, loudness: nil)
+        // The main actor answers for load 2 as soon as it asks for it, before the pipeline's
+        // queue has taken load 1 down.
+        handoff.answer(.item(Self.a), load: 2)
+        #expect(handoff.commit() == nil, "not for load 1")
+        handoff.abandon()
+        handoff.loaded(2, loudness: nil)
+        #expect(handoff.commit() == Self.a.uri, "the answer for load 2 stands once it is loaded")
+        handoff.abandon()
+        handoff.loaded(3, loudness: nil)
+        #expect(handoff.takeCommitted() == nil)
+        #expect(handoff.commit() == nil, "an answer for an earlier load is never used")
+    }
+
+    @Test func loudnessFollowsTheStreamsInTheOrderTheyStart() {
+        var quiet = Loudness.neutralPlan
+        quiet.preamp = -6
+        var loud = Loudness.neutralPlan
+        loud.preamp = 3
+        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        handoff.loaded(1, loudness: quiet)
+        var next = Self.a
+        next.loudness = loud
+        handoff.answer(.item(next), load: 1)
+        #expect(handoff.commit() == next.uri)
+        #expect(handoff.streamStarts() == (true, quiet))
+        #expect(handoff.streamStarts() == (true, loud))
+        #expect(handoff.streamStarts() == (false, nil), "none given: the one applied goes on")
+        handoff.abandon()
+        #expect(handoff.streamStarts() == (false, nil), "a stream taken down starts nothing")
     }
 
     @Test func durationNanoseconds() {

@@ -1,3 +1,4 @@
+import AudioCheck
 import Foundation
 import TestKit
 import Testing
@@ -134,6 +135,40 @@ extension PlayerPlaybackTests {
         #expect(probe.playedIDs == entries.map(\.id), "the first track was never reported")
         #expect(probe.statuses == [.stopped, .playing, .stopped])
         #expect(probe.playedIDs.last == entries[1].id)
+    }
+
+    /// Into an output faster than real time (a file rendered with `wavenc ! filesink`),
+    /// playbin reads a short track to its end, and asks what follows it, milliseconds after it
+    /// starts. The main actor answers that once the track starts; busy then, it used to
+    /// answer too late: the track ended, what followed was loaded afresh, and the reload
+    /// opened the rendered file again, so that it held only the last tracks. playbin now
+    /// waits for the answer, and every track is handed over. `readFirst`: whether the tags are
+    /// read before Play; if not, the answer waits for each track's read as well.
+    @Test(arguments: [true, false])
+    func aRenderFasterThanRealTimeHandsEveryTrackOverWhileTheMainActorIsBusy(readFirst: Bool) async throws {
+        let files = try await Media.tracks(5, seconds: 1, in: folder)
+        let output = folder.url.appendingPathComponent("render.wav")
+        let probe = try PlayerProbe.make(
+            audioSink:
+                "audioconvert ! audioresample ! audio/x-raw,format=S16LE,rate=44100,channels=1 ! wavenc ! filesink location=\(output.path)"
+        )
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        if readFirst {
+            player.readInfoAhead(entries.map(\.id))
+            #expect(await probe.wait { entries.allSatisfy { player.entry(id: $0.id)?.info != nil } })
+        }
+        player.play()
+        keepMainThreadBusy(seconds: 0.5)  // simulated load: the whole render takes less
+        #expect(await probe.wait(upTo: .seconds(20)) { player.status == .stopped && probe.statuses.count > 2 })
+        #expect(probe.playedIDs.last == entries.last?.id)
+        #expect(probe.log.lines(containing: "gapless switch").count == 4, "\(probe.log.messages)")
+        #expect(probe.log.lines(containing: "loading what follows").isEmpty, "\(probe.log.messages)")
+        let rendered = try WAV(contentsOf: output)
+        #expect(rendered.headerComplete)
+        #expect(
+            abs(Double(rendered.frames) / 44_100 - 5) < 0.1,
+            "the render holds \(Double(rendered.frames) / 44_100) s of the 5 s queued")
     }
 }
 

@@ -155,8 +155,8 @@ final class Engine {
         pipeline.setVolume(volume)
     }
 
-    /// Tells playbin which entry follows the loaded one, for a gapless switch.
-    func prepareNext(_ item: GaplessHandoff.Item?) { pipeline.prepareNext(item) }
+    /// Tells playbin what follows the stream that started last, for a gapless switch.
+    func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.prepareNext(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
     func noteFailure() { transport.noteFailure() }

@@ -1,8 +1,15 @@
 internal import CGStreamer
 internal import CGStreamerShims
 
-/// The next URI for gapless playback, prepared by the main actor and read by GStreamer's
+/// The next URI for gapless playback, answered by the main actor and read by GStreamer's
 /// `about-to-finish` handler on a streaming thread. The lock is the only shared state.
+///
+/// playbin asks for the next URI as soon as it has read the current one, which for a short
+/// track, or an output faster than real time (a file rendered with `wavenc ! filesink`),
+/// is milliseconds after that track started. The main actor answers what follows each
+/// stream once that stream starts, so the handler waits for that answer, at most
+/// ``answerWait``, rather than let the stream end for want of it. The wait is on GStreamer's
+/// streaming thread, never on the main actor, and never when the answer is already given.
 final class GaplessHandoff: Sendable {
     struct Item: Sendable, Equatable {
         var entryID: UInt64
@@ -10,28 +17,77 @@ final class GaplessHandoff: Sendable {
         /// The gain the stream plays at, applied when it starts.
         var loudness: LoudnessPlan?
     }
+
+    /// What follows the stream in the pipeline, as the main actor knows it.
+    enum Answer: Sendable, Equatable {
+        /// Not known yet (its tags are being read): the handler waits for the answer.
+        case pending
+        /// Nothing: the stream ends.
+        case nothing
+        /// This entry plays next.
+        case item(Item)
+    }
+
     private struct State {
-        var prepared: Item?
+        /// The load whose stream is in the pipeline (nil: none, or it is being taken down).
+        var load: Int?
+        /// How many URIs playbin took during this load.
+        var taken = 0
+        /// The main actor's answer, for the load and the number of URIs taken it was given at.
+        var answer: (load: Int, taken: Int, value: Answer)?
+        /// The item playbin took and has not started yet.
         var committed: Item?
         /// The loudness of the streams that start next, in the order they start: the loaded
         /// one's (until its stream starts), then the one handed over. playbin can take the
         /// next URI before the loaded stream has reached the audio filter.
         var upcomingLoudness: [LoudnessPlan?] = []
+
+        /// The answer given for what follows now, if any.
+        var currentAnswer: Answer? {
+            guard let load, let answer, answer.load == load, answer.taken == taken else { return nil }
+            return answer.value
+        }
     }
     private let state = Locked(State())
 
-    /// Main actor: what should follow the current stream (nil: nothing, let it end).
-    func prepare(_ item: Item?) { state.withLock { $0.prepared = item } }
+    /// How long `about-to-finish` waits for the main actor's answer.
+    let answerWait: Duration
 
-    /// Streaming thread: hands over the prepared URI and remembers it was handed over.
-    func commit() -> String? {
-        state.withLock { state in
-            guard let item = state.prepared else { return nil }
-            state.committed = item
-            state.prepared = nil
-            state.upcomingLoudness.append(item.loudness)
-            return item.uri
+    /// - Parameter answerWait: how long the `about-to-finish` handler waits for the main
+    ///   actor to say what follows; under the pipeline's stuck limit, since a call into
+    ///   GStreamer can wait on that handler.
+    init(answerWait: Duration = .seconds(1)) {
+        self.answerWait = answerWait
+    }
+
+    /// Main actor: what follows the stream of load `load` (the last one started). Ignored
+    /// while playbin holds a URI it took and has not started: the answer for what follows
+    /// that one comes once it starts.
+    func answer(_ value: Answer, load: Int) {
+        state.withLockWakingWaiters { state in
+            let taken = state.load == load ? state.taken : 0
+            guard state.load != load || state.committed == nil else { return }
+            state.answer = (load, taken, value)
         }
+    }
+
+    /// Streaming thread: hands over the URI that follows, waiting for the answer when it
+    /// has not been given yet; nil when nothing follows, the stream is being taken down, or
+    /// no answer came within ``answerWait``.
+    func commit() -> String? {
+        let uri = state.withLock(waitingUpTo: answerWait) { state -> String?? in
+            guard state.load != nil else { return .some(nil) }
+            switch state.currentAnswer {
+            case nil, .pending?: return nil
+            case .nothing?: return .some(nil)
+            case .item(let item)?:
+                state.committed = item
+                state.taken += 1
+                state.upcomingLoudness.append(item.loudness)
+                return item.uri
+            }
+        }
+        return uri ?? nil
     }
 
     /// Main actor, on stream start: the item that playbin switched to gaplessly, if any.
@@ -42,17 +98,32 @@ final class GaplessHandoff: Sendable {
         }
     }
 
-    /// Main actor: whether playbin already took the prepared URI and has not started it yet.
+    /// Main actor: whether playbin already took the next URI and has not started it yet.
     var hasCommitted: Bool { state.withLock { $0.committed != nil } }
 
     /// Main actor: the entry whose URI playbin took and has not started yet.
     var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
 
-    /// Main actor: forget everything (a new track is loaded by hand).
-    func reset() { state.withLock { $0 = State() } }
+    /// Pipeline queue, before the stream in the pipeline is taken down: a handler still
+    /// waiting for an answer stops waiting, and none is handed over until the next load.
+    func abandon() {
+        state.withLockWakingWaiters { state in
+            state.load = nil
+            state.committed = nil
+            state.upcomingLoudness = []
+        }
+    }
 
-    /// Pipeline queue, once a stream is loaded: its loudness comes first.
-    func loaded(loudness: LoudnessPlan?) { state.withLock { $0.upcomingLoudness = [loudness] } }
+    /// Pipeline queue, once load `number` is in the pipeline: nothing is taken yet, an
+    /// answer already given for it stands, and its loudness comes first.
+    func loaded(_ number: Int, loudness: LoudnessPlan?) {
+        state.withLockWakingWaiters { state in
+            state.load = number
+            state.taken = 0
+            state.committed = nil
+            state.upcomingLoudness = [loudness]
+        }
+    }
 
     /// Streaming thread, as a stream starts in the audio filter: its loudness (`known` false
     /// when none was given for it, and the one applied goes on).

@@ -14,9 +14,9 @@ import Glibc
 final class Pipeline: @unchecked Sendable {
     /// How long a call into the playbin may take before the pipeline counts as stuck.
     var stuckLimit: Duration { jobs.limit }
-    /// The gapless hand-over: the next URI, prepared by the main actor, read by
+    /// The gapless hand-over: the next URI, answered by the main actor, read by
     /// `about-to-finish` on a streaming thread.
-    let handoff = GaplessHandoff()
+    let handoff: GaplessHandoff
 
     /// Bytes the sources of the playbin have sent on, counted on its streaming threads.
     private let sourceBytes = cshims_byte_counter_new()
@@ -50,6 +50,9 @@ final class Pipeline: @unchecked Sendable {
             DispatchQueue.main.async { MainActor.assumeIsolated { deliver(delivery) } }
         }
         self.deliver = deliver
+        // A call into GStreamer can wait on the about-to-finish handler: the handler's wait
+        // ends well before such a call counts as stuck.
+        handoff = GaplessHandoff(answerWait: min(.seconds(1), stuckLimit / 3))
         // The watchdog reports a stuck pipeline whatever load it was at.
         jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) {
             deliver(Delivery(load: .max, event: .stuck))
@@ -170,7 +173,7 @@ final class Pipeline: @unchecked Sendable {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
-            pipeline.handoff.loaded(loudness: loudness)
+            pipeline.handoff.loaded(number, loudness: loudness)
             pipeline.loadNumber = number
             pipeline.loadedURI = uri
             pipeline.wantsElements = true
@@ -211,13 +214,12 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// What follows the loaded stream, for a gapless switch (nil: nothing, let it end). In
-    /// order with the loads: a stream about to be taken down never takes it.
-    func prepareNext(_ item: GaplessHandoff.Item?) {
-        jobs.queue.async { [self] in
-            guard !jobs.isRetired else { return }
-            handoff.prepare(item)
-        }
+    /// What follows the stream of load `load`, for a gapless switch. Given at once, not in
+    /// order with the commands: the `about-to-finish` handler may be waiting for it, and a
+    /// command queued before it may be waiting on that handler. An answer for a load not in
+    /// the pipeline yet waits for it; one for a load taken down is never used.
+    func prepareNext(_ answer: GaplessHandoff.Answer, load: Int) {
+        handoff.answer(answer, load: load)
     }
 
     /// Sets the volume, on the cubic scale of desktop mixers (0...1).
@@ -258,6 +260,7 @@ final class Pipeline: @unchecked Sendable {
         // queue of its own, never on the thread that dropped the pipeline (the main actor).
         guard let playbin else { return }
         busSource?.cancel()
+        handoff.abandon()
         let parts = Parts(playbin: playbin, bus: bus, handlers: handlers)
         DispatchQueue(label: "quaver.pipeline.free").async {
             for handler in parts.handlers where handler != 0 { cshims_disconnect(parts.playbin, handler) }
@@ -287,6 +290,7 @@ final class Pipeline: @unchecked Sendable {
     /// stuck call. `freed` is called (on the main actor) when it is.
     func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
         jobs.retire()
+        handoff.abandon()
         jobs.queue.async { [self] in
             busSource?.cancel()
             busSource = nil
@@ -319,8 +323,9 @@ final class Pipeline: @unchecked Sendable {
     }
 
     private func tearDown(_ playbin: UnsafeMutablePointer<GstElement>, fresh: Bool) {
+        // A handler waiting for what follows lets go first: the state change waits on it.
+        handoff.abandon()
         gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
-        handoff.reset()
         loudness?.reset()
         // What is still queued describes the stream just taken down.
         if let bus {

@@ -154,20 +154,24 @@ final class Conductor: EngineOwner {
 
     /// Tells the pipeline which URI follows the current one, for a gapless switch (see
     /// ``HandOverPlan``), and reads that entry's tags ahead of time when they are needed first.
+    /// While they are read, playbin is told to wait for the answer (for a while: see
+    /// ``GaplessHandoff``), so that a short track does not end for want of it.
     func prepareNext() {
         let selected = player.selectedIndex
         let next =
             requestedStatus == .stopped
             ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
         let plan = selected.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
-        if case .handOver(var item) = plan {
+        switch plan {
+        case .nothing:
+            engine.prepareNext(.nothing)
+        case .handOver(var item):
             item.loudness = loudnessPlan(for: item.entryID)
-            engine.prepareNext(item)
-        } else {
-            engine.prepareNext(nil)
+            engine.prepareNext(.item(item))
+        case .readFirst(let id, let uri):
+            engine.prepareNext(.pending)
+            catalog.readAhead(id, uri: uri) { [weak self] in self?.prepareNext() }
         }
-        guard case .readFirst(let id, let uri) = plan else { return }
-        catalog.readAhead(id, uri: uri) { [weak self] in self?.prepareNext() }
     }
 
     // MARK: - What else the engine reports
