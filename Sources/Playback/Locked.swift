@@ -54,14 +54,15 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
     func withLock<Result>(waitingUpTo limit: Duration, _ body: (inout Value) -> Result?) -> Result? {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let total = Int64(deadline.tv_nsec) + limit.nanoseconds
+        let total = Int64(deadline.tv_nsec) + max(limit, .zero).nanoseconds
         deadline.tv_sec += Int(total / 1_000_000_000)
         deadline.tv_nsec = Int(total % 1_000_000_000)
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while true {
             if let result = body(&value) { return result }
-            if pthread_cond_timedwait(changed, mutex, &deadline) == ETIMEDOUT { return body(&value) }
+            // Any error but a wake-up (the deadline passed, or could not be kept) ends the wait.
+            if pthread_cond_timedwait(changed, mutex, &deadline) != 0 { return body(&value) }
         }
     }
 }

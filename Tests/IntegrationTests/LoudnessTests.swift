@@ -85,9 +85,10 @@ struct LoudnessTests {
             try await session.waitForStatus("Stopped")
         }
         // Every track's tags are read before it plays, when that comes within 20 s. A track
-        // follows gaplessly only once read; on a loaded machine a read can outlast the track
-        // before, and the reload between them would reopen the file sink and lose what was
-        // rendered before. The levels, not this wait, are what the tests check.
+        // follows gaplessly only once read, and playbin waits at most a second for a read
+        // still under way; on a loaded machine a read can take longer, and the reload that
+        // follows would reopen the file sink and lose what was rendered before. The levels,
+        // not this wait, are what the tests check.
         let ids = try await session.trackListTracks()
         let read = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(100)) {
             try await session.tagsRead(ids)

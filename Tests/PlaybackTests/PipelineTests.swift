@@ -22,6 +22,15 @@ struct GaplessHandoffTests {
         }
     }
 
+    /// Waits until the handler on another thread waits for an answer (at most 30 s).
+    private static func waitUntilAsking(_ handoff: GaplessHandoff) async throws {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !handoff.isAsking {
+            try #require(ContinuousClock.now < deadline, "the handler never waited")
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     @Test func commitHandsOverTheAnsweredURIOnce() {
         let handoff = GaplessHandoff(answerWait: .milliseconds(20))
         #expect(handoff.commit() == nil, "nothing is loaded")
@@ -69,8 +78,9 @@ struct GaplessHandoffTests {
         handoff.loaded(1, loudness: nil)
         handoff.answer(.pending, load: 1)
         async let committed = Self.commitOnAnotherThread(handoff)
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(!handoff.hasCommitted, "the handler waits")
+        try await Self.waitUntilAsking(handoff)
+        #expect(!handoff.hasCommitted)
+        #expect(handoff.takesNext, "a seek now would race the hand-over")
         handoff.answer(.item(Self.a), load: 1)
         let (uri, took) = await committed
         #expect(uri == Self.a.uri, "the answer given while the handler waited")
@@ -89,7 +99,7 @@ struct GaplessHandoffTests {
         let handoff = GaplessHandoff(answerWait: .seconds(60))
         handoff.loaded(1, loudness: nil)
         async let committed = Self.commitOnAnotherThread(handoff)
-        try await Task.sleep(for: .milliseconds(100))
+        try await Self.waitUntilAsking(handoff)
         handoff.abandon()
         let (uri, took) = await committed
         #expect(uri == nil)
@@ -112,6 +122,10 @@ struct GaplessHandoffTests {
         handoff.loaded(3, loudness: nil)
         #expect(handoff.takeCommitted() == nil)
         #expect(handoff.commit() == nil, "an answer for an earlier load is never used")
+        handoff.abandon(retiring: true)
+        handoff.loaded(4, loudness: nil)
+        handoff.answer(.item(Self.b), load: 4)
+        #expect(handoff.commit() == nil, "a load finishing after the release arms nothing")
     }
 
     @Test func loudnessFollowsTheStreamsInTheOrderTheyStart() {

@@ -142,8 +142,9 @@ extension PlayerPlaybackTests {
     /// starts. The main actor answers that once the track starts; busy then, it used to
     /// answer too late: the track ended, what followed was loaded afresh, and the reload
     /// opened the rendered file again, so that it held only the last tracks. playbin now
-    /// waits for the answer, and every track is handed over. `readFirst`: whether the tags are
-    /// read before Play; if not, the answer waits for each track's read as well.
+    /// waits for the answer, and every track is handed over. `readFirst` false: the tags are
+    /// not read before Play, so Play itself waits for the first read, and playbin waits for
+    /// the read of each track after it (the answer is pending until then).
     @Test(arguments: [true, false])
     func aRenderFasterThanRealTimeHandsEveryTrackOverWhileTheMainActorIsBusy(readFirst: Bool) async throws {
         let files = try await Media.tracks(5, seconds: 1, in: folder)

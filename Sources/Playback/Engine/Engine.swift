@@ -123,7 +123,7 @@ final class Engine {
 
     /// Seeks in the loaded stream; false when there is nothing to seek in.
     func seek(to target: Duration) -> Bool {
-        let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.hasCommitted)
+        let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.takesNext)
         guard accepted else { return false }
         positionFollow.loaded()
         clock.set(target, rate: 0)
@@ -155,7 +155,8 @@ final class Engine {
         pipeline.setVolume(volume)
     }
 
-    /// Tells playbin what follows the stream that started last, for a gapless switch.
+    /// Tells playbin what follows the loaded stream (or, after a gapless switch, the stream
+    /// switched to), for a gapless switch.
     func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.prepareNext(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).

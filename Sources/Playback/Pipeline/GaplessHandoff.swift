@@ -6,10 +6,11 @@ internal import CGStreamerShims
 ///
 /// playbin asks for the next URI as soon as it has read the current one, which for a short
 /// track, or an output faster than real time (a file rendered with `wavenc ! filesink`),
-/// is milliseconds after that track started. The main actor answers what follows each
-/// stream once that stream starts, so the handler waits for that answer, at most
-/// ``answerWait``, rather than let the stream end for want of it. The wait is on GStreamer's
-/// streaming thread, never on the main actor, and never when the answer is already given.
+/// is milliseconds after that track started. The main actor answers for each load as it
+/// starts it, and for a track handed over once it hears of the switch to it, so the handler
+/// waits for that answer, at most ``answerWait``, rather than let the stream end for want of
+/// it. The wait is on GStreamer's streaming thread, never on the main actor, and never when
+/// the answer is already given.
 final class GaplessHandoff: Sendable {
     struct Item: Sendable, Equatable {
         var entryID: UInt64
@@ -31,6 +32,10 @@ final class GaplessHandoff: Sendable {
     private struct State {
         /// The load whose stream is in the pipeline (nil: none, or it is being taken down).
         var load: Int?
+        /// The pipeline was released: no load arms the handoff again.
+        var retired = false
+        /// The handler is waiting for an answer.
+        var asking = false
         /// How many URIs playbin took during this load.
         var taken = 0
         /// The main actor's answer, for the load and the number of URIs taken it was given at.
@@ -60,9 +65,9 @@ final class GaplessHandoff: Sendable {
         self.answerWait = answerWait
     }
 
-    /// Main actor: what follows the stream of load `load` (the last one started). Ignored
-    /// while playbin holds a URI it took and has not started: the answer for what follows
-    /// that one comes once it starts.
+    /// Main actor: what follows the stream of load `load`, the last one asked of the
+    /// pipeline. Ignored while playbin holds a URI it took and has not started: the answer
+    /// for what follows that one comes once the switch to it is heard.
     func answer(_ value: Answer, load: Int) {
         state.withLockWakingWaiters { state in
             let taken = state.load == load ? state.taken : 0
@@ -76,9 +81,12 @@ final class GaplessHandoff: Sendable {
     /// no answer came within ``answerWait``.
     func commit() -> String? {
         let uri = state.withLock(waitingUpTo: answerWait) { state -> String?? in
+            state.asking = false
             guard state.load != nil else { return .some(nil) }
             switch state.currentAnswer {
-            case nil, .pending?: return nil
+            case nil, .pending?:
+                state.asking = true
+                return nil
             case .nothing?: return .some(nil)
             case .item(let item)?:
                 state.committed = item
@@ -87,6 +95,7 @@ final class GaplessHandoff: Sendable {
                 return item.uri
             }
         }
+        state.withLock { $0.asking = false }
         return uri ?? nil
     }
 
@@ -101,13 +110,23 @@ final class GaplessHandoff: Sendable {
     /// Main actor: whether playbin already took the next URI and has not started it yet.
     var hasCommitted: Bool { state.withLock { $0.committed != nil } }
 
+    /// Main actor: whether playbin took the next URI, or waits to be told it. A seek now
+    /// would race the hand-over: the seek waits on the handler, and the URI answered
+    /// meanwhile would follow the stream it moved.
+    var takesNext: Bool { state.withLock { $0.committed != nil || $0.asking } }
+
+    /// Whether the handler is waiting for an answer.
+    var isAsking: Bool { state.withLock { $0.asking } }
+
     /// Main actor: the entry whose URI playbin took and has not started yet.
     var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
 
-    /// Pipeline queue, before the stream in the pipeline is taken down: a handler still
-    /// waiting for an answer stops waiting, and none is handed over until the next load.
-    func abandon() {
+    /// Before the stream in the pipeline is taken down (on the pipeline's queue), or the
+    /// pipeline released (`retiring`, from any thread): a handler still waiting for an answer
+    /// stops waiting, and nothing is handed over until the next load, or ever after a release.
+    func abandon(retiring: Bool = false) {
         state.withLockWakingWaiters { state in
+            if retiring { state.retired = true }
             state.load = nil
             state.committed = nil
             state.upcomingLoudness = []
@@ -118,6 +137,7 @@ final class GaplessHandoff: Sendable {
     /// answer already given for it stands, and its loudness comes first.
     func loaded(_ number: Int, loudness: LoudnessPlan?) {
         state.withLockWakingWaiters { state in
+            guard !state.retired else { return }
             state.load = number
             state.taken = 0
             state.committed = nil

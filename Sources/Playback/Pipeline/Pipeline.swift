@@ -260,7 +260,7 @@ final class Pipeline: @unchecked Sendable {
         // queue of its own, never on the thread that dropped the pipeline (the main actor).
         guard let playbin else { return }
         busSource?.cancel()
-        handoff.abandon()
+        handoff.abandon(retiring: true)
         let parts = Parts(playbin: playbin, bus: bus, handlers: handlers)
         DispatchQueue(label: "quaver.pipeline.free").async {
             for handler in parts.handlers where handler != 0 { cshims_disconnect(parts.playbin, handler) }
@@ -290,7 +290,8 @@ final class Pipeline: @unchecked Sendable {
     /// stuck call. `freed` is called (on the main actor) when it is.
     func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
         jobs.retire()
-        handoff.abandon()
+        // A stuck load that returns later must not arm it again.
+        handoff.abandon(retiring: true)
         jobs.queue.async { [self] in
             busSource?.cancel()
             busSource = nil

@@ -158,8 +158,13 @@ final class Conductor: EngineOwner {
     /// ``GaplessHandoff``), so that a short track does not end for want of it.
     func prepareNext() {
         let selected = player.selectedIndex
+        // What follows the selection is the answer only for the selection's own stream: while
+        // another one is still in the pipeline (the selection's tags are read, or its load
+        // waits for a preroll), that one ends, and the selection's load answers for itself.
+        let selectionLoaded =
+            player.pendingRead == nil && selected.map { queue[$0].id } == engine.transport.loadedEntry
         let next =
-            requestedStatus == .stopped
+            requestedStatus == .stopped || !selectionLoaded
             ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
         let plan = selected.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
         switch plan {
