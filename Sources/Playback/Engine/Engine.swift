@@ -156,8 +156,10 @@ final class Engine {
     }
 
     /// Tells playbin what follows the loaded stream (or, after a gapless switch, the stream
-    /// switched to), for a gapless switch.
-    func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.prepareNext(answer, load: loadNumber) }
+    /// switched to), for a gapless switch. Given at once, not through the pipeline's queue:
+    /// the `about-to-finish` handler may be waiting for it, and a command queued on that
+    /// queue may be waiting on the handler. The load number keeps it from a stream taken down.
+    func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
     func noteFailure() { transport.noteFailure() }

@@ -61,7 +61,7 @@ final class GaplessHandoff: Sendable {
     /// - Parameter answerWait: how long the `about-to-finish` handler waits for the main
     ///   actor to say what follows; under the pipeline's stuck limit, since a call into
     ///   GStreamer can wait on that handler.
-    init(answerWait: Duration = .seconds(1)) {
+    init(answerWait: Duration) {
         self.answerWait = answerWait
     }
 

@@ -214,14 +214,6 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// What follows the stream of load `load`, for a gapless switch. Given at once, not in
-    /// order with the commands: the `about-to-finish` handler may be waiting for it, and a
-    /// command queued before it may be waiting on that handler. An answer for a load not in
-    /// the pipeline yet waits for it; one for a load taken down is never used.
-    func prepareNext(_ answer: GaplessHandoff.Answer, load: Int) {
-        handoff.answer(answer, load: load)
-    }
-
     /// Sets the volume, on the cubic scale of desktop mixers (0...1).
     func setVolume(_ volume: Double) {
         run { pipeline in
