@@ -40,6 +40,12 @@ GstElementFactoryListType cshims_factory_type_audio_decodable(void) {
            GST_ELEMENT_FACTORY_TYPE_PARSER;
 }
 
+GstElementFactoryListType cshims_factory_type_decoder(void) { return GST_ELEMENT_FACTORY_TYPE_DECODER; }
+
+GstElementFactoryListType cshims_factory_type_container(void) {
+    return GST_ELEMENT_FACTORY_TYPE_DEMUXER | GST_ELEMENT_FACTORY_TYPE_PARSER;
+}
+
 const char *cshims_object_name(gpointer object) { return GST_OBJECT_NAME(object); }
 
 gpointer cshims_message_source(GstMessage *message) { return GST_MESSAGE_SRC(message); }
@@ -57,19 +63,21 @@ char *cshims_decoder_uri(gpointer object) {
     return uri;
 }
 
-// decodebin's "autoplug-select" handler: a decoder of video, images or subtitles is
-// skipped, so those streams are never decoded (playbin's flags only stop them being shown).
-// Returns GstAutoplugSelectResult, whose type is private to the playback plugin:
+// decodebin's "autoplug-select" handler: an element for video, images or subtitles (a
+// decoder, a parser, a converter or a sink) is skipped, so those streams are never decoded
+// nor parsed (playbin's flags only stop them being shown). Demuxers are kept: they carry the
+// audio. Returns GstAutoplugSelectResult, whose type is private to the playback plugin:
 // 0 = TRY, 2 = SKIP.
-static gint skip_non_audio_decoder(GstElement *bin, GstPad *pad, GstCaps *caps,
+static gint skip_non_audio_element(GstElement *bin, GstPad *pad, GstCaps *caps,
                                    GstElementFactory *factory, gpointer data) {
     (void)bin; (void)pad; (void)caps; (void)data;
+    return cshims_factory_is_non_audio(factory) ? 2 : 0;
+}
+
+gboolean cshims_factory_is_non_audio(GstElementFactory *factory) {
     const char *klass = gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_KLASS);
-    if (klass && strstr(klass, "Decoder") &&
-        (strstr(klass, "Video") || strstr(klass, "Image") || strstr(klass, "Subtitle"))) {
-        return 2;
-    }
-    return 0;
+    if (!klass || strstr(klass, "Demuxer") || strstr(klass, "Audio")) return FALSE;
+    return strstr(klass, "Video") || strstr(klass, "Image") || strstr(klass, "Subtitle");
 }
 
 // playbin's "element-setup": fires for every element added to it or to its sub-bins.
@@ -81,12 +89,19 @@ static void on_element_setup(GstElement *playbin, GstElement *element, gpointer 
     if (factory && g_strcmp0(GST_OBJECT_NAME(factory), "decodebin") == 0 &&
         !g_object_get_data(G_OBJECT(element), "quaver-audio-only")) {
         g_object_set_data(G_OBJECT(element), "quaver-audio-only", GINT_TO_POINTER(1));
-        g_signal_connect(element, "autoplug-select", G_CALLBACK(skip_non_audio_decoder), NULL);
+        g_signal_connect(element, "autoplug-select", G_CALLBACK(skip_non_audio_element), NULL);
     }
 }
 
 void cshims_playbin_decode_audio_only(GstElement *playbin) {
     g_signal_connect(playbin, "element-setup", G_CALLBACK(on_element_setup), NULL);
+    // playbin picks a video sink for a video stream whatever its flags, and with none set it
+    // makes every video sink the registry has (kmssink, dfbvideosink, ...) to try each: their
+    // plugins load into this process, and DirectFB's leaves a thread behind that crashes it.
+    // A video sink set here, which takes no caps at all, stops that: playbin then tries no
+    // other, and skips every video decoder as incompatible with it.
+    GstElement *none = gst_parse_bin_from_description("capsfilter caps=video/x-quaver-none ! fakesink sync=false", TRUE, NULL);
+    if (none) g_object_set(playbin, "video-sink", none, NULL);
 }
 
 // playbin's "element-setup" again: playsink's queue before the audio sink ("aqueue") gets

@@ -30,6 +30,9 @@ void cshims_disconnect(gpointer instance, gulong handler);
 GstClockTime cshims_clock_time_none(void);
 
 // GST_ELEMENT_FACTORY_TYPE_* are 64-bit shifted casts the importer does not take.
+// Decoders alone, and demuxers with parsers: what takes a codec's stream, and a container's.
+GstElementFactoryListType cshims_factory_type_decoder(void);
+GstElementFactoryListType cshims_factory_type_container(void);
 GstElementFactoryListType cshims_factory_type_audio_decodable(void);
 
 // GST_OBJECT_NAME() is a macro; returns a borrowed string.
@@ -43,8 +46,12 @@ gpointer cshims_message_source(GstMessage *message);
 char *cshims_decoder_uri(gpointer object);
 
 // Signal handlers with return values and several arguments are written in C: makes every
-// decodebin inside `playbin` skip video, image and subtitle decoders.
+// decodebin inside `playbin` skip the elements of video, image and subtitle streams, and
+// gives playbin a video sink that takes nothing, so that it creates no real one.
 void cshims_playbin_decode_audio_only(GstElement *playbin);
+// Whether `factory` makes an element only video, images or subtitles need (a decoder, a
+// parser, a converter or a sink of those; not a demuxer).
+gboolean cshims_factory_is_non_audio(GstElementFactory *factory);
 // Limits playsink's queue in front of the audio sink to `nanoseconds` of audio.
 void cshims_playbin_limit_audio_queue(GstElement *playbin, uint64_t nanoseconds);
 

@@ -95,8 +95,8 @@ final class Pipeline: @unchecked Sendable {
                 description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
         }
         gst_object_ref_sink(element)
-        // Audio only: video and subtitle streams are never shown (the flags) nor decoded (the
-        // decoders are skipped when decodebin picks them).
+        // Audio only: video and subtitle streams are never shown (the flags), nor parsed or
+        // decoded, and no video sink is ever made (see cshims_playbin_decode_audio_only).
         gst_util_set_object_arg(OpaquePointer(element).gObject, "flags", "audio+soft-volume")
         cshims_playbin_decode_audio_only(element)
         // playsink's queue in front of the audio sink holds a second of decoded audio by
