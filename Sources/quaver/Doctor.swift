@@ -311,41 +311,30 @@ struct DoctorReport {
         }
     }
 
-    /// Decoders for the common formats, with the Debian package that brings each.
-    static let formats: [(name: String, elements: [String], package: String)] = [
-        ("FLAC", ["flacdec"], "gstreamer1.0-plugins-good"),
-        ("Ogg Vorbis", ["oggdemux", "vorbisdec"], "gstreamer1.0-plugins-base"),
-        ("Opus", ["opusdec"], "gstreamer1.0-plugins-base"),
-        ("MP3", ["mpg123audiodec|avdec_mp3"], "gstreamer1.0-plugins-good"),
-        ("AAC/M4A", ["qtdemux", "avdec_aac|faad|fdkaacdec"], "gstreamer1.0-libav"),
-        ("WAV", ["wavparse"], "gstreamer1.0-plugins-good"),
-    ]
-
+    /// Whether each format of users' libraries plays here, from GStreamer's registry: one
+    /// line for all that play, and one for each that does not, with the packages it needs.
     private mutating func checkDecoders() {
-        var missing: [String] = []
-        var packages: [String] = []
-        for format in Self.formats {
-            let present = format.elements.allSatisfy { alternatives in
-                alternatives.split(separator: "|").contains { GStreamer.hasElement(String($0)) }
-            }
-            if !present {
-                missing.append(format.name)
-                if !packages.contains(format.package) { packages.append(format.package) }
-            }
-        }
         guard GStreamer.hasElement("playbin") else {
             add(
                 "GStreamer", .failed, "playbin is missing: nothing can play",
                 fix: "sudo apt-get install gstreamer1.0-plugins-base")
             return
         }
-        if missing.isEmpty {
-            add("GStreamer decoders", .ok, "\(GStreamer.version): " + Self.formats.map(\.name).joined(separator: ", "))
-        } else {
-            add(
-                "GStreamer decoders", .warning, "cannot play \(missing.joined(separator: ", "))",
-                fix: "sudo apt-get install \(packages.joined(separator: " "))")
+        var playable: [String] = []
+        for format in MediaFormat.all {
+            switch format.support {
+            case .playable:
+                playable.append(format.name)
+            case .missing(let packages):
+                add(
+                    "cannot play \(format.name)", .warning,
+                    "GStreamer has no element that decodes it: such files are skipped",
+                    fix: "sudo apt-get install \(packages.joined(separator: " "))")
+            }
         }
+        add(
+            "GStreamer formats", playable.isEmpty ? .failed : .ok,
+            "\(GStreamer.version) plays " + (playable.isEmpty ? "none of them" : playable.joined(separator: ", ")))
     }
 
     private mutating func checkSoundOutput() {
