@@ -242,6 +242,11 @@ public final class Discoverer: Sendable {
             let largest = tags.largestPictureBytes()
             if largest > ArtworkCache.maximumImageBytes { track.oversizedPictureBytes = largest }
         }
+        if track.title == nil, MediaSources.isLocal(uri), let path = URL(string: uri)?.path,
+            let apeTag = APETag.read(path: path)
+        {
+            track.fillIn(from: apeTag)  // musepackdec drops the tags apedemux reads
+        }
         if let artwork {
             track.artworkURL = artwork.artwork(forTrack: uri, tags: tags)
             track.artworkSearched = true
