@@ -7,7 +7,7 @@ public enum MediaSources {
     /// File extensions treated as audio when a folder is scanned.
     public static let audioExtensions: Set<String> = [
         "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "mp4", "aac", "wav", "wave", "aif", "aiff",
-        "wma", "mka", "webm", "ape", "wv", "mpc", "spx", "ac3", "dsf", "alac",
+        "wma", "mka", "mkv", "webm", "ogv", "m4v", "ape", "wv", "mpc", "spx", "ac3", "dsf", "alac",
     ]
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     public static let supportedSchemes = ["file", "http", "https"]
