@@ -104,6 +104,25 @@ void cshims_playbin_decode_audio_only(GstElement *playbin) {
     if (none) g_object_set(playbin, "video-sink", none, NULL);
 }
 
+// The discoverer's "source-setup": its source's parent is the uridecodebin that reads the
+// file, whose decodebin then skips the same elements as playbin's (connected once: a
+// discoverer reuses its uridecodebin for every file).
+static void on_discoverer_source_setup(GstElement *discoverer, GstElement *source, gpointer data) {
+    (void)discoverer; (void)data;
+    GstObject *parent = gst_object_get_parent(GST_OBJECT(source));
+    if (!parent) return;
+    if (g_signal_lookup("autoplug-select", G_OBJECT_TYPE(parent)) &&
+        !g_object_get_data(G_OBJECT(parent), "quaver-audio-only")) {
+        g_object_set_data(G_OBJECT(parent), "quaver-audio-only", GINT_TO_POINTER(1));
+        g_signal_connect(parent, "autoplug-select", G_CALLBACK(skip_non_audio_element), NULL);
+    }
+    gst_object_unref(parent);
+}
+
+void cshims_discoverer_decode_audio_only(gpointer discoverer) {
+    g_signal_connect(discoverer, "source-setup", G_CALLBACK(on_discoverer_source_setup), NULL);
+}
+
 // playbin's "element-setup" again: playsink's queue before the audio sink ("aqueue") gets
 // its limit as it is created, on the thread that creates it.
 static void on_audio_queue_setup(GstElement *playbin, GstElement *element, gpointer data) {

@@ -207,6 +207,7 @@ public final class Discoverer: Sendable {
                 MediaError("cannot create a discoverer: \(error.map { String(cString: $0.pointee.message) } ?? "?")"))
         }
         defer { g_object_unref(UnsafeMutableRawPointer(discoverer)) }
+        cshims_discoverer_decode_audio_only(UnsafeMutableRawPointer(discoverer))
         let info = gst_discoverer_discover_uri(discoverer, uri, &error)
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
         let message = error.map { String(cString: $0.pointee.message) }
@@ -220,8 +221,10 @@ public final class Discoverer: Sendable {
             return .failure(MediaError("invalid URI"))
         case GST_DISCOVERER_TIMEOUT:
             return .failure(MediaError("timed out reading the file", isTimeout: true))
-        case GST_DISCOVERER_MISSING_PLUGINS:
+        case GST_DISCOVERER_MISSING_PLUGINS where !Self.missesOnlyPictures(info):
             return .failure(MediaError("no GStreamer plugin can decode it (\(message ?? "missing plugins"))"))
+        case GST_DISCOVERER_MISSING_PLUGINS:
+            break  // the video, images or subtitles, skipped on purpose; the audio plays
         default:
             return .failure(MediaError(message ?? "not a media file GStreamer can read"))
         }
@@ -255,6 +258,25 @@ public final class Discoverer: Sendable {
             track.signature = TrackSignature.of(path: path)
         }
         return .success(track)
+    }
+
+    /// Whether every element the discoverer missed is of video, images or subtitles, which
+    /// Quaver skips on purpose (a music video's picture): its installer details name each as
+    /// `gstreamer|1.0|...|decoder-video/x-theora`.
+    private static func missesOnlyPictures(_ info: OpaquePointer) -> Bool {
+        guard let details = gst_discoverer_info_get_missing_elements_installer_details(info) else { return false }
+        var missing: [String] = []
+        var index = 0
+        while let detail = details[index] {
+            missing.append(String(cString: detail))
+            index += 1
+        }
+        return !missing.isEmpty
+            && missing.allSatisfy { detail in
+                ["video/", "image/", "subtitle/", "text/", "application/x-ssa", "application/x-ass"].contains {
+                    detail.contains("decoder-" + $0)
+                }
+            }
     }
 
     private static func countAndFree(_ list: UnsafeMutablePointer<GList>?) -> Int {

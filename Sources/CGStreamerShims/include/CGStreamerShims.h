@@ -49,6 +49,9 @@ char *cshims_decoder_uri(gpointer object);
 // decodebin inside `playbin` skip the elements of video, image and subtitle streams, and
 // gives playbin a video sink that takes nothing, so that it creates no real one.
 void cshims_playbin_decode_audio_only(GstElement *playbin);
+// Makes the decodebin of every file `discoverer` (a GstDiscoverer) reads skip the elements
+// of video, image and subtitle streams, as playbin's do.
+void cshims_discoverer_decode_audio_only(gpointer discoverer);
 // Whether `factory` makes an element only video, images or subtitles need (a decoder, a
 // parser, a converter or a sink of those; not a demuxer).
 gboolean cshims_factory_is_non_audio(GstElementFactory *factory);
