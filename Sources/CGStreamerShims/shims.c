@@ -229,6 +229,18 @@ static GstPadProbeReturn count_bytes(GstPad *pad, GstPadProbeInfo *info, gpointe
     return GST_PAD_PROBE_OK;
 }
 
+void cshims_byte_counter_reset(cshims_byte_counter *counter) {
+    __atomic_store_n(&counter->bytes, 0, __ATOMIC_RELAXED);
+}
+
+void cshims_count_pad_bytes(GstElement *element, const char *pad_name, cshims_byte_counter *counter) {
+    GstPad *pad = gst_element_get_static_pad(element, pad_name);
+    if (!pad) return;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_bytes,
+                      byte_counter_ref(counter), byte_counter_release);
+    gst_object_unref(pad);
+}
+
 static void on_source_setup(GstElement *playbin, GstElement *source, gpointer data) {
     (void)playbin;
     // A source bin with sometimes pads (rtspsrc) has no static "src": it is not counted,

@@ -29,11 +29,11 @@ struct PlayerPartsTests {
         var watch = PrerollWatch()
         watch.handOverFailed()
         #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.limit)
-        #expect(after { watch.timedOut() } == .retry)
+        #expect(after { watch.timedOut(decodedAudio: false) } == .retry, "after a hand-over, playbin is at fault")
         #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.limit, "the retry is timed too")
-        #expect(after { watch.timedOut() } == .skip)
+        #expect(after { watch.timedOut(decodedAudio: false) } == .skip)
         #expect(watch.stage == .off)
-        #expect(after { watch.timedOut() } == nil)
+        #expect(after { watch.timedOut(decodedAudio: false) } == nil)
     }
 
     @Test func anOrdinaryLoadThatNeverPrerollsIsRetriedOnceThenTheOutputFails() {
@@ -42,12 +42,28 @@ struct PlayerPartsTests {
             after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit,
             "every local load is timed, generously")
         #expect(PrerollWatch.outputLimit > PrerollWatch.limit)
-        #expect(after { watch.timedOut() } == .retry)
+        #expect(after { watch.timedOut(decodedAudio: true) } == .retry)
         #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.outputLimit)
-        #expect(after { watch.timedOut() } == .outputFailed, "the track is not at fault: the output is")
+        #expect(
+            after { watch.timedOut(decodedAudio: true) } == .outputFailed,
+            "audio waits for the output: the track is not at fault, the output is")
         #expect(
             after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit, "the next load is timed afresh")
         #expect(after { watch.loadStarted(3, isLocal: false) } == nil, "a stream has its stall watch")
+    }
+
+    @Test func anOrdinaryLoadThatDecodesNothingIsSkippedAtOnce() {
+        var watch = PrerollWatch()
+        _ = watch.loadStarted(1, isLocal: true)
+        #expect(
+            after { watch.timedOut(decodedAudio: false) } == .undecodable, "no decoder made audio: the file's fault")
+        #expect(watch.stage == .off)
+        _ = watch.loadStarted(2, isLocal: true)
+        #expect(after { watch.timedOut(decodedAudio: true) } == .retry)
+        _ = watch.loadStarted(2, isLocal: true)
+        #expect(
+            after { watch.timedOut(decodedAudio: false) } == .undecodable,
+            "a retry that decodes nothing is the file's fault too")
     }
 
     @Test func aPrerollOrAnotherLoadEndsThePrerollWatch() {
@@ -58,10 +74,10 @@ struct PlayerPartsTests {
         watch.handOverFailed()
         _ = watch.loadStarted(1, isLocal: true)
         watch.prerolled()
-        #expect(after { watch.timedOut() } == nil)
+        #expect(after { watch.timedOut(decodedAudio: true) } == nil)
         watch.handOverFailed()
         _ = watch.loadStarted(1, isLocal: true)
-        #expect(after { watch.timedOut() } == .retry)
+        #expect(after { watch.timedOut(decodedAudio: true) } == .retry)
         #expect(
             after { watch.loadStarted(2, isLocal: true) } == PrerollWatch.outputLimit,
             "another entry: the retry is moot")
@@ -202,3 +218,34 @@ struct PlayerPartsTests {
 
 /// Runs a mutating step outside the `#expect` macro, which cannot take one.
 func after<T>(_ step: () -> T) -> T { step() }
+
+@Suite("a stream that ends before its length")
+struct EarlyEndTests {
+    @Test func aFileEndingFarBeforeItsLengthIsLoadedAgainOnceThenGoesOn() {
+        var early = EarlyEnd()
+        #expect(early.ended(1, at: .zero, length: .seconds(30), isLocal: true) == .reload(at: .zero))
+        #expect(early.reloaded == 1)
+        #expect(early.ended(1, at: .seconds(2), length: .seconds(30), isLocal: true) == .endedEarlyAgain)
+        #expect(early.reloaded == nil)
+        #expect(
+            early.ended(1, at: .seconds(3), length: .seconds(30), isLocal: true) == .reload(at: .seconds(3)),
+            "a later early end of the same entry is judged afresh")
+    }
+
+    @Test func anEndNearTheLengthAStreamOrAnUnknownLengthIsTheEnd() {
+        var early = EarlyEnd()
+        #expect(early.ended(1, at: .seconds(29), length: .seconds(30), isLocal: true) == .ended)
+        #expect(early.ended(1, at: .seconds(29.9), length: .seconds(30), isLocal: true) == .ended)
+        #expect(early.ended(2, at: .zero, length: .seconds(30), isLocal: false) == .ended, "a stream's server decides")
+        #expect(early.ended(3, at: .zero, length: nil, isLocal: true) == .ended)
+        #expect(early.ended(4, at: .zero, length: .seconds(1), isLocal: true) == .ended, "too short to tell")
+        #expect(early.reloaded == nil)
+    }
+
+    @Test func anotherEntryEndingEarlyIsLoadedAgainToo() {
+        var early = EarlyEnd()
+        #expect(early.ended(1, at: .zero, length: .seconds(30), isLocal: true) == .reload(at: .zero))
+        #expect(early.ended(2, at: .zero, length: .seconds(30), isLocal: true) == .reload(at: .zero))
+        #expect(early.reloaded == 2)
+    }
+}

@@ -80,6 +80,9 @@ typedef struct cshims_byte_counter cshims_byte_counter;
 cshims_byte_counter *cshims_byte_counter_new(void);
 void cshims_byte_counter_unref(cshims_byte_counter *counter);
 uint64_t cshims_byte_counter_read(const cshims_byte_counter *counter);
+void cshims_byte_counter_reset(cshims_byte_counter *counter);
+// Counts the bytes of every buffer that passes the static pad `pad_name` of `element`.
+void cshims_count_pad_bytes(GstElement *element, const char *pad_name, cshims_byte_counter *counter);
 // Adds to `counter` the size of every buffer each source of `playbin` sends on (the source of
 // every URI it opens, from `source-setup` on): how much a server has sent, whatever the
 // decoders make of it. Returns the handler id (for cshims_disconnect).

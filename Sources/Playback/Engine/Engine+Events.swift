@@ -41,7 +41,7 @@ extension Engine {
         case .streamStart:
             streamStarted()
         case .endOfStream:
-            run(transport.endOfStream())
+            endOfStream()
         case .error(let message, let debug, let source, let uri, let inOutput):
             streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
         case .warning(let message, let source):
@@ -85,6 +85,27 @@ extension Engine {
         case .stuck, .requestState, .outputVolumeChanged, .loudnessApplied, .loudnessMeasured:
             break  // handled above, whatever load they come with
         }
+    }
+
+    /// The loaded stream ended: what follows plays, unless a file ended far before its
+    /// length, which is loaded again where it ended, once (see ``EarlyEnd``).
+    private func endOfStream() {
+        if let load = transport.loaded, transport.isSettledLoad {
+            let position = clock.position()
+            let length = owner?.entry(id: load.entry)?.info?.duration ?? facts.duration
+            switch earlyEnd.ended(load.entry, at: position, length: length, isLocal: MediaSources.isLocal(load.uri)) {
+            case .ended:
+                break
+            case .reload(let at):
+                logger.info(
+                    "\(name(of: load)) ended at \(at.clock) of \((length ?? .zero).clock), before its end: loading it again there"
+                )
+                return reload(at: at)
+            case .endedEarlyAgain:
+                logger.info("\(name(of: load)) ended early again, at \(position.clock): going on")
+            }
+        }
+        run(transport.endOfStream())
     }
 
     /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.

@@ -42,6 +42,7 @@ final class Engine {
     var errors = ErrorAttribution()
     var volumeEchoes = VolumeEchoes()
     var prerollWatch = PrerollWatch()
+    var earlyEnd = EarlyEnd()
     let prerollTimer = Countdown()
     /// Runs while a load waits for the preroll in progress.
     let prerollWait = Countdown()
@@ -257,13 +258,17 @@ final class Engine {
         let number = loadNumber
         prerollTimer.start(after: limit) { [weak self] in
             guard let self, loadNumber == number, case .prerolling = transport.phase,
-                let decision = prerollWatch.timedOut()
+                let decision = prerollWatch.timedOut(decodedAudio: pipeline.hasDecodedAudio)
             else { return }
             let name = MediaSources.displayName(load.uri)
             let seconds = StreamWatch.seconds(limit)
             switch decision {
             case .skip:
                 run(transport.failed(reason: "it did not start within \(seconds)", inOutput: false, position: .zero))
+            case .undecodable:
+                run(
+                    transport.failed(
+                        reason: "no audio was decoded from it within \(seconds)", inOutput: false, position: .zero))
             case .outputFailed:
                 streamFailed(
                     "it took no audio of \(name) within \(seconds), twice", debug: nil, source: "quaver-audio-sink",

@@ -6,10 +6,13 @@
 ///   (the failed stream's decoder can leave playbin unable to): it has ``limit``, is loaded
 ///   once more from NULL, and is skipped should that not preroll in time either.
 /// - Any other local file has ``outputLimit``: a file that was read and decodes prerolls as
-///   soon as the output takes its first buffer, so a preroll that long is an output that
-///   takes no audio (a sound server that stopped taking it). It is loaded once more from
-///   NULL, and then the output counts as failed: the player pauses there and says so, and
-///   Play tries again. A slow output (seconds per buffer) stays well within the limit.
+///   soon as the output takes its first buffer. A preroll that long with no decoded audio at
+///   all is the file's fault (a demuxer that claims it and never makes a stream, as libav's
+///   does with an IFF picture named `.aiff`): it is skipped with the reason, and the queue
+///   goes on. With decoded audio waiting, it is an output that takes none (a sound server
+///   that stopped taking it): the file is loaded once more from NULL, and then the output
+///   counts as failed: the player pauses there and says so, and Play tries again. A slow
+///   output (seconds per buffer) stays well within the limit.
 /// A network stream is not timed here: it has its ``StreamWatch``.
 struct PrerollWatch: Sendable, Equatable {
     enum Stage: Sendable, Equatable {
@@ -27,6 +30,8 @@ struct PrerollWatch: Sendable, Equatable {
         case retry
         /// Skip the entry: it cannot be played after the failed hand-over.
         case skip
+        /// Skip the entry: no decoder made audio of it.
+        case undecodable
         /// The output takes no audio: pause there and say so.
         case outputFailed
     }
@@ -64,9 +69,16 @@ struct PrerollWatch: Sendable, Equatable {
         if case .watching = stage { stage = .off }
     }
 
-    /// The limit passed while the timed load still prerolls.
-    mutating func timedOut() -> Decision? {
+    /// The limit passed while the timed load still prerolls; `decodedAudio`: some of its
+    /// decoded audio reached the output.
+    mutating func timedOut(decodedAudio: Bool) -> Decision? {
         guard case .watching(let entry, let retried, let afterHandOver) = stage else { return nil }
+        // After a failed hand-over nothing is decoded either: playbin itself is stuck, and a
+        // load from NULL mends it.
+        if !afterHandOver, !decodedAudio {
+            stage = .off
+            return .undecodable
+        }
         guard retried else {
             stage = .watching(entry: entry, retried: true, afterHandOver: afterHandOver)
             return .retry

@@ -20,6 +20,8 @@ final class Pipeline: @unchecked Sendable {
 
     /// Bytes the sources of the playbin have sent on, counted on its streaming threads.
     private let sourceBytes = cshims_byte_counter_new()
+    /// The decoded audio that reached the audio filter since the last load began.
+    private let decodedBytes = cshims_byte_counter_new()
 
     /// Where every call into the playbin runs, timed (see ``WatchedQueue``).
     private let jobs: WatchedQueue
@@ -108,9 +110,11 @@ final class Pipeline: @unchecked Sendable {
             handoff: handoff, report: { [weak self] event in self?.postFromStream(event) })
         {
             cshims_object_set_object(element, "audio-filter", chain.bin)
+            cshims_count_pad_bytes(chain.bin, "sink", decodedBytes)
             loudness = chain
         } else if let scaletempo = gst_element_factory_make("scaletempo", nil) {
             cshims_object_set_object(element, "audio-filter", scaletempo)
+            cshims_count_pad_bytes(scaletempo, "sink", decodedBytes)
         }
         let sink: UnsafeMutablePointer<GstElement>?
         if let audioSink {
@@ -173,6 +177,7 @@ final class Pipeline: @unchecked Sendable {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
+            cshims_byte_counter_reset(pipeline.decodedBytes)  // nothing of the old stream flows now
             pipeline.handoff.loaded(number, loudness: loudness)
             pipeline.loadNumber = number
             pipeline.loadedURI = uri
@@ -246,8 +251,14 @@ final class Pipeline: @unchecked Sendable {
     /// Reads a counter, never the playbin: it never waits.
     var bytesFromSources: UInt64 { cshims_byte_counter_read(sourceBytes) }
 
+    /// Whether any decoded audio of the load in progress reached the output's filter: a load
+    /// that never prerolls without any is its file's fault (no decoder made audio of it),
+    /// one with some is the output's (it took none). Reads a counter, never the playbin.
+    var hasDecodedAudio: Bool { cshims_byte_counter_read(decodedBytes) > 0 }
+
     deinit {
         cshims_byte_counter_unref(sourceBytes)
+        cshims_byte_counter_unref(decodedBytes)
         // Released already, or never built: nothing to free. Otherwise the playbin goes on a
         // queue of its own, never on the thread that dropped the pipeline (the main actor).
         guard let playbin else { return }
