@@ -359,6 +359,15 @@ struct PipelineErrorSourceTests {
                 == "Could not establish connection to server. (Could not connect: Connection refused)")
     }
 
+    /// libsoup 3's source says only "Internal data stream error" when the connection fails.
+    @Test func aBareFlowErrorOfANetworkSourceSaysTheConnectionFailed() {
+        let debug =
+            "../libs/gst/base/gstbasesrc.c(3132): gst_base_src_loop (): \(Self.http):\nstreaming stopped, reason error (-5)"
+        #expect(
+            Pipeline.reason("Internal data stream error.", debug: debug, source: Self.http)
+                == "the connection to the server failed (refused, unreachable or dropped)")
+    }
+
     @Test func aCauseTheMessageGivesOrAnotherElementsIsLeftOut() {
         let notFound =
             "gstsouphttpsrc.c(1627): parse_status (): \(Self.http):\nNot Found (404), URL: http://h/x.mp3, Redirect to: (NULL)"

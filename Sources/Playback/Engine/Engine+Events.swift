@@ -40,8 +40,8 @@ extension Engine {
             run(actions)
         case .streamStart:
             streamStarted()
-        case .endOfStream:
-            endOfStream()
+        case .endOfStream(let position):
+            endOfStream(at: position)
         case .error(let message, let debug, let source, let uri, let inOutput):
             streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
         case .warning(let message, let source):
@@ -87,11 +87,13 @@ extension Engine {
         }
     }
 
-    /// The loaded stream ended: what follows plays, unless a file ended far before its
-    /// length, which is loaded again where it ended, once (see ``EarlyEnd``).
-    private func endOfStream() {
+    /// The loaded stream ended, with the output at `reported` (the pipeline's word, which an
+    /// output faster than real time, a render to a file, puts far ahead of the clock): what
+    /// follows plays, unless a file ended far before its length, which is loaded again where
+    /// it ended, once (see ``EarlyEnd``).
+    private func endOfStream(at reported: Duration?) {
         if let load = transport.loaded, transport.isSettledLoad {
-            let position = clock.position()
+            let position = reported ?? clock.position()
             let length = owner?.entry(id: load.entry)?.info?.duration ?? facts.duration
             switch earlyEnd.ended(load.entry, at: position, length: length, isLocal: MediaSources.isLocal(load.uri)) {
             case .ended:

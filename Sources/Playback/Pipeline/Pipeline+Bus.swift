@@ -71,7 +71,7 @@ extension Pipeline {
         case GST_MESSAGE_ASYNC_DONE:
             return fromPipeline ? .asyncDone(facts(of: playbin)) : nil
         case GST_MESSAGE_EOS:
-            return .endOfStream
+            return .endOfStream(position: Self.position(of: playbin))
         case GST_MESSAGE_ERROR:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?

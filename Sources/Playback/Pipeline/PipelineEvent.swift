@@ -30,7 +30,9 @@ extension Pipeline {
         case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
         /// A preroll or a flushing seek completed.
         case asyncDone(Facts)
-        case endOfStream
+        /// The stream ended; `position`: where the output was then, as the pipeline said
+        /// (nil when it did not).
+        case endOfStream(position: Duration?)
         /// `source` is the path of the element that failed, e.g.
         /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
         /// `uri`: the URI that failed: the one the failing decoder reads (the stream handed
@@ -107,6 +109,13 @@ extension Pipeline {
     /// message ("Could not establish connection to server.") leaves out.
     static func reason(_ message: String, debug: String?, source: String) -> String {
         let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
+        // With libsoup 3 (what desktops load), souphttpsrc turns a failed connection into a
+        // bare flow error, and says why only in its debug log.
+        if element.lowercased().hasSuffix("httpsrc"), message.hasPrefix("Internal data stream error"),
+            debug?.contains("reason error") == true
+        {
+            return "the connection to the server failed (refused, unreachable or dropped)"
+        }
         guard element.lowercased().hasSuffix("httpsrc"),
             let detail = debug?.split(separator: "\n").last?.trimmingSpaces(),
             !detail.isEmpty, detail.count <= 200,
