@@ -47,6 +47,14 @@ struct DoctorReport {
     }
 
     private(set) var checks: [Check] = []
+    /// The process that owns the player's bus name, when one does.
+    private var runningPID: UInt32?
+    /// The files of the installed quaver package (empty without it), to name where the
+    /// binary, the unit and the D-Bus file come from.
+    private let packageFiles = Installation.packageFiles()
+    /// The D-Bus service file and the user unit in use, when installed.
+    private var activationFile: String?
+    private var unitFile: String?
     var hasFailures: Bool { checks.contains { $0.outcome == .failed } }
 
     private mutating func add(_ title: String, _ outcome: Outcome, _ detail: String, fix: String? = nil) {
@@ -66,6 +74,7 @@ struct DoctorReport {
         checkDesktopEntry(desktopEntry)
         checkActivation(busName: busName)
         checkUnit()
+        checkInstallation()
         checkDecoders()
         checkSoundOutput()
         checkProblems()
@@ -162,6 +171,7 @@ struct DoctorReport {
         ).first?.uint32 {
             let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingWhitespace()
             process = "\(command ?? "process") pid \(pid)"
+            runningPID = pid
         }
         add("player on the bus", .ok, "\(busName) is owned by \(owner) (\(process))")
 
@@ -249,25 +259,26 @@ struct DoctorReport {
 
     private mutating func checkActivation(busName: String) {
         let file = busName + ".service"
-        guard
-            let found = XDG.dataDirectories.map({ $0.appendingPathComponent("dbus-1/services/" + file) })
-                .first(where: { FileManager.default.fileExists(atPath: $0.path) })
-        else {
+        // The session bus reads $XDG_DATA_HOME's folder first, and the first file for a
+        // name wins: a user install's shadows the package's.
+        let found = Installation.candidates(
+            file, in: XDG.dataDirectories.map { $0.appendingPathComponent("dbus-1/services") })
+        guard let first = found.first else {
             add(
                 "D-Bus activation", .warning,
                 "no \(file) installed: a client calling \(busName) cannot start Quaver when it is not running",
-                fix: "scripts/install")
+                fix: "install the quaver package, or scripts/install")
             return
         }
-        let text = (try? String(contentsOf: found, encoding: .utf8)) ?? ""
-        let exec = text.split(separator: "\n").first { $0.hasPrefix("Exec=") }.map { String($0.dropFirst(5)) }
-        let program = exec?.split(separator: " ").first.map(String.init) ?? ""
+        activationFile = first
+        let described = Installation.describe(first, shadowing: Array(found.dropFirst()), packageFiles: packageFiles)
+        let program = Installation.program(of: first, key: "Exec") ?? ""
         if program.isEmpty || !FileManager.default.isExecutableFile(atPath: program) {
             add(
-                "D-Bus activation", .failed, "\(found.path) runs \"\(program)\", which is not an executable file",
-                fix: "reinstall: scripts/install")
+                "D-Bus activation", .failed, "\(described) runs \"\(program)\", which is not an executable file",
+                fix: "reinstall: the quaver package, or scripts/install")
         } else {
-            add("D-Bus activation", .ok, "\(found.path) starts \(program)")
+            add("D-Bus activation", .ok, "\(described) starts \(program)")
         }
     }
 
@@ -278,37 +289,54 @@ struct DoctorReport {
             + ["/etc/systemd/user", "/usr/local/lib/systemd/user", "/usr/lib/systemd/user"].map {
                 URL(fileURLWithPath: $0)
             }
-        guard
-            let unit = folders.map({ $0.appendingPathComponent("quaver.service") }).first(where: {
-                FileManager.default.fileExists(atPath: $0.path)
-            })
-        else {
+        let found = Installation.candidates("quaver.service", in: folders)
+        guard let unit = found.first else {
             add(
                 "systemd user unit", .warning, "quaver.service is not installed",
-                fix: "scripts/install, then systemctl --user enable --now quaver")
+                fix: "install the quaver package, or scripts/install, then systemctl --user enable --now quaver")
             return
         }
-        // Ask systemctl only when a user manager listens: without one it can wait a long time.
-        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
-        guard FileManager.default.fileExists(atPath: runtime + "/systemd/private"),
+        unitFile = unit
+        let described = Installation.describe(unit, shadowing: Array(found.dropFirst()), packageFiles: packageFiles)
+        guard Self.hasUserManager,
             let state = Self.run("systemctl", ["--user", "is-active", "quaver.service"])
         else {
-            add("systemd user unit", .ok, "\(unit.path) (no systemd user manager to ask for its state)")
+            add("systemd user unit", .ok, "\(described) (no systemd user manager to ask for its state)")
             return
         }
         let enabled = Self.run("systemctl", ["--user", "is-enabled", "quaver.service"]) ?? "unknown"
         if state == "failed" {
             add(
-                "systemd user unit", .failed, "\(unit.path) has failed",
+                "systemd user unit", .failed, "\(described) has failed",
                 fix: "journalctl --user -u quaver -n 20, then systemctl --user restart quaver")
         } else if enabled != "enabled" {
             add(
                 "systemd user unit", .warning,
-                "\(unit.path): \(state), \(enabled): Quaver does not start at login, and media keys reach running players only",
+                "\(described): \(state), \(enabled): Quaver does not start at login, and media keys reach running players only",
                 fix: "systemctl --user enable quaver")
         } else {
-            add("systemd user unit", .ok, "\(unit.path): \(state), \(enabled)")
+            add("systemd user unit", .ok, "\(described): \(state), \(enabled)")
         }
+    }
+
+    /// Whether a systemd user manager listens: asking systemctl without one can wait a long
+    /// time, and without one the bus runs the D-Bus file's program itself.
+    private static var hasUserManager: Bool {
+        let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
+        return FileManager.default.fileExists(atPath: runtime + "/systemd/private")
+    }
+
+    /// Which install runs, and which one a start would run: the unit's program where a
+    /// user manager runs the session's services, else the D-Bus file's.
+    private mutating func checkInstallation() {
+        var start: (program: String, by: String)?
+        if Self.hasUserManager, let unitFile, let program = Installation.program(of: unitFile, key: "ExecStart") {
+            start = (program, "the unit")
+        } else if let activationFile, let program = Installation.program(of: activationFile, key: "Exec") {
+            start = (program, "D-Bus activation")
+        }
+        let check = InstallationCheck(runningPID: runningPID, start: start, packageFiles: packageFiles)
+        add("installation", check.outcome, check.detail, fix: check.fix)
     }
 
     /// Whether each format of users' libraries plays here, from GStreamer's registry: one
