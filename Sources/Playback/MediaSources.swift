@@ -492,10 +492,11 @@ public enum MediaSources {
     /// Whether a URI names a local file (anything else is a network stream).
     static func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
-    /// A readable name for a URI in log lines: the path for files, the URI otherwise.
+    /// A readable name for a URI in log lines: the path for files, the URI without its
+    /// credentials otherwise (see `redactingCredentials(in:)`).
     public static func displayName(_ uri: String) -> String {
         if let url = URL(string: uri), url.isFileURL { return url.path }
-        return uri
+        return redactingCredentials(in: uri)
     }
 }
 

@@ -417,7 +417,9 @@ final class Daemon {
         now.discNumber = track.discNumber
         now.duration = track.duration
         now.isLiveStream = track.isLive
-        now.assetURL = entry.uri
+        // Every client on the bus reads Metadata (sandboxed ones too): a URL's credentials
+        // stay in the queue, where playing needs them.
+        now.assetURL = MediaSources.redactingCredentials(in: entry.uri)
         now.artworkURL = track.artworkURL.flatMap { artwork.contains($0) ? $0 : nil }
     }
 
