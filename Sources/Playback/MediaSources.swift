@@ -4,13 +4,30 @@ public import Logging
 
 /// Turns what a user names (files, folders, playlists, URIs) into a list of playable URIs.
 public enum MediaSources {
-    /// File extensions treated as audio when a folder is scanned.
-    public static let audioExtensions: Set<String> = [
-        "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "mp4", "aac", "wav", "wave", "aif", "aiff",
-        "wma", "mka", "mkv", "webm", "ogv", "m4v", "ape", "wv", "mpc", "spx", "ac3", "dsf", "alac",
+    /// The extensions of the local files Quaver plays, lower case: what a folder scan takes,
+    /// and what a file named on the command line, with `OpenUri` or `AddTrack`, or in a
+    /// playlist must end in (network streams are not asked). Audio files, and the
+    /// containers music videos come in (only their sound plays). A folder also holds covers,
+    /// cue sheets and logs: telling media by their content would open every file of a
+    /// library of 100,000 of them.
+    public static let mediaExtensions: Set<String> = [
+        // MP3 and MPEG audio; FLAC; Ogg Vorbis, Opus, Speex.
+        "mp3", "mp2", "flac", "ogg", "oga", "opus", "spx",
+        // MP4 audio (AAC, ALAC) and raw AAC; WAV, AIFF, AU, CAF.
+        "m4a", "m4b", "aac", "alac", "wav", "wave", "aif", "aiff", "aifc", "au", "caf",
+        // Windows Media, Matroska audio, Monkey's Audio, WavPack, Musepack, TTA, AC-3, DTS, DSD.
+        "wma", "mka", "ape", "wv", "mpc", "tta", "ac3", "dts", "dsf",
+        // Music videos (and WebM audio): MP4, QuickTime, Matroska, WebM, Ogg video, AVI, ASF, 3GP.
+        "mp4", "m4v", "mov", "mkv", "webm", "weba", "ogv", "avi", "wmv", "asf", "3gp",
     ]
+    /// The extensions of playlists, lower case: `.m3u` and `.m3u8` are M3U, `.pls` is PLS.
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     public static let supportedSchemes = ["file", "http", "https"]
+
+    /// Whether a file name or path ends in one of `mediaExtensions` (in any case).
+    public static func isMediaName(_ name: String) -> Bool {
+        mediaExtensions.contains(pathExtension(name))
+    }
 
     /// Expands each argument in order: a folder recursively in natural order, a playlist into
     /// its entries, a file or URI as itself. Problems are logged naming the argument; they
@@ -184,7 +201,7 @@ public enum MediaSources {
                 found = true
                 emit([fileURI(file)])
             }
-            if !found { logger.warning("\(argument): no audio files found in this folder") }
+            if !found { logger.warning("\(argument): no media files found in this folder") }
             return
         }
         if let problem = LocalFiles.problem(playing: path, status) {
@@ -221,11 +238,22 @@ public enum MediaSources {
             if !pending.isEmpty { emit(pending) }
             return
         }
+        guard isMediaName(pathText) else {
+            logger.warning("skipping \(argument): \(notMediaReason(pathText))")
+            return
+        }
         guard withCString(path, { access($0, R_OK) }) == 0 else {
             logger.warning("skipping \(argument): permission denied")
             return
         }
         emit([fileURI(path)])
+    }
+
+    /// Why a file whose name is not a media name is not played, as a log line gives it.
+    static func notMediaReason(_ name: String) -> String {
+        let ending = pathExtension(name)
+        return
+            "not named as a media file (\(ending.isEmpty ? "no extension" : "\"." + ending + "\"")): Quaver plays the extensions listed under Media files in docs/usage.md"
     }
 
     /// Why the folder at `path` is not scanned, or nil: the kernel's `/proc` and `/sys` hold
@@ -241,12 +269,13 @@ public enum MediaSources {
         }
     }
 
-    /// The audio files under `folder`, recursively, in natural order (`2` before `10`).
-    public static func audioFiles(in folder: URL, logger: Logger) -> [URL] {
-        audioFilePaths(in: folder.path, logger: logger).map { URL(fileURLWithPath: $0) }
+    /// The media files under `folder` (named with one of `mediaExtensions`), recursively, in
+    /// natural order (`2` before `10`).
+    public static func mediaFiles(in folder: URL, logger: Logger) -> [URL] {
+        mediaFilePaths(in: folder.path, logger: logger).map { URL(fileURLWithPath: $0) }
     }
 
-    static func audioFilePaths(in folder: String, logger: Logger) -> [String] {
+    static func mediaFilePaths(in folder: String, logger: Logger) -> [String] {
         var files: [String] = []
         var visited = Set<[UInt8]>()
         collect(Array(folder.utf8), visited: &visited, logger: logger) {
@@ -255,7 +284,7 @@ public enum MediaSources {
         return files
     }
 
-    /// Hands the audio files under `folder` to `found` in natural order, folders in place.
+    /// Hands the media files under `folder` to `found` in natural order, folders in place.
     /// The first is handed over as soon as the folder is listed, before the rest is sorted
     /// (a folder of 100,000 files starts playing sooner).
     private static func collect(
@@ -295,7 +324,7 @@ public enum MediaSources {
         let prefix = folder.last == UInt8(ascii: "/") ? folder : folder + [UInt8(ascii: "/")]
         var first: [UInt8]?
         if let earliest = children.min(by: { $0.key < $1.key }), earliest.kind == UInt8(DT_REG),
-            audioExtensions.contains(pathExtension(earliest.key.name))
+            isMediaName(earliest.key.name)
         {
             first = earliest.name
             found(prefix + earliest.name)
@@ -303,7 +332,7 @@ public enum MediaSources {
         children.sort { $0.key < $1.key }
         for child in children where child.name != first {
             let childPath = prefix + child.name
-            let isAudio = audioExtensions.contains(pathExtension(child.key.name))
+            let isMedia = isMediaName(child.key.name)
             var kind = FileStatus.Kind(directoryEntryType: child.kind)
             var status: FileStatus?
             if kind == nil {
@@ -315,7 +344,7 @@ public enum MediaSources {
                 case .failure(let failure):
                     // A dangling link is left out quietly (a library being moved); a loop is
                     // a mistake worth naming.
-                    if isAudio, failure.code != ENOENT {
+                    if isMedia, failure.code != ENOENT {
                         logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(failure.reason)")
                     }
                     continue
@@ -331,7 +360,7 @@ public enum MediaSources {
                     continue
                 }
                 collect(childPath, visited: &visited, logger: logger, found: found)
-            } else if isAudio {
+            } else if isMedia {
                 let problem: String?
                 if let status {
                     problem = LocalFiles.problem(playing: childPath, status)

@@ -90,7 +90,7 @@ struct SpecialFileTests {
         try traps.folder.write("music/08 good.flac", "x")
         try traps.fifo("music/notes.txt")  // not named as audio: not looked at
         let log = LogCapture()
-        let files = within(.seconds(10)) { MediaSources.audioFiles(in: traps.path("music"), logger: log.logger) }
+        let files = within(.seconds(10)) { MediaSources.mediaFiles(in: traps.path("music"), logger: log.logger) }
         #expect(files?.map(\.lastPathComponent) == ["07 linked.flac", "08 good.flac"])
         let expected = [
             "01 song.mp3": "not a regular file (a FIFO)",
