@@ -2,6 +2,22 @@ public import FoundationEssentials
 import Glibc
 public import Logging
 
+/// What a folder, playlist or URI expands to: one URI to play, and what its playlist calls
+/// it.
+public struct MediaItem: Sendable, Equatable {
+    /// A `file:` URI or a network stream's URL.
+    public var uri: String
+    /// The title the playlist gives the entry (`#EXTINF`, `TitleN=`), if any: a station's
+    /// name for a stream, "Artist - Title" or a title for a file.
+    public var title: String?
+
+    /// An item for `uri`, titled `title` by its playlist.
+    public init(uri: String, title: String? = nil) {
+        self.uri = uri
+        self.title = title
+    }
+}
+
 /// Turns what a user names (files, folders, playlists, URIs) into a list of playable URIs.
 public enum MediaSources {
     /// The extensions of the local files Quaver plays, lower case: what a folder scan takes,
@@ -33,23 +49,29 @@ public enum MediaSources {
     /// its entries, a file or URI as itself. Problems are logged naming the argument; they
     /// never stop the rest.
     public static func expand(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger) -> [String] {
-        var result: [String] = []
+        expandItems(arguments, relativeTo: base, logger: logger).map(\.uri)
+    }
+
+    /// Like `expand(_:relativeTo:logger:)`, each URI with what its playlist calls it.
+    public static func expandItems(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger) -> [MediaItem] {
+        var result: [MediaItem] = []
         expand(arguments, relativeTo: base, logger: logger) { result += $0 }
         return result
     }
 
-    /// Expands each argument in order, handing the URIs to `emit` as they are found (a
+    /// Expands each argument in order, handing the items to `emit` as they are found (a
     /// folder's after it is read and sorted, a playlist's entry by entry). For queues of
     /// 100,000 files: one `stat` per entry, no Foundation URL per file. However playlists
     /// name each other (themselves, in a circle, over and over), each is read once in one
     /// call.
     public static func expand(
-        _ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void
+        _ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         var expansion = Expansion()
         for argument in arguments {
             expand(
-                argument, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion, logger: logger, emit: emit)
+                argument, title: nil, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion,
+                logger: logger, emit: emit)
         }
     }
 
@@ -63,10 +85,12 @@ public enum MediaSources {
         var playlistsSkipped = Set<FileIdentity>()
     }
 
-    /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`.
+    /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`. A
+    /// `title` (a playlist's for this entry) goes with the argument when it is one file or
+    /// URI, not with what a folder or playlist it names holds.
     static func expand(
-        _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger,
-        emit: ([String]) -> Void
+        _ argument: String, title: String?, relativeTo base: String?, depth: Int, expansion: inout Expansion,
+        logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         guard depth < 8 else {
             logger.warning("skipping \(argument): playlists nested too deeply")
@@ -83,8 +107,8 @@ public enum MediaSources {
         }
         if exists, !argument.utf8.starts(with: "file:".utf8) {
             return expandFile(
-                path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger,
-                emit: emit)
+                path, status: status, argument: argument, title: title, depth: depth, expansion: &expansion,
+                logger: logger, emit: emit)
         }
         if let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
@@ -93,17 +117,18 @@ public enum MediaSources {
                 )
                 return
             }
-            guard scheme == "file" else { return emit([argument]) }
+            guard scheme == "file" else { return emit([MediaItem(uri: argument, title: title)]) }
             guard let filePath = filePath(ofURI: argument) else {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
             }
             return expandFile(
-                filePath, status: FileStatus.of(filePath), argument: argument, depth: depth, expansion: &expansion,
-                logger: logger, emit: emit)
+                filePath, status: FileStatus.of(filePath), argument: argument, title: title, depth: depth,
+                expansion: &expansion, logger: logger, emit: emit)
         }
         expandFile(
-            path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+            path, status: status, argument: argument, title: title, depth: depth, expansion: &expansion, logger: logger,
+            emit: emit)
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -180,8 +205,8 @@ public enum MediaSources {
     }
 
     private static func expandFile(
-        _ path: [UInt8], status lookup: Result<FileStatus, FileStatus.Failure>, argument: String, depth: Int,
-        expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
+        _ path: [UInt8], status lookup: Result<FileStatus, FileStatus.Failure>, argument: String, title: String?,
+        depth: Int, expansion: inout Expansion, logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         let status: FileStatus
         switch lookup {
@@ -199,7 +224,7 @@ public enum MediaSources {
             var visited = Set<[UInt8]>()
             collect(path, visited: &visited, logger: logger) { file in
                 found = true
-                emit([fileURI(file)])
+                emit([MediaItem(uri: fileURI(file))])
             }
             if !found { logger.warning("\(argument): no media files found in this folder") }
             return
@@ -220,12 +245,12 @@ public enum MediaSources {
             }
             let folder = String(pathText[..<(pathText.lastIndex(of: "/") ?? pathText.startIndex)])
             // The first entry at once (to start playing), then in batches.
-            var pending: [String] = []
+            var pending: [MediaItem] = []
             var emitted = false
-            for entry in playlistEntries(path: path, logger: logger) {
+            for entry in PlaylistReader.entries(path: path, logger: logger) {
                 expand(
-                    entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, expansion: &expansion,
-                    logger: logger
+                    entry.location, title: entry.title, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1,
+                    expansion: &expansion, logger: logger
                 ) {
                     pending += $0
                 }
@@ -246,7 +271,7 @@ public enum MediaSources {
             logger.warning("skipping \(argument): permission denied")
             return
         }
-        emit([fileURI(path)])
+        emit([MediaItem(uri: fileURI(path), title: title)])
     }
 
     /// Why a file whose name is not a media name is not played, as a log line gives it.
@@ -444,67 +469,6 @@ public enum MediaSources {
     /// Natural order: case-insensitive, with runs of digits compared as numbers.
     public static func naturalOrder(_ a: String, _ b: String) -> Bool {
         NaturalKey(a) < NaturalKey(b)
-    }
-
-    /// A playlist larger than this is not read: far above any real one, and bounded.
-    public static let maximumPlaylistBytes = 16 << 20
-    /// Lines longer than this are skipped (no path or URI is that long).
-    public static let maximumLineBytes = 8 << 10
-
-    /// The entries of an `.m3u`/`.m3u8`/`.pls` file, as written (paths or URIs). Read as
-    /// bytes (a playlist of 100,000 lines takes milliseconds): lines end at LF or CR, blanks
-    /// and tabs around them are dropped, and so is a byte order mark. Only a regular file of
-    /// at most `maximumPlaylistBytes` is read; lines over `maximumLineBytes` are skipped, with
-    /// one warning for the file.
-    public static func playlistEntries(_ url: URL, logger: Logger) -> [String] {
-        playlistEntries(path: Array(url.path.utf8), logger: logger)
-    }
-
-    static func playlistEntries(path: [UInt8], logger: Logger) -> [String] {
-        let name = String(decoding: path, as: UTF8.self)
-        let data: Data
-        switch LocalFiles.read(path, limit: maximumPlaylistBytes) {
-        case .data(let contents): data = contents
-        case .refused(let reason):
-            logger.warning("skipping playlist \(name): cannot read it (\(reason))")
-            return []
-        }
-        var lines: [String] = []
-        var longLines = 0
-        data.withUnsafeBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
-            var start = bytes.starts(with: bom) ? 3 : 0
-            while start <= bytes.count {
-                var end = start
-                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
-                var first = start
-                var last = end
-                while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
-                while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
-                if last - first > maximumLineBytes {
-                    longLines += 1
-                } else if last > first {
-                    lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self))
-                }
-                start = end + 1
-            }
-        }
-        if longLines > 0 {
-            logger.warning(
-                "playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(maximumLineBytes))"
-            )
-        }
-        if pathExtension(name) == "pls" {
-            var entries: [(Int, String)] = []
-            for line in lines {
-                guard line.lowercased().hasPrefix("file"), let equals = line.firstIndex(of: "=") else { continue }
-                let number = Int(line[line.index(line.startIndex, offsetBy: 4)..<equals]) ?? Int.max
-                entries.append((number, line[line.index(after: equals)...].trimmingSpaces()))
-            }
-            return entries.sorted { $0.0 < $1.0 }.map(\.1).filter { !$0.isEmpty }
-        }
-        return lines.filter { !$0.hasPrefix("#") }
     }
 
     /// The lower-cased scheme of a URI (`file`, `http`), or nil for a plain path.

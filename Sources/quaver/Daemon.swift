@@ -404,10 +404,10 @@ final class Daemon {
         }
     }
 
-    /// What an entry's tags (or, before they are read, its file name) say of it. Artwork is
-    /// named only while its cached image exists.
+    /// What an entry's tags and its playlist's title (or, before they are read, its file
+    /// name) say of it. Artwork is named only while its cached image exists.
     static func describe(_ entry: Player.Entry, in now: inout NowPlayingInfo, artwork: ArtworkCache) {
-        let track = entry.info ?? TrackInfo()
+        let track = entry.shownInfo ?? TrackInfo()
         now.title = track.title ?? fileTitle(entry.uri)
         now.artists = track.artists
         now.album = track.album
