@@ -16,7 +16,8 @@ extension MediaSources {
     /// MPRIS `xesam:url`. Only the queue Quaver plays, and the saved queue it plays after a
     /// restart, keep them.
     ///
-    /// A URL starts at `scheme://` and ends at white space or a quote; its authority ends at
+    /// A URL starts at `scheme://` and ends at white space or a quote, punctuation that ends a
+    /// sentence left out; its authority ends at
     /// the first `/`, `?` or `#`, and its user information at the last `@` in it (a password
     /// may hold an unescaped `@`). Text without `://` is returned as it is.
     public static func redactingCredentials(in text: String) -> String {
@@ -33,6 +34,8 @@ extension MediaSources {
             let authorityStart = index + 3
             var end = authorityStart
             while end < scalars.count, !endsURL(scalars[end]) { end += 1 }
+            // Punctuation after a URL in a sentence ("skipping URL: reason") is not part of it.
+            while end > authorityStart, ".,:;!)".unicodeScalars.contains(scalars[end - 1]) { end -= 1 }
             var authorityEnd = authorityStart
             while authorityEnd < end, !"/?#".unicodeScalars.contains(scalars[authorityEnd]) { authorityEnd += 1 }
             var redacted = Array(redactingQuery(scalars[authorityEnd..<end]))

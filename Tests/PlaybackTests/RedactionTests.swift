@@ -15,10 +15,10 @@ struct RedactionTests {
         ("https://host/live?token=abc123&bitrate=128", "https://host/live?token=***&bitrate=128"),
         ("https://host/s?Key=k1;sig=zz#frag?password=x", "https://host/s?Key=***;sig=***#frag?password=x"),
         ("https://host/s?flag&api_key=", "https://host/s?flag&api_key=***"),
+        ("skipping https://host/a?token=abc: gone.", "skipping https://host/a?token=***: gone."),
         (
             "from \"http://a:b@one/x\" to HTTPS://c:d@two?pass=e, then file:///tmp/f@g.flac",
-            // A URL runs to the next space: the comma after it goes with the secret.
-            "from \"http://***@one/x\" to HTTPS://***@two?pass=*** then file:///tmp/f@g.flac"
+            "from \"http://***@one/x\" to HTTPS://***@two?pass=***, then file:///tmp/f@g.flac"
         ),
         ("no URL here: user:secret@host", "no URL here: user:secret@host"),
         ("://user:secret@host", "://user:secret@host"),
