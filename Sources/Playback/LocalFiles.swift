@@ -168,8 +168,8 @@ enum LocalFiles {
     enum Contents {
         case data(Data)
         /// The first bytes of a file longer than the limit, as many as the limit, when its
-        /// start was asked for: `size` is the whole file's.
-        case start(Data, size: Int64)
+        /// start was asked for: `size` is the whole file's, when known.
+        case start(Data, size: Int64?)
         /// Not read: why, as a log line gives it.
         case refused(String)
     }

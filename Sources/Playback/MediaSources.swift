@@ -83,6 +83,8 @@ public enum MediaSources {
         var playlistsRead = Set<FileIdentity>()
         /// The playlists skipped as read already, each logged the first time only.
         var playlistsSkipped = Set<FileIdentity>()
+        /// The playlists read from the network, by URL, for the same reason.
+        var remotePlaylistsRead = Set<String>()
     }
 
     /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`. A
@@ -117,7 +119,11 @@ public enum MediaSources {
                 )
                 return
             }
-            guard scheme == "file" else { return emit([MediaItem(uri: argument, title: title)]) }
+            guard scheme == "file" else {
+                guard RemotePlaylist.names(argument) else { return emit([MediaItem(uri: argument, title: title)]) }
+                return expandRemotePlaylist(
+                    argument, title: title, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+            }
             guard let filePath = filePath(ofURI: argument) else {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
@@ -129,6 +135,38 @@ public enum MediaSources {
         expandFile(
             path, status: status, argument: argument, title: title, depth: depth, expansion: &expansion, logger: logger,
             emit: emit)
+    }
+
+    /// Expands a playlist on the network (see ``RemotePlaylist``) into its entries, each an
+    /// `http` or `https` URL (relative ones resolved against the playlist's); an HLS
+    /// playlist is a stream, handed on as it is.
+    private static func expandRemotePlaylist(
+        _ url: String, title: String?, depth: Int, expansion: inout Expansion, logger: Logger,
+        emit: ([MediaItem]) -> Void
+    ) {
+        let name = displayName(url)
+        guard expansion.remotePlaylistsRead.insert(url).inserted else {
+            logger.warning("skipping \(name): this playlist was read already")
+            return
+        }
+        let contents = RemotePlaylist.fetch(url, limit: maximumPlaylistBytes)
+        switch contents {
+        case .data(let data) where RemotePlaylist.isHLS(data), .start(let data, _) where RemotePlaylist.isHLS(data):
+            return emit([MediaItem(uri: url, title: title)])
+        default: break
+        }
+        let isPLS = URL(string: url).map { pathExtension($0.path) == "pls" } ?? false
+        for entry in PlaylistReader.entries(of: contents, name: name, isPLS: isPLS, logger: logger) {
+            guard let resolved = RemotePlaylist.resolve(entry.location, against: url) else {
+                logger.warning(
+                    "skipping \(entry.location) (in the playlist \(name)): a playlist on the network names http and https URLs only"
+                )
+                continue
+            }
+            expand(
+                resolved, title: entry.title, relativeTo: nil, depth: depth + 1, expansion: &expansion, logger: logger,
+                emit: emit)
+        }
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -420,10 +458,11 @@ public enum MediaSources {
         let kind: UInt8
     }
 
-    /// Whether `argument` names a folder or a playlist (which can be long to read) rather
-    /// than one track.
+    /// Whether `argument` names a folder or a playlist, local or on the network (which can
+    /// be long to read), rather than one track.
     public static func isCollection(_ argument: String) -> Bool {
         var path = argument
+        if RemotePlaylist.names(argument) { return true }
         if scheme(of: argument) != nil {
             guard let url = URL(string: argument), url.isFileURL else { return false }
             path = url.path

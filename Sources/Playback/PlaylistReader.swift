@@ -37,16 +37,26 @@ extension MediaSources {
 /// file is read, and only its first `maximumPlaylistBytes` (up to the last whole line in
 /// them); lines over `maximumLineBytes` are skipped, with one warning for the file.
 enum PlaylistReader {
+    /// The entries of the playlist file at `path`.
     static func entries(path: [UInt8], logger: Logger) -> [PlaylistEntry] {
         let name = String(decoding: path, as: UTF8.self)
-        let limit = MediaSources.maximumPlaylistBytes
+        let contents = LocalFiles.read(path, limit: MediaSources.maximumPlaylistBytes, keepingStart: true)
+        return entries(of: contents, name: name, isPLS: MediaSources.pathExtension(name) == "pls", logger: logger)
+    }
+
+    /// The entries of a playlist read as `contents` (PLS or else M3U), named `name` in the
+    /// log lines.
+    static func entries(of contents: LocalFiles.Contents, name: String, isPLS: Bool, logger: Logger)
+        -> [PlaylistEntry]
+    {
+        let limit = LocalFiles.byteCount(MediaSources.maximumPlaylistBytes)
         var data: Data
-        switch LocalFiles.read(path, limit: limit, keepingStart: true) {
+        switch contents {
         case .data(let contents): data = contents
         case .start(let start, let size):
+            let length = size.map { "is \(LocalFiles.byteCount(Int($0)))" } ?? "is over \(limit)"
             logger.warning(
-                "playlist \(name) is \(LocalFiles.byteCount(Int(size))): only its first \(LocalFiles.byteCount(limit)) are read (the limit for a playlist)"
-            )
+                "playlist \(name) \(length): only its first \(limit) are read (the limit for a playlist)")
             // The line the limit cuts is left out with the rest.
             let lastBreak = start.lastIndex { $0 == 0x0A || $0 == 0x0D }
             data = lastBreak.map { start[..<$0] } ?? Data()
@@ -60,7 +70,7 @@ enum PlaylistReader {
                 "playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(MediaSources.maximumLineBytes))"
             )
         }
-        return MediaSources.pathExtension(name) == "pls" ? plsEntries(lines) : m3uEntries(lines)
+        return isPLS ? plsEntries(lines) : m3uEntries(lines)
     }
 
     /// The lines of `data` that are not blank, trimmed, and how many were skipped as longer

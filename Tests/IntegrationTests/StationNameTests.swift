@@ -10,8 +10,8 @@ import Testing
 @MainActor
 struct StationNameTests {
     @Test(
-        "a station that sends no icy-name is shown by its playlist's name, from .m3u and .pls",
-        arguments: ["m3u", "pls"])
+        "a station that sends no icy-name is shown by its playlist's name, from .m3u, .pls and a .pls URL",
+        arguments: ["m3u", "pls", "remote pls"])
     func aStationNamedByItsPlaylist(kind: String) async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "quaver-station-\(UUID().uuidString)")
@@ -21,7 +21,7 @@ struct StationNameTests {
         defer { server.stop() }
         // No icy-name, no ICY titles: the stream names nothing.
         let stream = server.url("radio.mp3?anonymous=1")
-        let playlist = folder.appendingPathComponent("station.\(kind)")
+        let playlist = folder.appendingPathComponent(kind == "m3u" ? "station.m3u" : "station.pls")
         let text =
             kind == "m3u"
             ? "#EXTM3U\n#EXTINF:-1,Loopback FM\n\(stream)\n"
@@ -30,7 +30,8 @@ struct StationNameTests {
 
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch([playlist.path])
+        // The remote one as a station's web site offers it, served over HTTP.
+        try await session.launch([kind == "remote pls" ? server.url(file: playlist) : playlist.path])
         try await session.waitForStatus("Playing")
         #expect(try await session.playerctl("metadata", "xesam:title") == "Loopback FM", "\(session.log())")
         #expect(try await session.playerctl("metadata", "xesam:artist") == "Loopback FM")
