@@ -77,7 +77,8 @@ extension MediaSources {
     }
 
     private static func isSchemeCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "+-.".unicodeScalars.contains(scalar))
+        scalar.isASCII
+            && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "+-.".unicodeScalars.contains(scalar))
     }
 
     private static func endsURL(_ scalar: Unicode.Scalar) -> Bool {

@@ -61,7 +61,8 @@ enum RemotePlaylist {
         let received = Received(limit: limit)
         let context = Unmanaged.passRetained(received)
         gst_pad_add_probe(
-            pad, GST_PAD_PROBE_TYPE_BUFFER, receive, context.toOpaque(), { context in
+            pad, GST_PAD_PROBE_TYPE_BUFFER, receive, context.toOpaque(),
+            { context in
                 context.map { Unmanaged<Received>.fromOpaque($0).release() }
             })
         gst_object_unref(pad)

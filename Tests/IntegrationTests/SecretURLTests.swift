@@ -33,7 +33,8 @@ struct SecretURLTests {
         #expect(
             try await session.playerctl("metadata", "xesam:url") == "http://***@\(host)/radio.mp3?auth=***",
             "\(session.log())")
-        let doctor = try await Tools.run(Tools.quaver, ["doctor", "--name", session.name], environment: session.environment)
+        let doctor = try await Tools.run(
+            Tools.quaver, ["doctor", "--name", session.name], environment: session.environment)
         _ = try await session.call("Quit", interface: MPRISNames.root)
         #expect(try await session.waitForExit() == 0)
 

@@ -52,8 +52,11 @@ struct StationNameTests {
         let untagged = folder.appendingPathComponent("untagged.flac")
         try FLACMetadata.rewrite(tracks[0], to: untagged, comments: [])
         let playlist = folder.appendingPathComponent("list.m3u8")
-        try "#EXTM3U\n#EXTINF:10,Playlist Artist - Playlist Song\nuntagged.flac\n#EXTINF:10,Not - Shown\n\(tracks[1].path)\n"
-            .write(to: playlist, atomically: true, encoding: .utf8)
+        let lines = [
+            "#EXTM3U", "#EXTINF:10,Playlist Artist - Playlist Song", "untagged.flac", "#EXTINF:10,Not - Shown",
+            tracks[1].path,
+        ]
+        try (lines.joined(separator: "\n") + "\n").write(to: playlist, atomically: true, encoding: .utf8)
 
         let session = try await Session()
         defer { session.stop() }

@@ -75,7 +75,8 @@ struct TagMemoryTests {
         } else {
             #expect(
                 settled,
-                "\(resident[0] >> 10) KiB resident two tracks after the big tags, \(resident[1] >> 10) KiB without them")
+                "\(resident[0] >> 10) KiB resident two tracks after the big tags, \(resident[1] >> 10) KiB without them"
+            )
         }
         #expect(tagged.daemonStatus == nil && untagged.daemonStatus == nil)
     }
