@@ -1,19 +1,12 @@
 public import FoundationEssentials
 public import Logging
 
-/// One entry of a playlist as written: where it is, and what the playlist calls it.
-public struct PlaylistEntry: Sendable, Equatable {
-    /// A path (relative to the playlist's folder, or absolute) or a URI.
-    public var location: String
-    /// The entry's `#EXTINF` title (M3U) or `TitleN=` (PLS), cleaned as a tag is; nil when
-    /// the playlist gives none.
-    public var title: String?
-
-    /// An entry at `location`, called `title` by its playlist.
-    public init(location: String, title: String? = nil) {
-        self.location = location
-        self.title = title
-    }
+/// One entry of a playlist as written: where it is (a path, relative to the playlist's
+/// folder or absolute, or a URI), and its `#EXTINF` title (M3U) or `TitleN=` (PLS),
+/// cleaned as a tag is; nil when the playlist gives none.
+struct PlaylistEntry: Equatable {
+    var location: String
+    var title: String?
 }
 
 extension MediaSources {

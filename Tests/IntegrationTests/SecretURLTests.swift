@@ -15,10 +15,9 @@ struct SecretURLTests {
 
     @Test("a password in a URL is used to play, kept in the 0600 saved queue, and redacted everywhere else")
     func credentialsStayInTheQueue() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "quaver-secret-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.url
         let server = try await HTTPTestServer(serving: folder)
         defer { server.stop() }
         let host = "127.0.0.1:\(server.port)"

@@ -13,10 +13,9 @@ struct StationNameTests {
         "a station that sends no icy-name is shown by its playlist's name, from .m3u, .pls and a .pls URL",
         arguments: ["m3u", "pls", "remote pls"])
     func aStationNamedByItsPlaylist(kind: String) async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "quaver-station-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.url
         let server = try await HTTPTestServer(serving: folder)
         defer { server.stop() }
         // No icy-name, no ICY titles: the stream names nothing.
@@ -45,10 +44,9 @@ struct StationNameTests {
     @Test("a file without tags shows the artist and title of its #EXTINF; a tagged one its tags")
     func anUntaggedFileTakesItsPlaylistTitle() async throws {
         let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "quaver-extinf-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.url
         let untagged = folder.appendingPathComponent("untagged.flac")
         try FLACMetadata.rewrite(tracks[0], to: untagged, comments: [])
         let playlist = folder.appendingPathComponent("list.m3u8")

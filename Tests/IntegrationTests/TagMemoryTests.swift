@@ -17,10 +17,9 @@ struct TagMemoryTests {
     func bigTagsGiveTheirMemoryBack() async throws {
         let short = try await TestMedia.tracks(count: 4, seconds: 2)
         let last = try await TestMedia.tracks(count: 1, seconds: 30)[0]
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "quaver-tag-memory-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.url
         func file(_ name: String, from source: URL, comments: [String], pictures: [Data] = []) throws -> String {
             let url = folder.appendingPathComponent(name)
             try FLACMetadata.rewrite(source, to: url, comments: comments, pictures: pictures)
