@@ -21,4 +21,6 @@ int csystem_limit_malloc_arenas(int count) {
 #endif
 }
 
+int csystem_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
 void csystem_trim_heap(void) { malloc_trim(0); }

@@ -164,22 +164,26 @@ enum LocalFiles {
         return false
     }
 
-    /// What reading a whole file gave.
+    /// What reading a file gave.
     enum Contents {
         case data(Data)
+        /// The first bytes of a file longer than the limit, as many as the limit, when its
+        /// start was asked for: `size` is the whole file's, when known.
+        case start(Data, size: Int64?)
         /// Not read: why, as a log line gives it.
         case refused(String)
     }
 
-    /// The bytes of the regular file at `path`, when it holds at most `limit` bytes. It is
-    /// opened non-blocking (a FIFO put in its place since it was checked cannot hang the
-    /// reader) and checked again once open, so what is read is what was checked.
-    static func read(_ path: [UInt8], limit: Int) -> Contents {
+    /// The bytes of the regular file at `path`, when it holds at most `limit` bytes; with
+    /// `keepingStart`, the first `limit` bytes of a longer one. It is opened non-blocking (a
+    /// FIFO put in its place since it was checked cannot hang the reader) and checked again
+    /// once open, so what is read is what was checked.
+    static func read(_ path: [UInt8], limit: Int, keepingStart: Bool = false) -> Contents {
         switch FileStatus.of(path) {
         case .failure(let failure): return .refused(failure.reason)
         case .success(let status):
             if let problem = problem(playing: path, status) { return .refused(problem) }
-            if status.size > limit {
+            if status.size > limit, !keepingStart {
                 return .refused("\(byteCount(Int(status.size))), over the \(byteCount(limit)) limit")
             }
         }
@@ -193,7 +197,7 @@ enum LocalFiles {
         var data = Data()
         data.reserveCapacity(min(Int(status.size), limit) + 1)
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        // Up to one byte past the limit: a file that grew past it since the check is refused too.
+        // Up to one byte past the limit: a file that grew past it since the check is told too.
         while data.count <= limit {
             let wanted = min(chunk.count, limit + 1 - data.count)
             let got = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress!, wanted) }
@@ -204,7 +208,8 @@ enum LocalFiles {
             if got == 0 { return .data(data) }
             data.append(contentsOf: chunk[0..<got])
         }
-        return .refused("over the \(byteCount(limit)) limit")
+        guard keepingStart else { return .refused("over the \(byteCount(limit)) limit") }
+        return .start(data.prefix(limit), size: max(status.size, Int64(data.count)))
     }
 
     /// The folder part of `path`, as NSString's `deletingLastPathComponent` gives it: repeated

@@ -2,37 +2,76 @@ public import FoundationEssentials
 import Glibc
 public import Logging
 
+/// What a folder, playlist or URI expands to: one URI to play, and what its playlist calls
+/// it.
+public struct MediaItem: Sendable, Equatable {
+    /// A `file:` URI or a network stream's URL.
+    public var uri: String
+    /// The title the playlist gives the entry (`#EXTINF`, `TitleN=`), if any: a station's
+    /// name for a stream, "Artist - Title" or a title for a file.
+    public var title: String?
+
+    /// An item for `uri`, titled `title` by its playlist.
+    public init(uri: String, title: String? = nil) {
+        self.uri = uri
+        self.title = title
+    }
+}
+
 /// Turns what a user names (files, folders, playlists, URIs) into a list of playable URIs.
 public enum MediaSources {
-    /// File extensions treated as audio when a folder is scanned.
-    public static let audioExtensions: Set<String> = [
-        "mp3", "flac", "ogg", "oga", "opus", "m4a", "m4b", "mp4", "aac", "wav", "wave", "aif", "aiff",
-        "wma", "mka", "mkv", "webm", "ogv", "m4v", "ape", "wv", "mpc", "spx", "ac3", "dsf", "alac",
+    /// The extensions of the local files Quaver plays, lower case: what a folder scan takes,
+    /// and what a file named on the command line, with `OpenUri` or `AddTrack`, or in a
+    /// playlist must end in (network streams are not asked). Audio files, and the
+    /// containers music videos come in (only their sound plays). A folder also holds covers,
+    /// cue sheets and logs: telling media by their content would open every file of a
+    /// library of 100,000 of them.
+    public static let mediaExtensions: Set<String> = [
+        // MP3 and MPEG audio; FLAC; Ogg Vorbis, Opus, Speex.
+        "mp3", "mp2", "flac", "ogg", "oga", "opus", "spx",
+        // MP4 audio (AAC, ALAC) and raw AAC; WAV, AIFF, AU, CAF.
+        "m4a", "m4b", "aac", "alac", "wav", "wave", "aif", "aiff", "aifc", "au", "caf",
+        // Windows Media, Matroska audio, Monkey's Audio, WavPack, Musepack, TTA, AC-3, DTS, DSD.
+        "wma", "mka", "ape", "wv", "mpc", "tta", "ac3", "dts", "dsf",
+        // Music videos (and WebM audio): MP4, QuickTime, Matroska, WebM, Ogg video, AVI, ASF, 3GP.
+        "mp4", "m4v", "mov", "mkv", "webm", "weba", "ogv", "avi", "wmv", "asf", "3gp",
     ]
+    /// The extensions of playlists, lower case: `.m3u` and `.m3u8` are M3U, `.pls` is PLS.
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
     public static let supportedSchemes = ["file", "http", "https"]
+
+    /// Whether a file name or path ends in one of `mediaExtensions` (in any case).
+    public static func isMediaName(_ name: String) -> Bool {
+        mediaExtensions.contains(pathExtension(name))
+    }
 
     /// Expands each argument in order: a folder recursively in natural order, a playlist into
     /// its entries, a file or URI as itself. Problems are logged naming the argument; they
     /// never stop the rest.
     public static func expand(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger) -> [String] {
-        var result: [String] = []
+        expandItems(arguments, relativeTo: base, logger: logger).map(\.uri)
+    }
+
+    /// Like `expand(_:relativeTo:logger:)`, each URI with what its playlist calls it.
+    public static func expandItems(_ arguments: [String], relativeTo base: URL? = nil, logger: Logger) -> [MediaItem] {
+        var result: [MediaItem] = []
         expand(arguments, relativeTo: base, logger: logger) { result += $0 }
         return result
     }
 
-    /// Expands each argument in order, handing the URIs to `emit` as they are found (a
+    /// Expands each argument in order, handing the items to `emit` as they are found (a
     /// folder's after it is read and sorted, a playlist's entry by entry). For queues of
     /// 100,000 files: one `stat` per entry, no Foundation URL per file. However playlists
     /// name each other (themselves, in a circle, over and over), each is read once in one
     /// call.
     public static func expand(
-        _ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([String]) -> Void
+        _ arguments: [String], relativeTo base: URL? = nil, logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         var expansion = Expansion()
         for argument in arguments {
             expand(
-                argument, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion, logger: logger, emit: emit)
+                argument, title: nil, relativeTo: base.map { $0.path }, depth: 0, expansion: &expansion,
+                logger: logger, emit: emit)
         }
     }
 
@@ -44,12 +83,16 @@ public enum MediaSources {
         var playlistsRead = Set<FileIdentity>()
         /// The playlists skipped as read already, each logged the first time only.
         var playlistsSkipped = Set<FileIdentity>()
+        /// The playlists read from the network, by URL, for the same reason.
+        var remotePlaylistsRead = Set<String>()
     }
 
-    /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`.
+    /// Expands one argument (`depth` playlists deep) into `emit`, within `expansion`. A
+    /// `title` (a playlist's for this entry) goes with the argument when it is one file or
+    /// URI, not with what a folder or playlist it names holds.
     static func expand(
-        _ argument: String, relativeTo base: String?, depth: Int, expansion: inout Expansion, logger: Logger,
-        emit: ([String]) -> Void
+        _ argument: String, title: String?, relativeTo base: String?, depth: Int, expansion: inout Expansion,
+        logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         guard depth < 8 else {
             logger.warning("skipping \(argument): playlists nested too deeply")
@@ -66,8 +109,8 @@ public enum MediaSources {
         }
         if exists, !argument.utf8.starts(with: "file:".utf8) {
             return expandFile(
-                path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger,
-                emit: emit)
+                path, status: status, argument: argument, title: title, depth: depth, expansion: &expansion,
+                logger: logger, emit: emit)
         }
         if let scheme = scheme(of: argument) {
             guard supportedSchemes.contains(scheme) else {
@@ -76,17 +119,54 @@ public enum MediaSources {
                 )
                 return
             }
-            guard scheme == "file" else { return emit([argument]) }
+            guard scheme == "file" else {
+                guard RemotePlaylist.names(argument) else { return emit([MediaItem(uri: argument, title: title)]) }
+                return expandRemotePlaylist(
+                    argument, title: title, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+            }
             guard let filePath = filePath(ofURI: argument) else {
                 logger.warning("skipping \(argument): not a valid file URI")
                 return
             }
             return expandFile(
-                filePath, status: FileStatus.of(filePath), argument: argument, depth: depth, expansion: &expansion,
-                logger: logger, emit: emit)
+                filePath, status: FileStatus.of(filePath), argument: argument, title: title, depth: depth,
+                expansion: &expansion, logger: logger, emit: emit)
         }
         expandFile(
-            path, status: status, argument: argument, depth: depth, expansion: &expansion, logger: logger, emit: emit)
+            path, status: status, argument: argument, title: title, depth: depth, expansion: &expansion, logger: logger,
+            emit: emit)
+    }
+
+    /// Expands a playlist on the network (see ``RemotePlaylist``) into its entries, each an
+    /// `http` or `https` URL (relative ones resolved against the playlist's); an HLS
+    /// playlist is a stream, handed on as it is.
+    private static func expandRemotePlaylist(
+        _ url: String, title: String?, depth: Int, expansion: inout Expansion, logger: Logger,
+        emit: ([MediaItem]) -> Void
+    ) {
+        let name = displayName(url)
+        guard expansion.remotePlaylistsRead.insert(url).inserted else {
+            logger.warning("skipping \(name): this playlist was read already")
+            return
+        }
+        let contents = RemotePlaylist.fetch(url, limit: maximumPlaylistBytes)
+        switch contents {
+        case .data(let data) where RemotePlaylist.isHLS(data), .start(let data, _) where RemotePlaylist.isHLS(data):
+            return emit([MediaItem(uri: url, title: title)])
+        default: break
+        }
+        let isPLS = URL(string: url).map { pathExtension($0.path) == "pls" } ?? false
+        for entry in PlaylistReader.entries(of: contents, name: name, isPLS: isPLS, logger: logger) {
+            guard let resolved = RemotePlaylist.resolve(entry.location, against: url) else {
+                logger.warning(
+                    "skipping \(entry.location) (in the playlist \(name)): a playlist on the network names http and https URLs only"
+                )
+                continue
+            }
+            expand(
+                resolved, title: entry.title, relativeTo: nil, depth: depth + 1, expansion: &expansion, logger: logger,
+                emit: emit)
+        }
     }
 
     /// A path argument as an absolute path: absolute, `~/`, or relative to `base` (else the
@@ -163,8 +243,8 @@ public enum MediaSources {
     }
 
     private static func expandFile(
-        _ path: [UInt8], status lookup: Result<FileStatus, FileStatus.Failure>, argument: String, depth: Int,
-        expansion: inout Expansion, logger: Logger, emit: ([String]) -> Void
+        _ path: [UInt8], status lookup: Result<FileStatus, FileStatus.Failure>, argument: String, title: String?,
+        depth: Int, expansion: inout Expansion, logger: Logger, emit: ([MediaItem]) -> Void
     ) {
         let status: FileStatus
         switch lookup {
@@ -182,9 +262,9 @@ public enum MediaSources {
             var visited = Set<[UInt8]>()
             collect(path, visited: &visited, logger: logger) { file in
                 found = true
-                emit([fileURI(file)])
+                emit([MediaItem(uri: fileURI(file))])
             }
-            if !found { logger.warning("\(argument): no audio files found in this folder") }
+            if !found { logger.warning("\(argument): no media files found in this folder") }
             return
         }
         if let problem = LocalFiles.problem(playing: path, status) {
@@ -203,12 +283,12 @@ public enum MediaSources {
             }
             let folder = String(pathText[..<(pathText.lastIndex(of: "/") ?? pathText.startIndex)])
             // The first entry at once (to start playing), then in batches.
-            var pending: [String] = []
+            var pending: [MediaItem] = []
             var emitted = false
-            for entry in playlistEntries(path: path, logger: logger) {
+            for entry in PlaylistReader.entries(path: path, logger: logger) {
                 expand(
-                    entry, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1, expansion: &expansion,
-                    logger: logger
+                    entry.location, title: entry.title, relativeTo: folder.isEmpty ? "/" : folder, depth: depth + 1,
+                    expansion: &expansion, logger: logger
                 ) {
                     pending += $0
                 }
@@ -221,11 +301,22 @@ public enum MediaSources {
             if !pending.isEmpty { emit(pending) }
             return
         }
+        guard isMediaName(pathText) else {
+            logger.warning("skipping \(argument): \(notMediaReason(pathText))")
+            return
+        }
         guard withCString(path, { access($0, R_OK) }) == 0 else {
             logger.warning("skipping \(argument): permission denied")
             return
         }
-        emit([fileURI(path)])
+        emit([MediaItem(uri: fileURI(path), title: title)])
+    }
+
+    /// Why a file whose name is not a media name is not played, as a log line gives it.
+    static func notMediaReason(_ name: String) -> String {
+        let ending = pathExtension(name)
+        return
+            "not named as a media file (\(ending.isEmpty ? "no extension" : "\"." + ending + "\"")): Quaver plays the extensions listed under Media files in docs/usage.md"
     }
 
     /// Why the folder at `path` is not scanned, or nil: the kernel's `/proc` and `/sys` hold
@@ -241,12 +332,13 @@ public enum MediaSources {
         }
     }
 
-    /// The audio files under `folder`, recursively, in natural order (`2` before `10`).
-    public static func audioFiles(in folder: URL, logger: Logger) -> [URL] {
-        audioFilePaths(in: folder.path, logger: logger).map { URL(fileURLWithPath: $0) }
+    /// The media files under `folder` (named with one of `mediaExtensions`), recursively, in
+    /// natural order (`2` before `10`).
+    public static func mediaFiles(in folder: URL, logger: Logger) -> [URL] {
+        mediaFilePaths(in: folder.path, logger: logger).map { URL(fileURLWithPath: $0) }
     }
 
-    static func audioFilePaths(in folder: String, logger: Logger) -> [String] {
+    static func mediaFilePaths(in folder: String, logger: Logger) -> [String] {
         var files: [String] = []
         var visited = Set<[UInt8]>()
         collect(Array(folder.utf8), visited: &visited, logger: logger) {
@@ -255,7 +347,7 @@ public enum MediaSources {
         return files
     }
 
-    /// Hands the audio files under `folder` to `found` in natural order, folders in place.
+    /// Hands the media files under `folder` to `found` in natural order, folders in place.
     /// The first is handed over as soon as the folder is listed, before the rest is sorted
     /// (a folder of 100,000 files starts playing sooner).
     private static func collect(
@@ -295,7 +387,7 @@ public enum MediaSources {
         let prefix = folder.last == UInt8(ascii: "/") ? folder : folder + [UInt8(ascii: "/")]
         var first: [UInt8]?
         if let earliest = children.min(by: { $0.key < $1.key }), earliest.kind == UInt8(DT_REG),
-            audioExtensions.contains(pathExtension(earliest.key.name))
+            isMediaName(earliest.key.name)
         {
             first = earliest.name
             found(prefix + earliest.name)
@@ -303,7 +395,7 @@ public enum MediaSources {
         children.sort { $0.key < $1.key }
         for child in children where child.name != first {
             let childPath = prefix + child.name
-            let isAudio = audioExtensions.contains(pathExtension(child.key.name))
+            let isMedia = isMediaName(child.key.name)
             var kind = FileStatus.Kind(directoryEntryType: child.kind)
             var status: FileStatus?
             if kind == nil {
@@ -315,7 +407,7 @@ public enum MediaSources {
                 case .failure(let failure):
                     // A dangling link is left out quietly (a library being moved); a loop is
                     // a mistake worth naming.
-                    if isAudio, failure.code != ENOENT {
+                    if isMedia, failure.code != ENOENT {
                         logger.warning("skipping \(String(decoding: childPath, as: UTF8.self)): \(failure.reason)")
                     }
                     continue
@@ -331,7 +423,7 @@ public enum MediaSources {
                     continue
                 }
                 collect(childPath, visited: &visited, logger: logger, found: found)
-            } else if isAudio {
+            } else if isMedia {
                 let problem: String?
                 if let status {
                     problem = LocalFiles.problem(playing: childPath, status)
@@ -366,10 +458,11 @@ public enum MediaSources {
         let kind: UInt8
     }
 
-    /// Whether `argument` names a folder or a playlist (which can be long to read) rather
-    /// than one track.
+    /// Whether `argument` names a folder or a playlist, local or on the network (which can
+    /// be long to read), rather than one track.
     public static func isCollection(_ argument: String) -> Bool {
         var path = argument
+        if RemotePlaylist.names(argument) { return true }
         if scheme(of: argument) != nil {
             guard let url = URL(string: argument), url.isFileURL else { return false }
             path = url.path
@@ -417,67 +510,6 @@ public enum MediaSources {
         NaturalKey(a) < NaturalKey(b)
     }
 
-    /// A playlist larger than this is not read: far above any real one, and bounded.
-    public static let maximumPlaylistBytes = 16 << 20
-    /// Lines longer than this are skipped (no path or URI is that long).
-    public static let maximumLineBytes = 8 << 10
-
-    /// The entries of an `.m3u`/`.m3u8`/`.pls` file, as written (paths or URIs). Read as
-    /// bytes (a playlist of 100,000 lines takes milliseconds): lines end at LF or CR, blanks
-    /// and tabs around them are dropped, and so is a byte order mark. Only a regular file of
-    /// at most `maximumPlaylistBytes` is read; lines over `maximumLineBytes` are skipped, with
-    /// one warning for the file.
-    public static func playlistEntries(_ url: URL, logger: Logger) -> [String] {
-        playlistEntries(path: Array(url.path.utf8), logger: logger)
-    }
-
-    static func playlistEntries(path: [UInt8], logger: Logger) -> [String] {
-        let name = String(decoding: path, as: UTF8.self)
-        let data: Data
-        switch LocalFiles.read(path, limit: maximumPlaylistBytes) {
-        case .data(let contents): data = contents
-        case .refused(let reason):
-            logger.warning("skipping playlist \(name): cannot read it (\(reason))")
-            return []
-        }
-        var lines: [String] = []
-        var longLines = 0
-        data.withUnsafeBytes { raw in
-            let bytes = raw.bindMemory(to: UInt8.self)
-            let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
-            var start = bytes.starts(with: bom) ? 3 : 0
-            while start <= bytes.count {
-                var end = start
-                while end < bytes.count, bytes[end] != 0x0A, bytes[end] != 0x0D { end += 1 }
-                var first = start
-                var last = end
-                while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
-                while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
-                if last - first > maximumLineBytes {
-                    longLines += 1
-                } else if last > first {
-                    lines.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[first..<last]), as: UTF8.self))
-                }
-                start = end + 1
-            }
-        }
-        if longLines > 0 {
-            logger.warning(
-                "playlist \(name): skipped \(longLines) line\(longLines == 1 ? "" : "s") longer than \(LocalFiles.byteCount(maximumLineBytes))"
-            )
-        }
-        if pathExtension(name) == "pls" {
-            var entries: [(Int, String)] = []
-            for line in lines {
-                guard line.lowercased().hasPrefix("file"), let equals = line.firstIndex(of: "=") else { continue }
-                let number = Int(line[line.index(line.startIndex, offsetBy: 4)..<equals]) ?? Int.max
-                entries.append((number, line[line.index(after: equals)...].trimmingSpaces()))
-            }
-            return entries.sorted { $0.0 < $1.0 }.map(\.1).filter { !$0.isEmpty }
-        }
-        return lines.filter { !$0.hasPrefix("#") }
-    }
-
     /// The lower-cased scheme of a URI (`file`, `http`), or nil for a plain path.
     public static func scheme(of text: String) -> String? {
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else { return nil }
@@ -492,10 +524,11 @@ public enum MediaSources {
     /// Whether a URI names a local file (anything else is a network stream).
     static func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
-    /// A readable name for a URI in log lines: the path for files, the URI otherwise.
+    /// A readable name for a URI in log lines: the path for files, the URI without its
+    /// credentials otherwise (see `redactingCredentials(in:)`).
     public static func displayName(_ uri: String) -> String {
         if let url = URL(string: uri), url.isFileURL { return url.path }
-        return uri
+        return redactingCredentials(in: uri)
     }
 }
 

@@ -77,7 +77,7 @@ extension Daemon {
         }
         handle(commands.openURICommand) { [unowned self] event in
             guard MediaSources.isCollection(event.uri) else {
-                return player.open(MediaSources.expand([event.uri], logger: logger)) ? .success : .noSuchContent
+                return player.open(MediaSources.expandItems([event.uri], logger: logger)) ? .success : .noSuchContent
             }
             // A folder or playlist: queued after the current track as it is read, the
             // first of it playing at once.

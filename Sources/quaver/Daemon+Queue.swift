@@ -20,19 +20,19 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     static let loadQueue = DispatchQueue(label: "quaver.loader", qos: .userInitiated)
 
     /// Expands `sources` (files, folders, playlists, URIs) on a background queue and hands
-    /// the URIs to `batch` on the main queue, in order: the first as soon as it is known,
+    /// the items to `batch` on the main queue, in order: the first as soon as it is known,
     /// then in batches. `done` gets the count, and the session is saved, once all are in.
     /// A later `replaceLoads()` makes the batches of this load be dropped.
     func load(
         _ sources: [String], quietly: Bool = false,
-        batch: @escaping @MainActor ([String]) -> Void,
+        batch: @escaping @MainActor ([MediaItem]) -> Void,
         done: (@MainActor (Int) -> Void)? = nil
     ) {
         let logger = self.logger
         let generation = loadGeneration
         let started = ContinuousClock.now
         loadsInProgress += 1
-        let deliver: @Sendable ([String]) -> Void = { uris in
+        let deliver: @Sendable ([MediaItem]) -> Void = { uris in
             DispatchQueue.main.async {
                 MainActor.assumeIsolated { [weak self] in
                     guard let self, generation == loadGeneration else { return }
@@ -41,7 +41,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             }
         }
         Self.loadQueue.async {
-            var pending: [String] = []
+            var pending: [MediaItem] = []
             var delivered = 0
             MediaSources.expand(sources, logger: logger) { uris in
                 pending += uris
@@ -82,7 +82,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     /// Queues a folder or playlist in the background: `placeFirst` places the first batch
     /// and returns its entries; every later batch follows the one before it (or goes to the
     /// end when that entry was removed meanwhile).
-    func queueInBackground(_ uri: String, placeFirst: @escaping @MainActor ([String]) -> [Player.Entry]?) {
+    func queueInBackground(_ uri: String, placeFirst: @escaping @MainActor ([MediaItem]) -> [Player.Entry]?) {
         var lastID: UInt64?
         var placed = false
         load([uri]) { [unowned self] uris in
@@ -128,7 +128,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     func bindTrackListCommands() {
         handle(commands.addTrackCommand) { [unowned self] event in
             if !MediaSources.isCollection(event.uri) {
-                let uris = MediaSources.expand([event.uri], logger: logger)
+                let uris = MediaSources.expandItems([event.uri], logger: logger)
                 guard !uris.isEmpty else { return .noSuchContent }
                 guard let added = player.insert(uris, afterID: event.afterItemID) else { return .noSuchContent }
                 if event.setAsCurrent, let first = added.first { player.goTo(id: first.id) }

@@ -404,10 +404,10 @@ final class Daemon {
         }
     }
 
-    /// What an entry's tags (or, before they are read, its file name) say of it. Artwork is
-    /// named only while its cached image exists.
+    /// What an entry's tags and its playlist's title (or, before they are read, its file
+    /// name) say of it. Artwork is named only while its cached image exists.
     static func describe(_ entry: Player.Entry, in now: inout NowPlayingInfo, artwork: ArtworkCache) {
-        let track = entry.info ?? TrackInfo()
+        let track = entry.shownInfo ?? TrackInfo()
         now.title = track.title ?? fileTitle(entry.uri)
         now.artists = track.artists
         now.album = track.album
@@ -417,7 +417,9 @@ final class Daemon {
         now.discNumber = track.discNumber
         now.duration = track.duration
         now.isLiveStream = track.isLive
-        now.assetURL = entry.uri
+        // Every client on the bus reads Metadata (sandboxed ones too): a URL's credentials
+        // stay in the queue, where playing needs them.
+        now.assetURL = MediaSources.redactingCredentials(in: entry.uri)
         now.artworkURL = track.artworkURL.flatMap { artwork.contains($0) ? $0 : nil }
     }
 

@@ -7,6 +7,7 @@ import Playback
 /// (`JOURNAL_STREAM` set), each line starts with its syslog priority (`<4>`) instead.
 ///
 /// Warnings and errors are also kept in `recentProblems` (when given), for `quaver doctor`.
+/// No line holds the credentials of a URL (`MediaSources.redactingCredentials(in:)`).
 struct ConsoleLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
@@ -25,7 +26,9 @@ struct ConsoleLogHandler: LogHandler {
     }
 
     func log(event: LogEvent) {
-        let text = Self.sanitized("\(event.message)")
+        // Credentials in a URL are left out of every line, wherever it was written from;
+        // before the line is cut, so that no cut leaves part of one.
+        let text = Self.sanitized(MediaSources.redactingCredentials(in: "\(event.message)"))
         let line: String
         if toJournal {
             line = "<\(Self.priority(event.level))>\(text)\n"
@@ -134,9 +137,10 @@ final class ProblemLog: Sendable {
         return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The last `count` lines.
+    /// The last `count` lines, without the credentials of URLs (a file an older Quaver
+    /// wrote may hold some).
     func last(_ count: Int) -> [String] {
         guard let text = try? String(contentsOf: file, encoding: .utf8) else { return [] }
-        return Array(text.split(separator: "\n").suffix(count).map(String.init))
+        return text.split(separator: "\n").suffix(count).map { MediaSources.redactingCredentials(in: String($0)) }
     }
 }

@@ -107,7 +107,7 @@ struct FolderExpansionTests {
             try folder.write(name, "x")
         }
         let log = LogCapture()
-        let files = MediaSources.audioFiles(in: folder.url, logger: log.logger)
+        let files = MediaSources.mediaFiles(in: folder.url, logger: log.logger)
         #expect(
             files.map { $0.path.replacingOccurrences(of: folder.url.path + "/", with: "") } == [
                 "2 Two.mp3", "10 Ten.flac", "Deep/er/est/x.m4a", "Disc 2/9.opus", "Disc 2/10.ogg", "Disc 10/1.flac",
@@ -125,7 +125,7 @@ struct FolderExpansionTests {
         try folder.write("music/a.flac", "x")
         try FileManager.default.createSymbolicLink(
             at: folder.path("music/loop"), withDestinationURL: folder.path("music"))
-        let files = MediaSources.audioFiles(in: folder.path("music"), logger: LogCapture().logger)
+        let files = MediaSources.mediaFiles(in: folder.path("music"), logger: LogCapture().logger)
         #expect(files.map(\.lastPathComponent) == ["a.flac"])
     }
 
@@ -135,7 +135,7 @@ struct FolderExpansionTests {
         try folder.write("empty/readme.txt", "x")
         let log = LogCapture()
         #expect(MediaSources.expand([folder.path("empty").path], logger: log.logger).isEmpty)
-        #expect(!log.lines(containing: "no audio files").isEmpty, "\(log.messages)")
+        #expect(!log.lines(containing: "no media files").isEmpty, "\(log.messages)")
     }
 }
 
@@ -164,14 +164,16 @@ struct ArgumentExpansionTests {
         #expect(log.messages(atLeast: .warning).isEmpty, "\(log.messages)")
     }
 
-    @Test func anExplicitFileIsTakenWhateverItsExtension() throws {
+    @Test func anExplicitFileIsTakenOnlyWithAMediaExtensionAsInAFolder() throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         try folder.write("recording.unknownext", "x")
+        try folder.write("Recording.MKV", "x")
+        let log = LogCapture()
         #expect(
-            MediaSources.expand(["recording.unknownext"], relativeTo: folder.url, logger: LogCapture().logger) == [
-                folder.uri("recording.unknownext")
-            ])
+            MediaSources.expand(["recording.unknownext", "Recording.MKV"], relativeTo: folder.url, logger: log.logger)
+                == [folder.uri("Recording.MKV")])
+        #expect(log.lines(containing: "recording.unknownext", "not named as a media file").count == 1)
     }
 
     @Test func missingPathsAreDroppedAndNamed() throws {

@@ -15,7 +15,7 @@ struct PlayerQueueTests {
         #expect(!player.play())
         #expect(!player.preroll())
         #expect(!player.seek(to: .seconds(1)))
-        #expect(!player.open([]))
+        #expect(!player.open([String]()))
         player.next()
         player.previous()
         player.pause()

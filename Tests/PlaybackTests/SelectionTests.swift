@@ -8,7 +8,7 @@ import Testing
 struct SelectionTests {
     func queue(_ selection: inout Selection, _ count: Int) -> PlayQueue {
         var queue = PlayQueue()
-        let new = selection.makeEntries((0..<count).map { "file:///\($0).flac" })
+        let new = selection.makeEntries((0..<count).map { MediaItem(uri: "file:///\($0).flac") })
         queue.insert(new, at: 0)
         _ = selection.inserted(new, at: 0, in: queue)
         return queue
@@ -16,8 +16,8 @@ struct SelectionTests {
 
     @Test func entriesGetIdsNeverUsedBeforeAndTheFirstIsSelected() {
         var selection = Selection()
-        let first = selection.makeEntries(["file:///a.flac", "file:///a.flac"])
-        let second = selection.makeEntries(["file:///a.flac"])
+        let first = selection.makeEntries([MediaItem(uri: "file:///a.flac"), MediaItem(uri: "file:///a.flac")])
+        let second = selection.makeEntries([MediaItem(uri: "file:///a.flac")])
         #expect(Set((first + second).map(\.id)).count == 3, "the same file queued twice has two ids")
         var queue = PlayQueue()
         queue.insert(first, at: 0)

@@ -90,7 +90,7 @@ struct SpecialFileTests {
         try traps.folder.write("music/08 good.flac", "x")
         try traps.fifo("music/notes.txt")  // not named as audio: not looked at
         let log = LogCapture()
-        let files = within(.seconds(10)) { MediaSources.audioFiles(in: traps.path("music"), logger: log.logger) }
+        let files = within(.seconds(10)) { MediaSources.mediaFiles(in: traps.path("music"), logger: log.logger) }
         #expect(files?.map(\.lastPathComponent) == ["07 linked.flac", "08 good.flac"])
         let expected = [
             "01 song.mp3": "not a regular file (a FIFO)",
@@ -337,17 +337,27 @@ struct HostilePlaylistTests {
         #expect(MediaSources.playlistEntries(edge, logger: LogCapture().logger) == [name])
     }
 
-    @Test func aPlaylistOverTheSizeLimitIsRefusedWhole() throws {
+    @Test func aPlaylistOverTheSizeLimitIsReadUpToIt() throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         try folder.write("a.flac", "x")
-        let playlist = try folder.write("huge.m3u", "a.flac\n")
+        try folder.write("b.flac", "x")
+        try folder.write("c.flac", "x")
+        // Sparse, 40 MiB: a track first, one whose line the limit cuts, one past the limit.
+        let limit = MediaSources.maximumPlaylistBytes
+        let playlist = try folder.write("huge.pls", "[playlist]\nFile1=a.flac\n")
         let handle = try FileHandle(forWritingTo: playlist)
-        try handle.truncate(atOffset: UInt64(MediaSources.maximumPlaylistBytes + 1))  // sparse
+        try handle.seek(toOffset: UInt64(limit - 8))
+        try handle.write(contentsOf: Data("\nFile2=b.flac\n".utf8))
+        try handle.seek(toOffset: UInt64(limit + (1 << 20)))
+        try handle.write(contentsOf: Data("\nFile3=c.flac\n".utf8))
+        try handle.truncate(atOffset: 40 << 20)
         try handle.close()
         let log = LogCapture()
-        #expect(MediaSources.expand([playlist.path], logger: log.logger).isEmpty)
-        #expect(log.lines(containing: playlist.path, "over the 16 MiB limit").count == 1, "\(log.messages)")
-        #expect(log.messages.count == 1)
+        #expect(MediaSources.expand([playlist.path], logger: log.logger) == [folder.uri("a.flac")])
+        #expect(
+            log.lines(containing: playlist.path, "is 40 MiB: only its first 16 MiB are read").count == 1,
+            "\(log.messages)")
+        #expect(log.messages(atLeast: .warning).count == 2, "the limit, and the NUL bytes' line: \(log.messages)")
     }
 }

@@ -10,6 +10,13 @@ int csystem_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds
 // glibc's malloc arenas at `count` (before threads start); returns mallopt's result.
 int csystem_limit_malloc_arenas(int count);
 
+// Sets glibc's M_MMAP_THRESHOLD to `bytes`: every block of that size or more is a mapping
+// of its own, handed back to the system when freed. Setting it turns off glibc's own
+// raising of the threshold, which would otherwise, after the first such block is freed,
+// place the next ones (up to 32 MiB each) in the heap, and keep them there once freed.
+// Returns mallopt's result.
+int csystem_set_mmap_threshold(int bytes);
+
 // malloc_trim() (also in <malloc.h>): hands the free pages of the heap back to the system,
 // including those between chunks still in use.
 void csystem_trim_heap(void);

@@ -11,11 +11,11 @@ struct Selection {
     private var nextID: UInt64 = 1
 
     /// New entries for `uris`, each with an id never used before in this process.
-    mutating func makeEntries(_ uris: [String]) -> [Player.Entry] {
+    mutating func makeEntries(_ items: [MediaItem]) -> [Player.Entry] {
         var prefixes: [Substring: Player.SharedPrefix] = [:]
-        return uris.map { uri in
+        return items.map { item in
             defer { nextID += 1 }
-            return Player.Entry(id: nextID, uri: uri, prefixes: &prefixes)
+            return Player.Entry(id: nextID, uri: item.uri, title: item.title, prefixes: &prefixes)
         }
     }
 

@@ -6,20 +6,33 @@ extension Player {
     /// returns their entries.
     @discardableResult
     public func enqueue(_ uris: [String], after index: Int? = nil) -> [Entry] {
-        insert(uris, at: index.map { min($0 + 1, queue.count) } ?? queue.count)
+        enqueue(uris.map { MediaItem(uri: $0) }, after: index)
+    }
+
+    /// Queues items (already expanded) after the entry at `index` (nil: at the end) and
+    /// returns their entries.
+    @discardableResult
+    public func enqueue(_ items: [MediaItem], after index: Int? = nil) -> [Entry] {
+        insert(items, at: index.map { min($0 + 1, queue.count) } ?? queue.count)
     }
 
     /// Queues URIs after the entry with id `afterID` (nil: at the start). Nil when no
     /// entry has that id.
     public func insert(_ uris: [String], afterID: UInt64?) -> [Entry]? {
-        guard let afterID else { return insert(uris, at: 0) }
-        guard let index = queue.index(of: afterID) else { return nil }
-        return insert(uris, at: index + 1)
+        insert(uris.map { MediaItem(uri: $0) }, afterID: afterID)
     }
 
-    func insert(_ uris: [String], at position: Int, announce: Bool = true) -> [Entry] {
-        guard !uris.isEmpty else { return [] }
-        let new = selection.makeEntries(uris)
+    /// Queues items after the entry with id `afterID` (nil: at the start). Nil when no
+    /// entry has that id.
+    public func insert(_ items: [MediaItem], afterID: UInt64?) -> [Entry]? {
+        guard let afterID else { return insert(items, at: 0) }
+        guard let index = queue.index(of: afterID) else { return nil }
+        return insert(items, at: index + 1)
+    }
+
+    func insert(_ items: [MediaItem], at position: Int, announce: Bool = true) -> [Entry] {
+        guard !items.isEmpty else { return [] }
+        let new = selection.makeEntries(items)
         queue.insert(new, at: position)
         if selection.inserted(new, at: position, in: queue) {
             // A local file becomes `current` once its tags are read, so that clients see
@@ -63,9 +76,15 @@ extension Player {
         return true
     }
 
+    /// Replaces the whole queue with URIs and plays it from the start, or stays stopped when
+    /// `play` is false.
+    public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
+        replaceQueue(with: uris.map { MediaItem(uri: $0) }, play: shouldPlay)
+    }
+
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
-    public func replaceQueue(with uris: [String], play shouldPlay: Bool) {
+    public func replaceQueue(with items: [MediaItem], play shouldPlay: Bool) {
         interruption.userActed()
         pendingRead = nil
         queue.removeAll()
@@ -74,7 +93,7 @@ extension Player {
         engine.stop()
         // The first entry is shown at once, as Play would start it, while its tags are read:
         // clients hear of the new list and of its current entry together.
-        let added = insert(uris, at: 0, announce: false)
+        let added = insert(items, at: 0, announce: false)
         current = selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
         if !added.isEmpty { onChange?(.queue) }
         onChange?(.transport)

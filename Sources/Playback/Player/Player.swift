@@ -304,9 +304,15 @@ public final class Player {
     /// Queues `uris` after the current entry and plays the first of them.
     @discardableResult
     public func open(_ uris: [String]) -> Bool {
-        guard !uris.isEmpty else { return false }
+        open(uris.map { MediaItem(uri: $0) })
+    }
+
+    /// Queues `items` after the current entry and plays the first of them.
+    @discardableResult
+    public func open(_ items: [MediaItem]) -> Bool {
+        guard !items.isEmpty else { return false }
         interruption.userActed()
-        let added = enqueue(uris, after: selectedIndex)
+        let added = enqueue(items, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         if let selected = selectedEntry { selection.recordMove(from: selected.id, to: first.id, forward: true) }
         load(index, intent: .playing)
