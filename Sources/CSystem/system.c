@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/vfs.h>
 #include "CSystem.h"
 #include <fcntl.h>
 #include <malloc.h>
@@ -24,3 +25,8 @@ int csystem_limit_malloc_arenas(int count) {
 int csystem_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
 
 void csystem_trim_heap(void) { malloc_trim(0); }
+
+int64_t csystem_file_system_type(const char *path) {
+    struct statfs info;
+    return statfs(path, &info) == 0 ? (int64_t)info.f_type : -1;
+}

@@ -1,3 +1,4 @@
+import CSystem
 import FoundationEssentials
 import Glibc
 
@@ -113,13 +114,16 @@ struct FileIdentity: Hashable, Sendable {
     var inode: UInt64
 }
 
-/// The devices of the file systems mounted on `/proc` and `/sys`, looked up once.
+/// The devices of the file systems mounted on `/proc` and `/sys`, looked up once. A folder
+/// counts only when procfs or sysfs is mounted there: in a chroot or a bare container it is
+/// a plain folder of the root file system, whose device every file shares.
 private enum KernelFileSystems {
     static let devices: Set<UInt64> = {
         var devices = Set<UInt64>()
-        for path in ["/proc", "/sys"] {
+        for (path, magic) in [("/proc", 0x9fa0), ("/sys", 0x6265_6572)] {
             var info = stat()
-            if stat(path, &info) == 0 { devices.insert(UInt64(info.st_dev)) }
+            guard csystem_file_system_type(path) == magic, stat(path, &info) == 0 else { continue }
+            devices.insert(UInt64(info.st_dev))
         }
         return devices
     }()

@@ -21,4 +21,8 @@ int csystem_set_mmap_threshold(int bytes);
 // including those between chunks still in use.
 void csystem_trim_heap(void);
 
+// The type of the file system `path` is on (statfs(2)'s f_type, such as 0x9fa0 for procfs);
+// -1 when it cannot be told. <sys/vfs.h> is not in Swift's Glibc module.
+int64_t csystem_file_system_type(const char *path);
+
 #endif
