@@ -53,13 +53,12 @@ struct TagMemoryTests {
             let played = HostileMediaTests.Playback(session.signals).playedTitles.map { String($0.prefix(20)) }
             try #require(reached, "the last track did not play within 60 s: \(played)\n\(session.log())")
         }
-        // A busy machine may read the big tags too slowly to wait for: the file then plays
-        // under its name first (docs/known-limits.md).
+        // The big title's track is the first: on a busy machine it can be over before the
+        // name is owned and signals are heard, so only the tracks after it are asked for in
+        // order. (A busy machine may also read the big tags too slowly to wait for: the file
+        // then plays under its name, docs/known-limits.md.)
         let played = HostileMediaTests.Playback(tagged.signals).playedTitles.map { String($0.prefix(11)) }
-        #expect(
-            ["xxxxxxxxxxx", "big-title"].contains(played.first ?? "")
-                && played.suffix(4) == ["Big Picture", "Track 3", "Track 4", "Track 1"],
-            "\(played)\n\(tagged.log())")
+        #expect(played.suffix(4) == ["Big Picture", "Track 3", "Track 4", "Track 1"], "\(played)\n\(tagged.log())")
         let pids = sessions.map { $0.daemon!.pid }
         var resident = [0, 0]
         // GStreamer lets go of a track's buffers when playbin's group after it is done with:
