@@ -54,7 +54,8 @@ final class ProgressFollow {
         let switched = followed?.load == engine.loadNumber
         followed = (engine.loadNumber, load.entry)
         let stream = ProgressWatch.Stream(
-            entry: load.entry, isLocal: MediaSources.isLocal(load.uri), duration: duration(of: load, switched: switched),
+            entry: load.entry, isLocal: MediaSources.isLocal(load.uri),
+            duration: duration(of: load, switched: switched),
             rate: engine.rate)
         carryOut(watch.started(stream, switchedAt: switched ? .now : nil))
         checkForServer()
@@ -97,7 +98,8 @@ final class ProgressFollow {
                 engine.clock.set(position, rate: engine.rate, at: at)
                 if let waited, let name = loadedName {
                     logger.info(
-                        "the audio of \(name) moves again at \(position.clock), after \(Self.seconds(waited)) of waiting")
+                        "the audio of \(name) moves again at \(position.clock), after \(Self.seconds(waited)) of waiting"
+                    )
                 }
                 engine.owner?.engineChanged(.transport)
             case .reload(let stall):

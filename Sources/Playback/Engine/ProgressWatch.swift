@@ -14,8 +14,8 @@
 /// - The clock runs: nothing more is decoded. A local file is loaded again once where it
 ///   stopped, then skipped, after ``decodeLimit``; a network stream is skipped after
 ///   ``outputLimit`` (its own watch usually does first).
-/// Whatever the cause, a stall at the track's end (within ``endMargin``) loads what follows
-/// afresh after ``decodeLimit``: a gapless switch that never happened.
+/// Whatever the cause, audio that stands for the grace at the track's end (within
+/// ``endMargin``) loads what follows afresh: a gapless switch that never happened.
 struct ProgressWatch: Sendable, Equatable {
     typealias Instant = ContinuousClock.Instant
 
@@ -99,15 +99,14 @@ struct ProgressWatch: Sendable, Equatable {
     static let period = Duration.milliseconds(250)
     /// How long the audio may stand before clients see playback waiting.
     static let grace = Duration.milliseconds(1500)
-    /// How long the decoding may stand before the track is loaded again, skipped, or (at its
-    /// end) followed by what comes next.
+    /// How long the decoding may stand before the track is loaded again or skipped.
     static let decodeLimit = Duration.seconds(3)
     /// How long the output may take no audio before it counts as failed.
     static let outputLimit = Duration.seconds(10)
     /// How near its end a track that stands counts as ended.
     static let endMargin = Duration.milliseconds(500)
     /// The share of the expected progress below which audio counts as standing.
-    static let movingShare = 0.25
+    static let movingShare = 0.5
     /// How much decoded audio in front of the sink shows that the sink takes none.
     static let queuedAudio = Duration.milliseconds(20)
 
@@ -172,20 +171,23 @@ struct ProgressWatch: Sendable, Equatable {
                 return [.hold(at: sample.position), next]
             }
             let stall = Self.stall(since: since, now: sample)
+            if let end = stream.duration, sample.position >= end - Self.endMargin {
+                stage = .off
+                return [.loadNext(stall)]
+            }
             stage = .waiting(stream, stall, previous: sample)
             return [.hold(at: sample.position), .wait(stall), next]
         case .waiting(let stream, var stall, let previous):
             if sample.position < previous.position || Self.moved(from: previous, to: sample, rate: stream.rate) {
                 stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
-                return [.resume(at: sample.position, when: sample.at, waited: sample.at - stall.since - stall.stoodFor), next]
+                return [
+                    .resume(at: sample.position, when: sample.at, waited: sample.at - stall.since - stall.stoodFor),
+                    next,
+                ]
             }
             stall.heard = sample.position
             stage = .waiting(stream, stall, previous: sample)
             let stood = sample.at - stall.since
-            if stood >= Self.decodeLimit, let end = stream.duration, sample.position >= end - Self.endMargin {
-                stage = .off
-                return [.loadNext(stall)]
-            }
             if stood >= Self.decodeLimit, stall.cause == .decoding, stream.isLocal {
                 stage = .off
                 guard reloadedEntry == stream.entry else {
