@@ -130,6 +130,53 @@ struct PipeWireTests {
         #expect(try await session.metadata()["xesam:title"]?.string == title)
     }
 
+    @Test("with WirePlumber's defaults nothing corks: module-role-cork cannot be loaded, and a phone stream mixes in")
+    func noCorkingByDefault() async throws {
+        let server = try await PipeWireSession()
+        defer { server.stop() }
+        let refused = try await server.pactl([
+            "load-module", "module-role-cork", "trigger_roles=phone", "cork_roles=music",
+        ])
+        #expect(refused.status != 0, "pipewire-pulse 0.3.65 has no module-role-cork: \(refused.output)")
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
+        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let session = probe.session
+        defer { session.stop() }
+        _ = try await probe.watch(timeout: .seconds(1))
+        let start = ContinuousClock.now
+        let before = try await probe.read().position
+        let call = try server.startCall(role: "phone")
+        _ = try await probe.watch(timeout: .seconds(3))
+        await server.hangUp(call)
+        #expect(probe.statuses(since: start) == ["Playing"], "\(probe.table(since: start))")
+        #expect((probe.readings.last?.position ?? 0) > before + 2.5, "the audio moves throughout")
+        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
+    }
+
+    @Test(
+        "through pipewire-pulse, Volume is the stream's volume: a mixer's change is Volume, and Volume reaches the server"
+    )
+    func streamVolume() async throws {
+        let server = try await PipeWireSession()
+        defer { server.stop() }
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
+        let session = try await play(server, tracks)
+        defer { session.stop() }
+        let pid = try #require(session.daemon?.pid)
+        let index = try #require(try await stream(of: session, on: server)?.prefix { $0.isNumber })
+        let mark = session.signals.count
+        let set = try await server.pactl(["set-sink-input-volume", String(index), "50%"])
+        #expect(set.status == 0, "\(set.output)")
+        let change = try await session.waitForPlayerChange(after: mark, "Volume from the mixer") { $0["Volume"] != nil }
+        #expect(abs((change.changed["Volume"]?.double ?? -1) - 0.5) < 0.01, "\(change)")
+        try await session.set("Volume", .double(0.3))
+        let reached = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(100)) {
+            try await stream(of: session, on: server)?.contains("/  30% /") == true
+        }
+        let listed = try await stream(of: session, on: server) ?? ""
+        #expect(reached, "the server has the new volume (pid \(pid)): \(listed)")
+    }
+
     @Test("pipewire-pulse killed: Paused where the audio stopped; Play resumes there once it is back")
     func serverKilled() async throws {
         let server = try await PipeWireSession()

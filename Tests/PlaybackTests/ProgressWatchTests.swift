@@ -176,6 +176,19 @@ struct ProgressWatchTests {
         #expect(watch.stage == .off)
     }
 
+    @Test func aNetworkStreamToFollowIsWaitedForAtTheEnd() {
+        var watch = Watch()
+        _ = watch.started(Self.file)
+        _ = watch.sampled(Self.sample(0.25, 29.5), nextIsWatched: true)
+        _ = watch.sampled(Self.sample(0.5, 29.7), nextIsWatched: true)
+        let actions = watch.sampled(Self.sample(2.0, 29.7), nextIsWatched: true)
+        #expect(actions.contains { if case .wait = $0 { true } else { false } }, "\(actions)")
+        #expect(
+            watch.sampled(Self.sample(12.0, 29.7), nextIsWatched: true) == [.hold(at: Self.s(29.7)), Self.next],
+            "neither loaded again, skipped nor failed: the stream's own watch decides")
+        #expect(watch.isWaiting)
+    }
+
     @Test func aFileWhoseDecodingStopsIsLoadedAgainOnceThenSkipped() {
         var watch = Watch()
         for round in 0..<2 {

@@ -71,8 +71,17 @@ final class ProgressFollow {
     func sampled(_ progress: Pipeline.Progress) {
         guard followed != nil, let position = progress.position else { return }
         clockName = progress.clockName
-        carryOut(
-            watch.sampled(.init(position: position, clock: progress.clock, queued: progress.queued, at: progress.at)))
+        let sample = ProgressWatch.Sample(
+            position: position, clock: progress.clock, queued: progress.queued, at: progress.at)
+        carryOut(watch.sampled(sample, nextIsWatched: nextIsStream))
+    }
+
+    /// playbin holds a network stream to follow the loaded entry (see ``StreamWatch``).
+    private var nextIsStream: Bool {
+        guard let id = engine.pipeline.handoff.committedEntryID, let next = engine.owner?.entry(id: id) else {
+            return false
+        }
+        return !MediaSources.isLocal(next.uri)
     }
 
     /// The length of the entry loaded: its tags', else what the pipeline said of its own load.

@@ -15,7 +15,9 @@
 ///   stopped, then skipped, after ``decodeLimit``; a network stream is skipped after
 ///   ``outputLimit`` (its own watch usually does first).
 /// Whatever the cause, audio that stands for the grace at the track's end (within
-/// ``endMargin``) loads what follows afresh: a gapless switch that never happened.
+/// ``endMargin``) loads what follows afresh: a gapless switch that never happened. Unless
+/// what follows is a network stream, which its own watch gives the stall limit to start:
+/// playback waits for it.
 struct ProgressWatch: Sendable, Equatable {
     typealias Instant = ContinuousClock.Instant
 
@@ -145,8 +147,10 @@ struct ProgressWatch: Sendable, Equatable {
         stage = .off
     }
 
-    /// A sample taken while playing.
-    mutating func sampled(_ sample: Sample) -> [Action] {
+    /// A sample taken while playing. `nextIsWatched`: playbin holds a network stream to
+    /// follow, whose own watch (``StreamWatch``) decides when it has failed to start: a track
+    /// that stands at its end waits for it.
+    mutating func sampled(_ sample: Sample, nextIsWatched: Bool = false) -> [Action] {
         let next = Action.sample(after: Self.period)
         switch stage {
         case .off:
@@ -171,7 +175,7 @@ struct ProgressWatch: Sendable, Equatable {
                 return [.hold(at: sample.position), next]
             }
             let stall = Self.stall(since: since, now: sample)
-            if let end = stream.duration, sample.position >= end - Self.endMargin {
+            if Self.isAtEnd(sample, of: stream), !nextIsWatched {
                 stage = .off
                 return [.loadNext(stall)]
             }
@@ -188,6 +192,7 @@ struct ProgressWatch: Sendable, Equatable {
             stall.heard = sample.position
             stage = .waiting(stream, stall, previous: sample)
             let stood = sample.at - stall.since
+            if nextIsWatched, Self.isAtEnd(sample, of: stream) { return [.hold(at: sample.position), next] }
             if stood >= Self.decodeLimit, stall.cause == .decoding, stream.isLocal {
                 stage = .off
                 guard reloadedEntry == stream.entry else {
@@ -210,6 +215,11 @@ struct ProgressWatch: Sendable, Equatable {
     }
 
     // MARK: - Helpers
+
+    /// Whether `sample` stands within ``endMargin`` of the end of `stream`.
+    static func isAtEnd(_ sample: Sample, of stream: Stream) -> Bool {
+        stream.duration.map { sample.position >= $0 - endMargin } ?? false
+    }
 
     /// Whether the position moved from one sample to the next by at least ``movingShare`` of
     /// what the time between them and the rate make.

@@ -209,9 +209,10 @@ public final class Player {
         engine.pause()
     }
 
-    /// Pauses when playing or about to, else plays.
+    /// Pauses when playing or about to, else plays. Waiting for audio that does not move is
+    /// shown as paused, so the toggle plays on (goes on waiting) then, as clients expect.
     public func togglePlayPause() {
-        if requestedStatus == .playing { pause() } else { play() }
+        if requestedStatus == .playing && !isWaitingForAudio { pause() } else { play() }
     }
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
