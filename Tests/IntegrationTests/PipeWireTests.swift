@@ -21,6 +21,33 @@ struct PipeWireTests {
         return session
     }
 
+    /// Quaver playing `count` tracks of `seconds` to the session, what the sink plays recorded
+    /// (unless `recorded` is false), once `warmUp` of it has played.
+    private func playing(
+        _ server: PipeWireSession, count: Int = 1, seconds: Double = 30, recorded: Bool = true,
+        warmUp: Duration = .seconds(2)
+    ) async throws -> FaultProbe {
+        let tracks = try await TestMedia.tracks(count: count, seconds: seconds)
+        let recording = recorded ? try server.record() : nil
+        let probe = FaultProbe(try await play(server, tracks), recording: recording)
+        _ = try await probe.watch(timeout: warmUp)
+        return probe
+    }
+
+    /// The figures of a fault, printed: no D-Bus reply waited long, and (when something
+    /// recorded what was heard) Position never ran a second ahead of it.
+    private func expectFigures(
+        _ probe: FaultProbe, _ fault: String, since start: ContinuousClock.Instant, signalsFrom mark: Int,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(probe.longestReply(since: start) < .milliseconds(250), sourceLocation: sourceLocation)
+        if !probe.recordings.isEmpty {
+            #expect(
+                probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))", sourceLocation: sourceLocation)
+        }
+        print(probe.report(fault, since: start, signalsFrom: mark))
+    }
+
     /// Quaver's stream on the server, if it has one: its properties.
     private func stream(of session: Session, on server: PipeWireSession) async throws -> String? {
         guard let pid = session.daemon?.pid else { return nil }
@@ -38,10 +65,8 @@ struct PipeWireTests {
     func sinkRemovedWithFallback() async throws {
         let server = try await PipeWireSession()
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server)
         defer { probe.session.stop() }
-        _ = try await probe.watch(timeout: .seconds(2))
         let mark = probe.session.signals.count
         let start = ContinuousClock.now
         let before = try await probe.read().position
@@ -56,20 +81,16 @@ struct PipeWireTests {
         #expect(last.status == "Playing", "\(probe.statuses(since: start))")
         #expect(last.position > before + 4, "playback goes on: \(before) s, then \(last.position) s")
         #expect(!probe.session.log().contains("skipping"), "\(probe.session.log())")
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
-        print(probe.report("sink removed, dummy sink remains", since: start, signalsFrom: mark))
+        expectFigures(probe, "sink removed, dummy sink remains", since: start, signalsFrom: mark)
     }
 
     @Test("the only sink removed: Paused where the audio stands, no Seeked meanwhile; Playing again when a sink comes")
     func sinkRemovedWithoutFallback() async throws {
         let server = try await PipeWireSession(alwaysSink: false)
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server)
         let session = probe.session
         defer { session.stop() }
-        _ = try await probe.watch(timeout: .seconds(2))
         let mark = session.signals.count
         let start = ContinuousClock.now
         try await server.removeNode()
@@ -91,20 +112,16 @@ struct PipeWireTests {
         _ = try await probe.watch(timeout: .seconds(1))
         #expect(seeked(session, since: resumeMark) <= 1, "at most one Seeked when it goes on")
         #expect((probe.readings.last?.position ?? 0) > (held.max() ?? 0), "it goes on from where it stood")
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
-        print(probe.report("sink removed, no fallback, a sink comes back", since: start, signalsFrom: mark))
+        expectFigures(probe, "sink removed, no fallback, a sink comes back", since: start, signalsFrom: mark)
     }
 
     @Test("the only sink removed for good: paused where the audio stands after 10 s, with the reason; Play tries again")
     func sinkRemovedForGood() async throws {
         let server = try await PipeWireSession(alwaysSink: false)
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 2, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server, count: 2)
         let session = probe.session
         defer { session.stop() }
-        _ = try await probe.watch(timeout: .seconds(2))
         let title = try await session.metadata()["xesam:title"]?.string
         let mark = session.signals.count
         let start = ContinuousClock.now
@@ -117,9 +134,7 @@ struct PipeWireTests {
         #expect(try await session.get("PlaybackStatus").string == "Paused")
         #expect(try await session.metadata()["xesam:title"]?.string == title, "the same track")
         #expect(!session.log().contains("skipping"), "no track is blamed: \(session.log())")
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
-        print(probe.report("sink removed, no fallback, for good", since: start, signalsFrom: mark))
+        expectFigures(probe, "sink removed, no fallback, for good", since: start, signalsFrom: mark)
 
         _ = try await server.pactl(["load-module", "module-null-sink", "sink_name=quaver_second_sink"])
         let playMark = session.signals.count
@@ -138,11 +153,9 @@ struct PipeWireTests {
             "load-module", "module-role-cork", "trigger_roles=phone", "cork_roles=music",
         ])
         #expect(refused.status != 0, "pipewire-pulse 0.3.65 has no module-role-cork: \(refused.output)")
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server, warmUp: .seconds(1))
         let session = probe.session
         defer { session.stop() }
-        _ = try await probe.watch(timeout: .seconds(1))
         let start = ContinuousClock.now
         let before = try await probe.read().position
         let call = try server.startCall(role: "phone")
@@ -159,8 +172,7 @@ struct PipeWireTests {
     func streamVolume() async throws {
         let server = try await PipeWireSession()
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let session = try await play(server, tracks)
+        let session = try await playing(server, recorded: false, warmUp: .zero).session
         defer { session.stop() }
         let pid = try #require(session.daemon?.pid)
         let index = try #require(try await stream(of: session, on: server)?.prefix { $0.isNumber })
@@ -181,11 +193,9 @@ struct PipeWireTests {
     func serverKilled() async throws {
         let server = try await PipeWireSession()
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server)
         let session = probe.session
         defer { session.stop() }
-        _ = try await probe.watch(timeout: .seconds(2))
         let mark = session.signals.count
         let start = ContinuousClock.now
         await server.kill(.pulse)
@@ -194,9 +204,7 @@ struct PipeWireTests {
         _ = try await probe.watch(timeout: .seconds(1))
         let pausedAt = try await probe.read().position
         #expect(session.log().contains("the audio output failed"), "\(session.log())")
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
-        print(probe.report("pipewire-pulse killed", since: start, signalsFrom: mark))
+        expectFigures(probe, "pipewire-pulse killed", since: start, signalsFrom: mark)
 
         try await server.start(.pulse)
         let playMark = session.signals.count
@@ -211,8 +219,7 @@ struct PipeWireTests {
     func serverRestartedAfterGaplessSwitch() async throws {
         let server = try await PipeWireSession()
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 3, seconds: 8)
-        let probe = FaultProbe(try await play(server, tracks), recording: try server.record())
+        let probe = try await playing(server, count: 3, seconds: 8, warmUp: .zero)
         let session = probe.session
         defer { session.stop() }
         let firstTitle = try await session.metadata()["xesam:title"]?.string
@@ -234,7 +241,6 @@ struct PipeWireTests {
         #expect(paused, "\(session.log())")
         let pausedAt = try await probe.read().position
         #expect(pausedAt < before + 1.0, "paused in the new track where it was: \(pausedAt) s, was at \(before) s")
-        #expect(probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))")
         #expect(try await session.metadata()["xesam:title"]?.string == secondTitle)
         let errorLine = session.log().split(separator: "\n").first { $0.contains("pipeline error on") } ?? ""
         #expect(errorLine.contains("02 Track 2"), "the debug line names what plays: \(errorLine)")
@@ -246,17 +252,15 @@ struct PipeWireTests {
         let resumedAt = try await probe.read().position
         #expect(try await session.metadata()["xesam:title"]?.string == secondTitle, "Play goes on in the same track")
         #expect(resumedAt >= pausedAt - 0.5 && resumedAt < pausedAt + 2, "from \(pausedAt) s: \(resumedAt) s")
-        print(
-            probe.report(
-                "pipewire-pulse killed after a gapless switch, back 3 s later", since: start, signalsFrom: mark))
+        expectFigures(
+            probe, "pipewire-pulse killed after a gapless switch, back 3 s later", since: start, signalsFrom: mark)
     }
 
     @Test("a sound server that starts after Quaver: playback moves to it from the silent fallback")
     func serverLate() async throws {
         let server = try await PipeWireSession(start: false)
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
-        let probe = FaultProbe(try await play(server, tracks))
+        let probe = try await playing(server, recorded: false, warmUp: .zero)
         let session = probe.session
         defer { session.stop() }
         #expect(session.log().contains("no sound server or audio device reachable"), "\(session.log())")
@@ -281,22 +285,19 @@ struct PipeWireTests {
         let heard = recording.heardSeconds() - heardBefore
         #expect(heard > 2, "the server hears it: \(heard) s")
         #expect(probe.largestLead(since: calibrated) < 1.0, "Position keeps pace with what is heard")
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        print(probe.report("server late", since: start, signalsFrom: mark))
+        expectFigures(probe, "server late", since: start, signalsFrom: mark)
     }
 
     @Test("WirePlumber's role endpoints cork Quaver for a phone stream: waiting while it plays, Playing after")
     func corkByRole() async throws {
         let server = try await PipeWireSession(roleEndpoints: true)
         defer { server.stop() }
-        let tracks = try await TestMedia.tracks(count: 1, seconds: 30)
         // With endpoints, WirePlumber links every capture stream to its capture endpoint, not
         // to the sink's monitor: what is heard is bounded by where the audio was when the call
         // started, not recorded.
-        let probe = FaultProbe(try await play(server, tracks))
+        let probe = try await playing(server, recorded: false)
         let session = probe.session
         defer { session.stop() }
-        _ = try await probe.watch(timeout: .seconds(2))
         let mark = session.signals.count
         let start = ContinuousClock.now
         let atCall = try await probe.read().position
@@ -315,9 +316,8 @@ struct PipeWireTests {
         #expect(resumed, "\(probe.statuses(since: start))")
         _ = try await probe.watch(timeout: .seconds(1))
         #expect((probe.readings.last?.position ?? 0) > (held.max() ?? 0))
-        #expect(probe.longestReply(since: start) < .milliseconds(250))
-        print(
-            probe.report("corked by role (phone stream)", since: start, signalsFrom: mark)
-                + String(format: "; Position ahead of where the call began by at most %.2f s", lead))
+        expectFigures(
+            probe, String(format: "corked by role (phone stream; Position at most %.2f s past the call's start)", lead),
+            since: start, signalsFrom: mark)
     }
 }
