@@ -34,13 +34,16 @@ struct PipeWireTests {
         return probe
     }
 
-    /// The figures of a fault, printed: no D-Bus reply waited long, and (when something
-    /// recorded what was heard) Position never ran a second ahead of it.
+    /// The figures of a fault, printed: no D-Bus reply waited on the pipeline, and (when
+    /// something recorded what was heard) Position never ran a second ahead of it. A reply is
+    /// timed from the test's main actor, which every test of the process shares: beside the
+    /// other suites it can take a few hundred milliseconds with a daemon that answers at
+    /// once, so the bound catches a reply that waits on GStreamer (seconds), not that.
     private func expectFigures(
         _ probe: FaultProbe, _ fault: String, since start: ContinuousClock.Instant, signalsFrom mark: Int,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        #expect(probe.longestReply(since: start) < .milliseconds(250), sourceLocation: sourceLocation)
+        #expect(probe.longestReply(since: start) < .seconds(1), sourceLocation: sourceLocation)
         if !probe.recordings.isEmpty {
             #expect(
                 probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))", sourceLocation: sourceLocation)
