@@ -373,7 +373,8 @@ final class Daemon {
         if let url = now.artworkURL, url != published?.artworkURL, !artwork.markUsed(url) { now.artworkURL = nil }
         lookForArtworkAgainIfNeeded(entry, published: now)
         now.defaultPlaybackRate = player.rate
-        let rate = player.status == .playing ? player.rate : 0
+        // Waiting for audio that does not move is Apple's rate 0 (MPRIS shows it as Paused).
+        let rate = player.status == .playing && !player.isWaitingForAudio ? player.rate : 0
         if republishTiming || !sameItem || now.playbackRate != rate {
             now.playbackRate = rate
             now.elapsedPlaybackTime =

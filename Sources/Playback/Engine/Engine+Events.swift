@@ -75,6 +75,8 @@ extension Engine {
             run(actions)
         case .position(let reported, let at):
             positionReported(reported, at: at)
+        case .progress(let sample):
+            progress.sampled(sample)
         case .elements(let names):
             pipelineElementNames = names
             // Once per load, at debug level: what the stream plays through (tests read it to
@@ -143,7 +145,10 @@ extension Engine {
     /// in the user's terms; GStreamer's debug string (source file, function, element path) is
     /// for developers, so it goes to the debug level, with the URI it was about.
     func streamFailed(_ message: String, debug: String?, source: String, uri: String?, inOutput: Bool) {
-        let name = uri.map { MediaSources.displayName($0) } ?? "nothing loaded"
+        // The output's error is about what plays now, which a gapless switch may have
+        // changed since the URI was loaded.
+        let about = inOutput ? transport.loaded?.uri ?? uri : uri
+        let name = about.map { MediaSources.displayName($0) } ?? "nothing loaded"
         logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
         if errors.isEcho(source) {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
@@ -177,8 +182,9 @@ extension Engine {
         case .noOutput:
             logger.warning(
                 "no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
+            progress.fallbackInUse()
         case .noOutputAgain:
-            break
+            progress.fallbackInUse()
         case .notDecoded:
             logger.debug("not decoded, as intended: \(message)")
         case .other:
@@ -198,7 +204,8 @@ extension Engine {
     /// The pipeline said where it is: a clock that drifted from it takes its word, and
     /// clients are told the new timing.
     private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
-        guard let reported, transport.isSettledLoad, at >= clock.stamp else { return }
+        // While the audio stands, the progress watch holds the clock where it is.
+        guard let reported, transport.isSettledLoad, !progress.isHolding, at >= clock.stamp else { return }
         let predicted = clock.position(at: at)
         guard positionFollow.follows(reported, predicted: predicted, at: at) else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")

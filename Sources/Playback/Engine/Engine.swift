@@ -52,6 +52,8 @@ final class Engine {
     static let stateCheckDelay: Duration = .seconds(3)
     /// Network streams: their buffering, their tags, and whether they stall.
     private(set) lazy var streams = StreamFollow(engine: self)
+    /// While playing: whether the audio moves, and whether a sound server answers now.
+    private(set) lazy var progress = ProgressFollow(engine: self)
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
@@ -221,6 +223,7 @@ final class Engine {
             }
         }
         watchState()
+        progress.sync()
     }
 
     /// The pipeline reports each state it reaches, and the transport waits for that word. So
@@ -247,7 +250,7 @@ final class Engine {
             streams.disarm()  // it played: the server sent what was awaited
         }
         if status == .playing || status == .paused {
-            clock.changeRate(to: transport.isPlaying ? rate : 0)
+            clock.changeRate(to: transport.isPlaying && !progress.isHolding ? rate : 0)
         }
         if transport.isPlaying { checkPositionSoon() }
         owner?.settled()

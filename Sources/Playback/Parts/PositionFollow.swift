@@ -3,8 +3,8 @@
 /// Pure: instants are handed in. While playing, the pipeline is asked at most once a second,
 /// so that the clock follows an output slower (or faster) than real time; not in the two
 /// seconds after a gapless switch, when playbin still reports the old stream's position.
-/// It also keeps the furthest position clients were shown of each load: where an output
-/// failed is never before that.
+/// It also keeps the furthest position clients were shown of the stream loaded (of each load,
+/// and since each gapless switch): where an output failed is never before that.
 struct PositionFollow: Sendable {
     typealias Instant = ContinuousClock.Instant
 
@@ -23,9 +23,11 @@ struct PositionFollow: Sendable {
         switchedAt = nil
     }
 
-    /// playbin switched to the next stream gaplessly at `now`.
+    /// playbin switched to the next stream gaplessly at `now`: what was shown of the stream
+    /// before it is not this one's.
     mutating func switched(at now: Instant) {
         switchedAt = now
+        furthest = nil
     }
 
     /// Whether to ask the pipeline where it is now (and if so, the asking is counted).

@@ -311,7 +311,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Runs `body` on the pipeline's queue, timed (see ``WatchedQueue/run(_:)``).
-    private func run(_ body: @escaping @Sendable (Pipeline) -> Void) {
+    func run(_ body: @escaping @Sendable (Pipeline) -> Void) {
         jobs.run { [self] in body(self) }
     }
 

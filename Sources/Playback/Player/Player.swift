@@ -129,6 +129,10 @@ public final class Player {
     /// Whether Previous could change the current entry (see ``canGoNext``).
     public var canGoPrevious: Bool { selection.canMove(forward: false, in: queue) }
 
+    /// Playing, but the audio does not move (an output that takes none, a decoder that stopped):
+    /// the position stands where the audio is, and clients are shown playback waiting.
+    public var isWaitingForAudio: Bool { engine.progress.isWaiting }
+
     /// The position, extrapolated from the pipeline's last report: zero when stopped. Reads
     /// never wait on GStreamer; while playing, one read a second asks the pipeline in the
     /// background, so that a drift (an output slower than real time) is corrected.
@@ -205,9 +209,10 @@ public final class Player {
         engine.pause()
     }
 
-    /// Pauses when playing or about to, else plays.
+    /// Pauses when playing or about to, else plays. Waiting for audio that does not move is
+    /// shown as paused, so the toggle plays on (goes on waiting) then, as clients expect.
     public func togglePlayPause() {
-        if requestedStatus == .playing { pause() } else { play() }
+        if requestedStatus == .playing && !isWaitingForAudio { pause() } else { play() }
     }
 
     /// Stops: nothing stays loaded, and the position goes back to zero.

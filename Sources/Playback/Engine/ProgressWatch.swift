@@ -1,0 +1,249 @@
+/// Whether the audio of a stream that should play moves: Playing is backed by progress.
+///
+/// Pure: the pipeline's samples (the stream's position and the pipeline's clock, with the
+/// instant they were taken) are handed in. While the transport plays, its owner samples the
+/// pipeline every ``period`` and feeds each sample here; nothing runs otherwise, so a paused
+/// player never wakes for it. Audio that did not move since the sample before is held: the
+/// position clock stands where the audio is, so that Position never runs ahead of what was
+/// heard by more than a sample or two. Audio that has not moved for ``grace`` is waited for:
+/// clients see playback waiting (Apple's rate 0, which MPRIS shows as `Paused`), with one log
+/// line. What the stall is comes from the pipeline's clock:
+/// - The clock stands too: the output takes no audio (a sound server that lost its sink, or
+///   corked or unlinked the stream). Playback goes on by itself when the audio moves again,
+///   and after ``outputLimit`` the output counts as failed: paused where the audio is.
+/// - The clock runs: nothing more is decoded. A local file is loaded again once where it
+///   stopped, then skipped, after ``decodeLimit``; a network stream is skipped after
+///   ``outputLimit`` (its own watch usually does first).
+/// Whatever the cause, audio that stands for the grace at the track's end (within
+/// ``endMargin``) loads what follows afresh: a gapless switch that never happened. Unless
+/// what follows is a network stream, which its own watch gives the stall limit to start:
+/// playback waits for it.
+struct ProgressWatch: Sendable, Equatable {
+    typealias Instant = ContinuousClock.Instant
+
+    /// One look at the pipeline.
+    struct Sample: Sendable, Equatable {
+        var position: Duration
+        /// The pipeline clock's time (nil: it has none).
+        var clock: Duration?
+        /// The decoded audio waiting in front of the sink (nil: not known).
+        var queued: Duration? = nil
+        var at: Instant
+    }
+
+    /// The stream watched.
+    struct Stream: Sendable, Equatable {
+        var entry: UInt64
+        var isLocal: Bool
+        /// Its length, when known.
+        var duration: Duration?
+        /// The playback rate: how fast the position should move.
+        var rate: Double
+    }
+
+    /// Why the audio stands, from the pipeline's clock.
+    enum Cause: Sendable, Equatable {
+        /// The clock stands too: the output takes no audio.
+        case output
+        /// The clock runs: nothing more reaches the sink.
+        case decoding
+    }
+
+    /// Audio that stopped moving.
+    struct Stall: Sendable, Equatable {
+        /// Where the audio stands.
+        var heard: Duration
+        /// When it was last seen moving.
+        var since: Instant
+        /// How long it has stood when the stall was declared.
+        var stoodFor: Duration
+        /// How far the pipeline's clock went meanwhile (nil: it has none).
+        var clockAdvance: Duration?
+        /// The decoded audio waiting in front of the sink (nil: not known).
+        var queued: Duration?
+        var cause: Cause
+    }
+
+    enum Stage: Sendable, Equatable {
+        case off
+        /// Sampling. `previous`: the last sample; `stoodSince`: the last sample at which the
+        /// audio moved, while it stands (nil: it moves); samples before `judgeFrom` are not
+        /// judged (playbin still answers about the stream a gapless switch left).
+        case watching(Stream, previous: Sample?, stoodSince: Sample?, judgeFrom: Instant?)
+        /// The audio has stood for the grace: clients see playback waiting.
+        case waiting(Stream, Stall, previous: Sample)
+    }
+
+    /// What the owner does, in order.
+    enum Action: Sendable, Equatable {
+        /// Samples the pipeline again after a while.
+        case sample(after: Duration)
+        /// The position clock stands at this position (nothing is published).
+        case hold(at: Duration)
+        /// Clients see playback waiting where the audio stands; one log line says why.
+        case wait(Stall)
+        /// The audio moves again, from `position` at `at`: the clock runs from there and
+        /// clients are told (a `Seeked` if it jumped). `waited`: how long clients saw it
+        /// waiting (nil: they never did).
+        case resume(at: Duration, when: Instant, waited: Duration?)
+        /// A local file's decoding stopped mid-track: it is loaded again where it stood.
+        case reload(Stall)
+        /// The entry cannot go on: it is skipped, for `reason`.
+        case skip(Stall, reason: String)
+        /// The track stands at its end: what follows is loaded afresh.
+        case loadNext(Stall)
+        /// The output took no audio for ``outputLimit``: it counts as failed, paused where the
+        /// audio stands, for `reason`.
+        case outputFailed(Stall, reason: String)
+    }
+
+    /// How often a playing pipeline is sampled.
+    static let period = Duration.milliseconds(250)
+    /// How long the audio may stand before clients see playback waiting.
+    static let grace = Duration.milliseconds(1500)
+    /// How long the decoding may stand before the track is loaded again or skipped.
+    static let decodeLimit = Duration.seconds(3)
+    /// How long the output may take no audio before it counts as failed.
+    static let outputLimit = Duration.seconds(10)
+    /// How near its end a track that stands counts as ended.
+    static let endMargin = Duration.milliseconds(500)
+    /// The share of the expected progress below which audio counts as standing.
+    static let movingShare = 0.5
+    /// How much decoded audio in front of the sink shows that the sink takes none.
+    static let queuedAudio = Duration.milliseconds(20)
+
+    private(set) var stage = Stage.off
+    /// The entry loaded again for a decoding stall: a second stall skips it.
+    private(set) var reloadedEntry: UInt64?
+
+    /// Clients are shown playback waiting for the audio.
+    var isWaiting: Bool {
+        if case .waiting = stage { return true }
+        return false
+    }
+
+    /// The position clock stands where the audio is (it stood for a sample, or is waited for).
+    var isHolding: Bool {
+        switch stage {
+        case .off: false
+        case .watching(_, _, let stoodSince, _): stoodSince != nil
+        case .waiting: true
+        }
+    }
+
+    // MARK: - Inputs
+
+    /// The transport plays `stream` (a load confirmed playing, Play, a seek done, or a gapless
+    /// switch at `now`, whose first ``PositionFollow/switchSettling`` is not judged).
+    mutating func started(_ stream: Stream, switchedAt now: Instant? = nil) -> [Action] {
+        if let reloadedEntry, reloadedEntry != stream.entry { self.reloadedEntry = nil }
+        stage = .watching(
+            stream, previous: nil, stoodSince: nil, judgeFrom: now.map { $0 + PositionFollow.switchSettling })
+        return [.sample(after: Self.period)]
+    }
+
+    /// The transport no longer plays (paused, seeking, loading, stopped): nothing is sampled.
+    mutating func stopped() {
+        stage = .off
+    }
+
+    /// A sample taken while playing. `nextIsWatched`: playbin holds a network stream to
+    /// follow, whose own watch (``StreamWatch``) decides when it has failed to start: a track
+    /// that stands at its end waits for it.
+    mutating func sampled(_ sample: Sample, nextIsWatched: Bool = false) -> [Action] {
+        let next = Action.sample(after: Self.period)
+        switch stage {
+        case .off:
+            return []
+        case .watching(let stream, _, _, let judgeFrom?) where sample.at < judgeFrom:
+            stage = .watching(stream, previous: nil, stoodSince: nil, judgeFrom: judgeFrom)
+            return [next]
+        case .watching(let stream, let previous, let stoodSince, _):
+            guard let previous, sample.position >= previous.position else {
+                // The first sample, or one behind the last (playbin answering about the stream
+                // a gapless switch left): a new start, from which the audio is seen to move.
+                stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
+                return (stoodSince == nil ? [] : [.resume(at: sample.position, when: sample.at, waited: nil)]) + [next]
+            }
+            if Self.moved(from: previous, to: sample, rate: stream.rate) {
+                stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
+                return (stoodSince == nil ? [] : [.resume(at: sample.position, when: sample.at, waited: nil)]) + [next]
+            }
+            let since = stoodSince ?? previous
+            guard sample.at - since.at >= Self.grace else {
+                stage = .watching(stream, previous: sample, stoodSince: since, judgeFrom: nil)
+                return [.hold(at: sample.position), next]
+            }
+            let stall = Self.stall(since: since, now: sample)
+            if Self.isAtEnd(sample, of: stream), !nextIsWatched {
+                stage = .off
+                return [.loadNext(stall)]
+            }
+            stage = .waiting(stream, stall, previous: sample)
+            return [.hold(at: sample.position), .wait(stall), next]
+        case .waiting(let stream, var stall, let previous):
+            if sample.position < previous.position || Self.moved(from: previous, to: sample, rate: stream.rate) {
+                stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
+                return [
+                    .resume(at: sample.position, when: sample.at, waited: sample.at - stall.since - stall.stoodFor),
+                    next,
+                ]
+            }
+            stall.heard = sample.position
+            stage = .waiting(stream, stall, previous: sample)
+            let stood = sample.at - stall.since
+            if nextIsWatched, Self.isAtEnd(sample, of: stream) { return [.hold(at: sample.position), next] }
+            if stood >= Self.decodeLimit, stall.cause == .decoding, stream.isLocal {
+                stage = .off
+                guard reloadedEntry == stream.entry else {
+                    reloadedEntry = stream.entry
+                    return [.reload(stall)]
+                }
+                reloadedEntry = nil
+                return [.skip(stall, reason: "its decoding stopped at \(stall.heard.clock), twice")]
+            }
+            if stood >= Self.outputLimit {
+                stage = .off
+                let seconds = StreamWatch.seconds(Self.outputLimit)
+                guard stall.cause == .output else {
+                    return [.skip(stall, reason: "its audio stopped at \(stall.heard.clock) for \(seconds)")]
+                }
+                return [.outputFailed(stall, reason: "it took no audio for \(seconds)")]
+            }
+            return [.hold(at: sample.position), next]
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Whether `sample` stands within ``endMargin`` of the end of `stream`.
+    static func isAtEnd(_ sample: Sample, of stream: Stream) -> Bool {
+        stream.duration.map { sample.position >= $0 - endMargin } ?? false
+    }
+
+    /// Whether the position moved from one sample to the next by at least ``movingShare`` of
+    /// what the time between them and the rate make.
+    static func moved(from previous: Sample, to sample: Sample, rate: Double) -> Bool {
+        let expected = (sample.at - previous.at) * max(rate, 0.1)
+        return sample.position - previous.position >= expected * movingShare
+    }
+
+    /// The stall seen at `now`, the audio having stood since `since`. The output's when
+    /// decoded audio waits in front of the sink (it takes none), the decoding's when none
+    /// does; without a queue to look at, the output's when the pipeline's clock stood too
+    /// (a sound server's clock can run on without a device, so the queue comes first).
+    static func stall(since: Sample, now: Sample) -> Stall {
+        let stood = now.at - since.at
+        var advance: Duration?
+        if let start = since.clock, let end = now.clock { advance = end - start }
+        let cause: Cause =
+            if let queued = now.queued {
+                queued >= queuedAudio ? .output : .decoding
+            } else {
+                advance.map { $0 >= stood / 2 } ?? false ? .decoding : .output
+            }
+        return Stall(
+            heard: now.position, since: since.at, stoodFor: stood, clockAdvance: advance, queued: now.queued,
+            cause: cause)
+    }
+}
