@@ -16,6 +16,13 @@ struct DecoderEdgeTests {
         return file
     }
 
+    /// A folder for the test's files, in the session's own.
+    static func mediaFolder(of session: Session) throws -> URL {
+        let folder = session.bus.directory.appendingPathComponent("media")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
     static func ffmpeg(_ arguments: [String]) async throws {
         guard let ffmpeg = Tools.find("ffmpeg") else { throw HarnessError("ffmpeg is not installed (scripts/setup)") }
         let made = try await Tools.run(
@@ -45,9 +52,7 @@ struct DecoderEdgeTests {
     func shortFileBeforeAGoodOne() async throws {
         let session = try await Session()
         defer { session.stop() }
-        let folder = session.bus.directory.appendingPathComponent("media")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let short = folder.appendingPathComponent("short.m4a")
+        let short = try Self.mediaFolder(of: session).appendingPathComponent("short.m4a")
         try await Self.ffmpeg([
             "-f", "lavfi", "-i", "sine=duration=0.5:sample_rate=8000", "-ac", "2", "-c:a", "alac", short.path,
         ])
@@ -58,9 +63,7 @@ struct DecoderEdgeTests {
     func fileThatNeverStarts() async throws {
         let session = try await Session()
         defer { session.stop() }
-        let folder = session.bus.directory.appendingPathComponent("media")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let picture = folder.appendingPathComponent("picture.aiff")
+        let picture = try Self.mediaFolder(of: session).appendingPathComponent("picture.aiff")
         try Self.iffPicture().write(to: picture)
         // The preroll limit (15 s) once, and the good track's second: never the output's
         // second try and pause.
