@@ -41,13 +41,8 @@ enum TestMedia {
             let task = Task {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "quaver-media-\(getpid())-\(key)")
-                let result = try await Tools.run(
-                    Tools.quaver, ["--make-test-tracks", folder.path] + arguments,
-                    environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) {
-                        $1
-                    })
-                guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
-                return result.output.split(separator: "\n").map(String.init)
+                return try await Tools.makeTestTracks(
+                    Tools.quaver.path, into: folder, arguments, registry: Session.sharedRegistry)
             }
             made[key] = task
             return task
@@ -70,19 +65,8 @@ final class Session {
     private(set) var owners: [String: String] = [:]
     let name: String
 
-    struct RecordedSignal: CustomStringConvertible {
-        var member: String
-        var interface: String?
-        var arguments: [Value]
-        var sender: String?
-        /// When the client handled it.
-        var received = ContinuousClock.now
-        var description: String { "\(member)\(arguments)" }
-
-        /// For PropertiesChanged: the changed map.
-        var changed: [String: Value] { arguments.count > 1 ? arguments[1].stringVariantDictionary ?? [:] : [:] }
-        var changedInterface: String? { arguments.first?.string }
-    }
+    /// A signal the client received (TestKit's), stamped when it was handled.
+    typealias RecordedSignal = TestKit.RecordedSignal
 
     /// - Parameter activation: true to let the bus start services installed under the
     ///   session's home (`~/.local/share/dbus-1/services`), with the session's environment.
@@ -120,10 +104,7 @@ final class Session {
     }
 
     private func record(_ message: Message) {
-        signals.append(
-            RecordedSignal(
-                member: message.member ?? "", interface: message.interface, arguments: message.arguments,
-                sender: message.sender))
+        signals.append(RecordedSignal(message))
         waiter.poke()
     }
 
@@ -146,17 +127,12 @@ final class Session {
 
     /// A home of the test's own: every XDG folder inside it.
     nonisolated static func xdg(home: URL) -> [String: String] {
-        [
-            "HOME": home.path,
-            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
-            "XDG_STATE_HOME": home.appendingPathComponent(".local/state").path,
-            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+        Tools.privateHome(home).merging([
             "XDG_DATA_DIRS": home.appendingPathComponent("system-share").path,
             // One GStreamer plugin registry for every process of the run: with a registry
             // per test home, each quaver would scan all plugins again when it starts.
             "GST_REGISTRY": sharedRegistry,
-        ]
+        ]) { $1 }
     }
 
     var stateFolder: URL { home.appendingPathComponent(".local/state/quaver") }
@@ -221,12 +197,8 @@ final class Session {
 
     /// Starts `command` on this bus (stopped with the session); its output goes to `log`.
     func spawn(command: [String], log: URL) throws -> ChildProcess {
-        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw HarnessError("cannot open \(log.path)") }
-        defer { close(fd) }
         let process = try ChildProcess(
-            command[0], Array(command.dropFirst()), environment: environment, output: .descriptor(fd),
-            error: .descriptor(fd))
+            command[0], Array(command.dropFirst()), environment: environment, output: .file(log.path), error: .output)
         extras.append(process)
         return process
     }
