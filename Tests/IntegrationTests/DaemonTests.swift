@@ -7,8 +7,7 @@ import Testing
 @Suite("quaver on the bus")
 @MainActor
 struct DaemonTests {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = Tools.repository
 
     @Test("Introspect of the running daemon is dbus/org.mpris.MediaPlayer2.xml")
     func introspectionMatchesTheCheckedInFile() async throws {

@@ -18,6 +18,10 @@ public enum Tools {
         return nil
     }
 
+    /// The package's folder (where `scripts/` is), found from this file's place in it.
+    public static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
     /// The executable `name` that the package builds beside this test bundle.
     public static func built(_ name: String) -> URL {
         URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
