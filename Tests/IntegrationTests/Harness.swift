@@ -247,16 +247,15 @@ final class Session {
     /// only once its first state is true announces no change to it).
     func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(30)) async throws {
         if from == 0, try await get("PlaybackStatus").string == status { return }
-        let deadline = ContinuousClock.now + timeout
-        while from > 0, ContinuousClock.now < deadline {
-            if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return }
-            if signals.dropFirst(from).contains(where: {
-                $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
-                    && $0.changed["PlaybackStatus"]?.string == status
-            }) {
-                return
+        if from > 0 {
+            let reached = try await Waiter.poll(timeout: timeout, every: .milliseconds(50)) {
+                if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return true }
+                return signals.dropFirst(from).contains {
+                    $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
+                        && $0.changed["PlaybackStatus"]?.string == status
+                }
             }
-            try await Task.sleep(for: .milliseconds(50))
+            if reached { return }
         }
         try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") {
             $0["PlaybackStatus"]?.string == status

@@ -126,15 +126,19 @@ extension ProcessProbe {
         /// difference; for threads born in between, all of theirs. (Threads that were born
         /// and died in between are not seen.)
         public func contextSwitches(since earlier: Sample) -> UInt64 {
-            var total: UInt64 = 0
-            for (tid, count) in switchesByThread {
-                if let before = earlier.switchesByThread[tid] {
-                    total += count >= before ? count - before : count
-                } else {
-                    total += count
-                }
+            threadSwitches(since: earlier).reduce(0, +)
+        }
+
+        /// Context switches from `earlier` to this sample of the thread that switched most.
+        public func busiestThreadSwitches(since earlier: Sample) -> UInt64 {
+            threadSwitches(since: earlier).max() ?? 0
+        }
+
+        private func threadSwitches(since earlier: Sample) -> [UInt64] {
+            switchesByThread.map { tid, count in
+                guard let before = earlier.switchesByThread[tid], count >= before else { return count }
+                return count - before
             }
-            return total
         }
     }
 }
