@@ -350,21 +350,13 @@ final class LineWatcher {
 
     init(_ command: [String], environment: [String: String]) throws {
         process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment, output: .pipe)
-        process.readLines { [weak self] line, time in
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    self?.received.append((line, time))
-                    self?.waiter.poke()
-                }
-            }
+        process.readLinesOnMainActor { [weak self] line, time in
+            self?.received.append((line, time))
+            self?.waiter.poke()
         }
-        process.onExit { [weak self] _ in
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    self?.exited = true
-                    self?.waiter.poke()
-                }
-            }
+        process.onExitOnMainActor { [weak self] _ in
+            self?.exited = true
+            self?.waiter.poke()
         }
     }
 

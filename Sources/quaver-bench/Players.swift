@@ -91,30 +91,20 @@ final class PlayerSession {
         logFile = folder.appendingPathComponent("player.log")
         bus = try await PrivateBus(errorLog: folder.appendingPathComponent("dbus-daemon.log"))
         client = try Connection(address: bus.address)
-        try client.onSignal(interface: MPRISNames.properties, member: "PropertiesChanged", path: MPRISNames.path) {
-            [events] message in
-            let time = ContinuousClock.now
-            let arguments = message.arguments
-            guard arguments.count >= 2, let interface = arguments[0].string,
-                let changed = arguments[1].stringVariantDictionary
-            else { return }
-            events.post(BusEvent(kind: .propertiesChanged(interface: interface, changed: changed), time: time))
-        }
-        try client.onSignal(interface: MPRISNames.player, member: "Seeked", path: MPRISNames.path) { [events] message in
-            let time = ContinuousClock.now
-            events.post(BusEvent(kind: .seeked(position: message.arguments.first?.int64 ?? -1), time: time))
-        }
-        try client.onSignal(
-            sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged"
-        ) {
-            [weak self] message in
-            let time = ContinuousClock.now
-            let arguments = message.arguments
-            guard let self, arguments.count == 3, let name = arguments[0].string, let owner = arguments[2].string else {
+        try client.followMPRIS { [weak self] signal in
+            guard let self else { return }
+            let kind: BusEvent.Kind
+            if let change = signal.nameOwnerChange {
+                if change.name == busName { nameOwner = change.owner.isEmpty ? nil : change.owner }
+                kind = .nameOwnerChanged(name: change.name, newOwner: change.owner)
+            } else if signal.isSeeked {
+                kind = .seeked(position: signal.arguments.first?.int64 ?? -1)
+            } else if let interface = signal.changedInterface {
+                kind = .propertiesChanged(interface: interface, changed: signal.changed)
+            } else {
                 return
             }
-            if name == busName { nameOwner = owner.isEmpty ? nil : owner }
-            events.post(BusEvent(kind: .nameOwnerChanged(name: name, newOwner: owner), time: time))
+            events.post(BusEvent(kind: kind, time: signal.received))
         }
     }
 
@@ -151,20 +141,14 @@ final class PlayerSession {
         if watchOutput {
             let log = try FileHandle(forWritingTo: touch(logFile))
             log.seekToEndOfFile()
-            process.readLines(copyingTo: log) { [weak self] line, time in
-                DispatchQueue.main.async {
-                    MainActor.assumeIsolated { self?.events.post(BusEvent(kind: .output(line: line), time: time)) }
-                }
+            process.readLinesOnMainActor(copyingTo: log) { [weak self] line, time in
+                self?.events.post(BusEvent(kind: .output(line: line), time: time))
             }
         }
-        process.onExit { [weak self] status in
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    guard let self, self.process === process else { return }
-                    self.exitStatus = status
-                    self.events.post(BusEvent(kind: .exited(status: status), time: .now))
-                }
-            }
+        process.onExitOnMainActor { [weak self] status in
+            guard let self, self.process === process else { return }
+            exitStatus = status
+            events.post(BusEvent(kind: .exited(status: status), time: .now))
         }
         self.process = process
     }

@@ -86,26 +86,15 @@ final class Session {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         logFile = bus.directory.appendingPathComponent("quaver.log")
         client = try Connection(address: bus.address)
-        try client.onSignal(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-            path: ObjectPath("/org/mpris/MediaPlayer2")!
-        ) { [weak self] message in
-            self?.record(message)
+        try client.followMPRIS { [weak self] signal in
+            guard let self else { return }
+            if let change = signal.nameOwnerChange {
+                owners[change.name] = change.owner
+            } else {
+                signals.append(signal)
+            }
+            waiter.poke()
         }
-        try client.onSignal(interface: "org.mpris.MediaPlayer2.Player", member: "Seeked") { [weak self] message in
-            self?.record(message)
-        }
-        try client.onSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged") { [weak self] message in
-            let args = message.arguments
-            guard let self, args.count == 3, let name = args[0].string, let owner = args[2].string else { return }
-            self.owners[name] = owner
-            self.waiter.poke()
-        }
-    }
-
-    private func record(_ message: Message) {
-        signals.append(RecordedSignal(message))
-        waiter.poke()
     }
 
     /// Set before `launch`: more environment for the daemon (a sound server to use, say).
@@ -171,13 +160,9 @@ final class Session {
         }
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try spawn(command: command, log: logFile)
-        process.onExit { [weak self] status in
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    self?.daemonStatus = status
-                    self?.waiter.poke()
-                }
-            }
+        process.onExitOnMainActor { [weak self] status in
+            self?.daemonStatus = status
+            self?.waiter.poke()
         }
         daemon = process
         let owned = await waiter.wait(timeout: .seconds(30)) { [unowned self] in

@@ -69,6 +69,29 @@ public struct RecordedSignal: CustomStringConvertible, Sendable {
     public var invalidated: [String] {
         isPropertiesChanged && arguments.count > 2 ? arguments[2].stringArray ?? [] : []
     }
+    /// For the bus's NameOwnerChanged: the name, and its new owner ("" once released).
+    public var nameOwnerChange: (name: String, owner: String)? {
+        guard member == "NameOwnerChanged", arguments.count == 3, let name = arguments[0].string,
+            let owner = arguments[2].string
+        else { return nil }
+        return (name, owner)
+    }
     /// The interface, the member and the arguments.
     public var description: String { "\(interface.map { $0 + "." } ?? "")\(member)\(arguments)" }
+}
+
+extension Connection {
+    /// Hands `handler` each signal an MPRIS client follows, recorded as it arrives: the player
+    /// object's PropertiesChanged and Seeked, and the bus's NameOwnerChanged.
+    public func followMPRIS(_ handler: @escaping @MainActor (RecordedSignal) -> Void) throws {
+        try onSignal(interface: MPRISNames.properties, member: "PropertiesChanged", path: MPRISNames.path) {
+            handler(RecordedSignal($0))
+        }
+        try onSignal(interface: MPRISNames.player, member: "Seeked", path: MPRISNames.path) {
+            handler(RecordedSignal($0))
+        }
+        try onSignal(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged") {
+            handler(RecordedSignal($0))
+        }
+    }
 }
