@@ -90,8 +90,8 @@ extension Connection {
         try onSignal(interface: MPRISNames.player, member: "Seeked", path: MPRISNames.path) {
             handler(RecordedSignal($0))
         }
-        try onSignal(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged") {
-            handler(RecordedSignal($0))
-        }
+        // No sender: a sender's name is followed through a call, and a signal that comes
+        // before its answer would be lost (only the bus sends this one anyway).
+        try onSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged") { handler(RecordedSignal($0)) }
     }
 }
