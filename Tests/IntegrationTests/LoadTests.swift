@@ -262,7 +262,7 @@ struct LoadTests {
     /// Waits until the queue given at start-up is in (it is loaded in the background).
     static func waitForQueue(of count: Int, _ session: Session) async throws -> [ObjectPath] {
         var ids: [ObjectPath] = []
-        let complete = try await Waiter.poll(timeout: .seconds(15), every: .milliseconds(100)) {
+        let complete = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(100)) {
             ids = try await session.trackListTracks()
             return ids.count == count
         }
@@ -307,7 +307,7 @@ struct LoadTests {
     static func settledState(_ session: Session) async throws -> State {
         var seen: [String] = []
         var settled: State?
-        _ = try await Waiter.poll(timeout: .seconds(10), every: .milliseconds(200)) {
+        _ = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(200)) {
             let first = try await state(session)
             // `playerctl status` where it is installed; otherwise a Get, as it would make.
             let playerctl =

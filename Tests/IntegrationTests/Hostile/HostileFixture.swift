@@ -130,7 +130,7 @@ final class HostileFixture {
     func settledState() async throws -> [String: Value] {
         // Settled: two reads 250 ms apart that are the same.
         var previous: [String: Value]?
-        let settled = try await Waiter.poll(timeout: .seconds(15), every: .milliseconds(250)) {
+        let settled = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(250)) {
             let current = try await state()
             defer { previous = current }
             return current == previous
