@@ -59,10 +59,12 @@ let package = Package(
         .target(name: "AudioCheck"),
         // The library's adopter's model: a program that is not a music player (kitchen timers).
         .executableTarget(name: "countdown", dependencies: ["NowPlaying", "DBus"], path: "Examples/Countdown"),
+        // Measures through the tests' support kit (TestKit): a regular target, so an executable
+        // may depend on it.
         .executableTarget(
             name: "quaver-bench",
             dependencies: [
-                "DBus", "SeededRandom", "AudioCheck",
+                "DBus", "SeededRandom", "AudioCheck", "TestKit", "ChildProcess",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -71,11 +73,12 @@ let package = Package(
         // test's child never holds another's pipes, and waiting never blocks a thread.
         .target(name: "CSpawn", path: "Tests/CSpawn"),
         .target(name: "ChildProcess", dependencies: ["CSpawn"], path: "Tests/ChildProcess"),
-        // What every test target shares: a private bus, waiting for a condition without
-        // sleeping, temporary folders, finding and running programs, reading /proc.
-        .target(name: "TestKit", dependencies: ["ChildProcess"], path: "Tests/TestKit"),
+        // What every test target and the benchmark share: a private bus, waiting for a
+        // condition without sleeping, temporary folders, finding and running programs, reading
+        // /proc, MPRIS's names and recorded signals.
+        .target(name: "TestKit", dependencies: ["ChildProcess", "DBus"], path: "Tests/TestKit"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
-        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
+        .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom", "TestKit"]),
         .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "TestKit"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import SeededRandom
+import TestKit
 
 /// Instructions per PlayPause round trip, counted by valgrind's callgrind inside the player.
 ///
@@ -54,23 +55,25 @@ enum Callgrind {
     /// Finds valgrind, makes the copy of quaver without debug info and builds the shim.
     @MainActor
     static func prepare(programs: Programs, folder: URL) async throws -> Preparation {
-        guard let valgrind = findProgram("valgrind"), let control = findProgram("callgrind_control") else {
-            throw BenchError("valgrind is not installed (apt-get install valgrind)")
+        guard let valgrind = Tools.find("valgrind")?.path, let control = Tools.find("callgrind_control")?.path else {
+            throw HarnessError("valgrind is not installed (apt-get install valgrind)")
         }
-        guard let objcopy = findProgram("objcopy") else { throw BenchError("objcopy is not installed (binutils)") }
-        guard let compiler = findProgram("cc") ?? findProgram("clang") ?? findProgram("gcc") else {
-            throw BenchError("no C compiler (cc, clang or gcc) to build the sigsuspend shim for valgrind")
+        guard let objcopy = Tools.find("objcopy")?.path else {
+            throw HarnessError("objcopy is not installed (binutils)")
+        }
+        guard let compiler = Tools.find("cc")?.path ?? Tools.find("clang")?.path ?? Tools.find("gcc")?.path else {
+            throw HarnessError("no C compiler (cc, clang or gcc) to build the sigsuspend shim for valgrind")
         }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let copy = folder.appendingPathComponent("quaver-without-debug-info").path
         let log = folder.appendingPathComponent("prepare.log")
-        let stripped = try await runProgram([objcopy, "--strip-debug", programs.quaver, copy], log: log)
-        guard stripped.status == 0 else { throw BenchError("objcopy --strip-debug failed: \(stripped.output)") }
+        let stripped = try await Tools.run([objcopy, "--strip-debug", programs.quaver, copy], log: log)
+        guard stripped.status == 0 else { throw HarnessError("objcopy --strip-debug failed: \(stripped.output)") }
         let source = folder.appendingPathComponent("sigsuspend-shim.c")
         let shim = folder.appendingPathComponent("sigsuspend-shim.so").path
         try sigsuspendShim.write(to: source, atomically: true, encoding: .utf8)
-        let built = try await runProgram([compiler, "-O2", "-shared", "-fPIC", "-o", shim, source.path], log: log)
-        guard built.status == 0 else { throw BenchError("cannot build the sigsuspend shim: \(built.output)") }
+        let built = try await Tools.run([compiler, "-O2", "-shared", "-fPIC", "-o", shim, source.path], log: log)
+        guard built.status == 0 else { throw HarnessError("cannot build the sigsuspend shim: \(built.output)") }
         return Preparation(quaver: copy, shim: shim, valgrind: valgrind, callgrindControl: control)
     }
 
@@ -123,15 +126,15 @@ enum Callgrind {
         return Result(
             toggles: toggles + toggles % 2, window: window, playing: run.playing,
             withToggles: try summary(of: toggleDump.file), idle: try summary(of: idleDump.file),
-            playingPerSecond: Double(try summary(of: playingDump.file)) / played.seconds, toggleDump: toggleDump.file)
+            playingPerSecond: Double(try summary(of: playingDump.file)) / played.inSeconds, toggleDump: toggleDump.file)
     }
 
     /// Runs `callgrind_control <option> <pid>`.
     @MainActor
     private static func control(_ preparation: Preparation, _ option: String, pid: Int32) async throws {
-        let result = try await runProgram([preparation.callgrindControl, option, String(pid)], timeout: .seconds(60))
+        let result = try await Tools.run([preparation.callgrindControl, option, String(pid)], timeout: .seconds(60))
         guard result.status == 0 else {
-            throw BenchError(
+            throw HarnessError(
                 "callgrind_control \(option) \(pid) failed: \(result.output.trimmingCharacters(in: .whitespacesAndNewlines))"
             )
         }
@@ -148,7 +151,7 @@ enum Callgrind {
             .filter { $0.hasPrefix(stem) }
             .compactMap { name in Int(name.dropFirst(stem.count)).map { (folder.appendingPathComponent(name), $0) } }
         guard let newest = dumps.max(by: { $0.1 < $1.1 }) else {
-            throw BenchError("callgrind wrote no dump for pid \(pid)")
+            throw HarnessError("callgrind wrote no dump for pid \(pid)")
         }
         return newest
     }
@@ -161,6 +164,6 @@ enum Callgrind {
                 return value
             }
         }
-        throw BenchError("no summary line in \(file.lastPathComponent)")
+        throw HarnessError("no summary line in \(file.lastPathComponent)")
     }
 }

@@ -1,11 +1,5 @@
 import DBus
-import Dispatch
-
-/// A failure that ends a measurement, with a sentence saying what went wrong.
-struct BenchError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
+import TestKit
 
 /// Something a player (or its process) did, stamped with the moment the benchmark saw it.
 struct BusEvent {
@@ -27,7 +21,9 @@ struct BusEvent {
 
     /// The new `PlaybackStatus` if this is a Player `PropertiesChanged` carrying one.
     var playbackStatus: String? {
-        guard case .propertiesChanged(let interface, let changed) = kind, interface == MPRIS.player else { return nil }
+        guard case .propertiesChanged(let interface, let changed) = kind, interface == MPRISNames.player else {
+            return nil
+        }
         return changed["PlaybackStatus"]?.unwrapped.string
     }
 
@@ -44,8 +40,6 @@ final class Expectation {
     let what: String
     fileprivate let match: (BusEvent) -> Bool
     fileprivate(set) var caught: BusEvent?
-    fileprivate var continuation: CheckedContinuation<BusEvent?, Never>?
-    fileprivate var deadline: DispatchWorkItem?
 
     fileprivate init(what: String, match: @escaping (BusEvent) -> Bool) {
         self.what = what
@@ -54,10 +48,11 @@ final class Expectation {
 }
 
 /// Hands posted events to the expectations waiting for them. Waits end on the event or on a
-/// deadline, never on a timer that polls.
+/// deadline (TestKit's `Waiter`), never on a timer that polls.
 @MainActor
 final class EventHub {
     private var open: [Expectation] = []
+    private let waiter = Waiter()
 
     /// Starts watching for an event matching `match`; pass the result to `wait`.
     func expect(_ what: String, _ match: @escaping (BusEvent) -> Bool) -> Expectation {
@@ -72,61 +67,23 @@ final class EventHub {
         open.removeAll { expectation in
             guard expectation.match(event) else { return false }
             expectation.caught = event
-            expectation.deadline?.cancel()
-            if let continuation = expectation.continuation {
-                expectation.continuation = nil
-                continuation.resume(returning: event)
-            }
             return true
         }
+        waiter.poke()
     }
 
     /// The event `expectation` caught, waiting for it until `timeout` has passed.
     func wait(_ expectation: Expectation, timeout: Duration) async throws -> BusEvent {
-        if let caught = expectation.caught { return caught }
-        let event: BusEvent? = await withCheckedContinuation { continuation in
-            expectation.continuation = continuation
-            let deadline = DispatchWorkItem { [weak self] in
-                MainActor.assumeIsolated {
-                    guard let continuation = expectation.continuation else { return }
-                    expectation.continuation = nil
-                    self?.open.removeAll { $0 === expectation }
-                    continuation.resume(returning: nil)
-                }
-            }
-            expectation.deadline = deadline
-            DispatchQueue.main.asyncAfter(deadline: .now() + timeout.dispatchInterval, execute: deadline)
+        guard await waiter.wait(timeout: timeout, until: { expectation.caught != nil }), let event = expectation.caught
+        else {
+            open.removeAll { $0 === expectation }
+            throw HarnessError("no \(expectation.what) within \(timeout)")
         }
-        guard let event else { throw BenchError("no \(expectation.what) within \(timeout)") }
         return event
     }
 
     /// Shorthand: expect and wait in one step (only for events that cannot already have happened).
     func next(_ what: String, timeout: Duration, _ match: @escaping (BusEvent) -> Bool) async throws -> BusEvent {
         try await wait(expect(what, match), timeout: timeout)
-    }
-}
-
-/// Names of the MPRIS interfaces and object.
-enum MPRIS {
-    static let root = "org.mpris.MediaPlayer2"
-    static let player = "org.mpris.MediaPlayer2.Player"
-    static let path = ObjectPath("/org/mpris/MediaPlayer2")!
-    static let properties = "org.freedesktop.DBus.Properties"
-}
-
-extension Duration {
-    /// Milliseconds as a floating-point number.
-    var milliseconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) * 1e3 + Double(attoseconds) * 1e-15
-    }
-
-    var seconds: Double { milliseconds / 1e3 }
-
-    /// The same length as a `DispatchTimeInterval` (nanosecond resolution).
-    var dispatchInterval: DispatchTimeInterval {
-        let (seconds, attoseconds) = components
-        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
     }
 }

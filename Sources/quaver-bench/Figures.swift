@@ -1,6 +1,7 @@
 import DBus
 import Foundation
 import SeededRandom
+import TestKit
 
 /// The measurements themselves, each on one player.
 extension PlayerSession {
@@ -23,7 +24,7 @@ extension PlayerSession {
         latencies.reserveCapacity(count)
         var playing = Duration.zero
         var playingSince: ContinuousClock.Instant?
-        let thinkNanoseconds = UInt64(max(thinkTime.milliseconds * 1e6, 1))
+        let thinkNanoseconds = UInt64(max(thinkTime.inMilliseconds * 1e6, 1))
         for _ in 0..<count {
             let target = status == "Playing" ? "Paused" : "Playing"
             let gap = Duration.nanoseconds(Int64(random.next() % thinkNanoseconds))
@@ -33,7 +34,7 @@ extension PlayerSession {
             if let since = playingSince { playing += start - since }
             _ = try await call("PlayPause")
             let event = try await events.wait(changed, timeout: .seconds(5))
-            latencies.append((event.time - start).milliseconds)
+            latencies.append((event.time - start).inMilliseconds)
             playingSince = target == "Playing" ? event.time : nil
             status = target
         }
@@ -50,7 +51,7 @@ extension PlayerSession {
             Task { @MainActor in
                 var count = 0
                 while ContinuousClock.now < end {
-                    _ = try await self.call("GetAll", interface: MPRIS.properties, [.string(MPRIS.player)])
+                    _ = try await self.call("GetAll", interface: MPRISNames.properties, [.string(MPRISNames.player)])
                     count += 1
                 }
                 return count
@@ -68,7 +69,7 @@ extension PlayerSession {
     func seekLatencies(count: Int) async throws -> (latencies: [Double], cpu: Double) {
         try await settle("Playing")
         guard let track = try await get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath else {
-            throw BenchError("\(kind.title) shows no mpris:trackid")
+            throw HarnessError("\(kind.title) shows no mpris:trackid")
         }
         let placed = events.expect("Seeked after SetPosition from \(kind.title)") { $0.isSeeked }
         _ = try await call("SetPosition", [.objectPath(track), .int64(20_000_000)])
@@ -76,16 +77,16 @@ extension PlayerSession {
 
         var latencies: [Double] = []
         latencies.reserveCapacity(count)
-        let before = try ProcSample(pid: try pid)
+        let before = try ProcessProbe.Sample(of: try pid)
         for index in 0..<count {
             let offset: Int64 = index.isMultiple(of: 2) ? 5_000_000 : -5_000_000
             let seeked = events.expect("Seeked from \(kind.title)") { $0.isSeeked }
             let start = ContinuousClock.now
             _ = try await call("Seek", [.int64(offset)])
             let event = try await events.wait(seeked, timeout: .seconds(5))
-            latencies.append((event.time - start).milliseconds)
+            latencies.append((event.time - start).inMilliseconds)
         }
-        let cpu = try ProcSample(pid: try pid).cpuSeconds(since: before)
+        let cpu = try ProcessProbe.Sample(of: try pid).cpuSeconds(since: before)
         try await settle("Paused")
         return (latencies, cpu)
     }
@@ -116,11 +117,11 @@ struct WindowCost {
     static func measure(_ sessions: [PlayerSession], duration: Duration, parts: Int = 3) async throws -> [PlayerKind:
         WindowCost]
     {
-        var samples: [PlayerKind: [ProcSample]] = [:]
-        for session in sessions { samples[session.kind] = [try ProcSample(pid: try session.pid)] }
+        var samples: [PlayerKind: [ProcessProbe.Sample]] = [:]
+        for session in sessions { samples[session.kind] = [try ProcessProbe.Sample(of: try session.pid)] }
         for _ in 0..<parts {
             try await Task.sleep(for: duration / parts)
-            for session in sessions { samples[session.kind]!.append(try ProcSample(pid: try session.pid)) }
+            for session in sessions { samples[session.kind]!.append(try ProcessProbe.Sample(of: try session.pid)) }
         }
         var result: [PlayerKind: WindowCost] = [:]
         for (kind, list) in samples {

@@ -1,5 +1,7 @@
 import ArgumentParser
+import ChildProcess
 import Foundation
+import TestKit
 
 /// The options of the footprint benchmark (`quaver-bench --footprint`).
 struct FootprintOptions: ParsableArguments {
@@ -114,7 +116,7 @@ final class FootprintBenchmark {
             rows.append(await quaver(label: label, binary: path))
         }
         notes.append(
-            "The run took \(Int((ContinuousClock.now - began).seconds.rounded())) s; work files and logs in \(programs.workDir.path)."
+            "The run took \(Int((ContinuousClock.now - began).inSeconds.rounded())) s; work files and logs in \(programs.workDir.path)."
         )
         return markdown()
     }
@@ -124,24 +126,19 @@ final class FootprintBenchmark {
     private func setUp() async throws {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
-        guard let gstLaunch = findProgram("gst-launch-1.0") else {
-            throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        guard let gstLaunch = Tools.find("gst-launch-1.0")?.path else {
+            throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
         }
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-footprint")
         programs = Programs(
-            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [],
+            quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
         log("generating a tagged FLAC track of 60 s")
-        let made = try await runProgram(
-            [
-                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1",
-                "--track-seconds", "60",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard made.status == 0, programs.tracks.count == 1 else {
-            throw BenchError("quaver --make-test-tracks failed: \(made.output)")
+        programs.tracks = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"), ["--track-count", "1", "--track-seconds", "60"],
+            registry: programs.gstRegistry)
+        guard programs.tracks.count == 1 else {
+            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
         }
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
@@ -152,7 +149,7 @@ final class FootprintBenchmark {
                 let name = folder.appendingPathComponent(String(format: "%06d.flac", number)).path
                 if link(source, name) == 0 { continue }
                 // A file takes at most 65,000 links on ext4: the rest link to a copy.
-                guard errno == EMLINK else { throw BenchError("link \(name): errno \(errno)") }
+                guard errno == EMLINK else { throw HarnessError("link \(name): errno \(errno)") }
                 try FileManager.default.copyItem(atPath: programs.tracks[0], toPath: name)
                 source = name
             }
@@ -179,7 +176,7 @@ final class FootprintBenchmark {
             do {
                 let launched = try LineWatcher(command, environment: environment)
                 let playing = try await launched.wait(forLineContaining: "New clock", timeout: .seconds(20))
-                if round >= 0 { row.starts.append(playing.milliseconds) }
+                if round >= 0 { row.starts.append(playing.inMilliseconds) }
                 if round == settings.starts - 1 { try await measureWindow(pid: launched.pid, into: &row) }
                 launched.kill()
             } catch {
@@ -202,12 +199,12 @@ final class FootprintBenchmark {
         programs.quaver = binary
         log("\(label): \(settings.starts) starts, a playing window and the big queue")
         do {
-            let session = try PlayerSession(.quaver, programs: programs, label: "footprint-\(rows.count)")
+            let session = try await PlayerSession(.quaver, programs: programs, label: "footprint-\(rows.count)")
             defer { session.close() }
             for round in -1..<settings.starts {
                 let times = try await session.start(programs.daemonCommand(.quaver, paused: true))
                 await session.stop()
-                if round >= 0 { row.starts.append(times.owned.milliseconds) }
+                if round >= 0 { row.starts.append(times.owned.inMilliseconds) }
             }
             try await session.start(programs.daemonCommand(.quaver, paused: false))
             try await session.settle("Playing")
@@ -222,12 +219,12 @@ final class FootprintBenchmark {
                 try session.launch(
                     [binary, "--audio-sink", "fakesink sync=true", "--no-resume", queueFolder.path], watchOutput: true)
                 row.queuePlaying =
-                    (try await session.events.wait(playing, timeout: .seconds(60)).time - start).milliseconds
+                    (try await session.events.wait(playing, timeout: .seconds(60)).time - start).inMilliseconds
                 _ = try await session.events.wait(loaded, timeout: .seconds(300))
                 _ = try await session.call("Pause")
                 try await session.settle("Paused")
                 try await Task.sleep(for: .seconds(1))
-                row.queueRSS = try ProcSample(pid: try session.pid).rssKiB
+                row.queueRSS = try ProcessProbe.Sample(of: try session.pid).rssKiB
                 await session.stop()
             }
         } catch {
@@ -241,26 +238,25 @@ final class FootprintBenchmark {
     /// 2 s to settle, then CPU ticks over the window and memory at its end.
     private func measureWindow(pid: Int32, into row: inout FootprintRow) async throws {
         try await Task.sleep(for: .seconds(2))
-        let before = try ProcSample(pid: pid)
+        let before = try ProcessProbe.Sample(of: pid)
         try await Task.sleep(for: settings.window)
-        let after = try ProcSample(pid: pid)
+        let after = try ProcessProbe.Sample(of: pid)
         row.cpuTicks = after.cpuTicks &- before.cpuTicks
-        let rollup = try String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8)
-        row.rss = ProcSample.field("Rss", in: rollup)
-        row.pss = ProcSample.field("Pss", in: rollup)
-        row.anonymous = ProcSample.field("Anonymous", in: rollup)
+        guard let rollup = ProcessProbe.read("smaps_rollup", of: pid) else {
+            throw HarnessError("cannot read /proc/\(pid)/smaps_rollup")
+        }
+        row.rss = ProcessProbe.field("Rss", in: rollup)
+        row.pss = ProcessProbe.field("Pss", in: rollup)
+        row.anonymous = ProcessProbe.field("Anonymous", in: rollup)
         row.mappings = try Self.mappings(pid: pid)
     }
 
     /// Rss and Pss summed by what is mapped: a file's name, `[heap]`, `[stack]`, or `[anon]`
     /// for anonymous mappings without a name. Largest first.
     static func mappings(pid: Int32) throws -> [(name: String, rss: UInt64, pss: UInt64)] {
-        // Read to the end by hand: /proc files claim a size of 0.
-        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps") else {
-            throw BenchError("cannot read /proc/\(pid)/smaps")
+        guard let text = ProcessProbe.read("smaps", of: pid) else {
+            throw HarnessError("cannot read /proc/\(pid)/smaps")
         }
-        defer { try? handle.close() }
-        let text = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
         var sums: [String: (rss: UInt64, pss: UInt64)] = [:]
         var current = "[anon]"
         for line in text.split(separator: "\n") {
@@ -294,7 +290,7 @@ final class FootprintBenchmark {
         }
         let floorRSS = rows.first?.rss
         var text =
-            "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.seconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
+            "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.inSeconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
         text += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
         for row in rows {
             let ratio =
@@ -331,7 +327,7 @@ final class FootprintBenchmark {
         text +=
             "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
         text +=
-            "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.seconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcSample.ticksPerSecond)) ticks a second).\n"
+            "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.inSeconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcessProbe.ticksPerSecond)) ticks a second).\n"
         if settings.queue > 0 {
             text +=
                 "- Queue: a folder of \(settings.queue) hard links of the FLAC (named `000000.flac` on), named on the command line; start → PlaybackStatus Playing, and VmRSS once Quaver has logged `queue loaded:`, paused, 1 s later.\n"
@@ -344,58 +340,37 @@ final class FootprintBenchmark {
 }
 
 /// A program whose output is read line by line, each line stamped when read.
-final class LineWatcher: @unchecked Sendable {
-    private let process = Process()
-    private var started = ContinuousClock.now
-    private let lines = NSLock()
-    private var received: [(String, ContinuousClock.Instant)] = []
-    /// What is left of the output after its last full line (read on the pipe's thread only).
-    private var tail = Data()
+@MainActor
+final class LineWatcher {
+    private let process: ChildProcess
+    private let started = ContinuousClock.now
+    private var received: [(line: String, time: ContinuousClock.Instant)] = []
+    private var exited = false
+    private let waiter = Waiter()
 
     init(_ command: [String], environment: [String: String]) throws {
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            let time = ContinuousClock.now
-            if data.isEmpty {
-                handle.readabilityHandler = nil
-                return
-            }
-            self.tail.append(data)
-            while let newline = self.tail.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: self.tail[self.tail.startIndex..<newline], as: UTF8.self)
-                self.tail.removeSubrange(self.tail.startIndex...newline)
-                lines.withLock { received.append((line, time)) }
-            }
+        process = try ChildProcess(command[0], Array(command.dropFirst()), environment: environment, output: .pipe)
+        process.readLinesOnMainActor { [weak self] line, time in
+            self?.received.append((line, time))
+            self?.waiter.poke()
         }
-        started = .now
-        try process.run()
+        process.onExitOnMainActor { [weak self] _ in
+            self?.exited = true
+            self?.waiter.poke()
+        }
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// The time from the start to the first line containing `needle`.
     func wait(forLineContaining needle: String, timeout: Duration) async throws -> Duration {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let found = lines.withLock({ received.first { $0.0.contains(needle) } }) { return found.1 - started }
-            guard process.isRunning else {
-                throw BenchError("\(process.executableURL?.lastPathComponent ?? "?") exited before '\(needle)'")
-            }
-            try await Task.sleep(for: .milliseconds(1))
+        let found = { [unowned self] in received.first { $0.line.contains(needle) } }
+        guard await waiter.wait(timeout: timeout, until: { found() != nil || self.exited }), let line = found() else {
+            let program = URL(fileURLWithPath: process.executable).lastPathComponent
+            throw HarnessError(exited ? "\(program) exited before '\(needle)'" : "no '\(needle)' within \(timeout)")
         }
-        throw BenchError("no '\(needle)' within \(timeout)")
+        return line.time - started
     }
 
-    func kill() {
-        guard process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    func kill() { process.killAndWait() }
 }

@@ -1,5 +1,6 @@
 import AudioCheck
 import Foundation
+import TestKit
 
 /// The gapless figure (the reference signal and its analysis are in `AudioCheck`, shared with
 /// the integration tests): how each player renders the two parts.
@@ -11,10 +12,10 @@ extension Gapless {
         let log = folder.appendingPathComponent("gst-launch.log")
         do {
             return try await prepare(gstLaunch: programs.gstLaunch, folder: folder) { command in
-                try await runProgram(command, log: log)
+                try await Tools.run(command, log: log)
             }
         } catch let error as AudioCheckError {
-            throw BenchError(error.description)
+            throw HarnessError(error.description)
         }
     }
 
@@ -46,7 +47,7 @@ extension Gapless {
         async throws
     {
         try? FileManager.default.removeItem(at: output)
-        let result = try await runProgram(
+        let result = try await Tools.run(
             [
                 programs.mpv, "--no-config", "--no-video", "--ao=pcm", "--ao-pcm-file=\(output.path)",
                 "--gapless-audio=yes",
@@ -54,7 +55,7 @@ extension Gapless {
                 "--no-terminal",
                 "--",
             ] + source.parts.map(\.path), environment: environment, log: log, timeout: .seconds(60))
-        guard result.status == 0 else { throw BenchError("mpv exited with status \(result.status); see \(log.path)") }
+        guard result.status == 0 else { throw HarnessError("mpv exited with status \(result.status); see \(log.path)") }
     }
 
     /// `analyse`, with its failure as the benchmark's.
@@ -62,7 +63,7 @@ extension Gapless {
         do {
             return try analyse(try WAV(contentsOf: output), source: source)
         } catch let error as AudioCheckError {
-            throw BenchError(error.description)
+            throw HarnessError(error.description)
         }
     }
 }

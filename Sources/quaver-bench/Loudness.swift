@@ -1,5 +1,6 @@
 import ArgumentParser
 import FoundationEssentials
+import TestKit
 
 /// The options of the loudness benchmark (`quaver-bench --loudness`).
 struct LoudnessOptions: ParsableArguments {
@@ -62,25 +63,21 @@ final class LoudnessBenchmark {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = quaverPath ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
         }
-        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         let workDir = try prepareWorkDir(workDirPath, default: "quaver-bench-loudness")
         var programs = Programs(
-            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
             workDir: workDir)
         // Long enough that the window never reaches its end (which would store a measurement).
         let seconds = Int(options.loudnessSeconds.rounded(.up)) + 30
         log("generating an untagged FLAC track of \(seconds) s")
-        let made = try await runProgram(
-            [
-                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "1",
-                "--track-seconds", "\(seconds)",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard made.status == 0, programs.tracks.count == 1 else {
-            throw BenchError("quaver --make-test-tracks failed: \(made.output)")
+        programs.tracks = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"),
+            ["--track-count", "1", "--track-seconds", "\(seconds)"],
+            registry: programs.gstRegistry)
+        guard programs.tracks.count == 1 else {
+            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
         }
 
         var ticks = [[UInt64]](repeating: [], count: Self.variants.count)
@@ -98,18 +95,18 @@ final class LoudnessBenchmark {
             "| Quaver playing an untagged FLAC track (44.1 kHz stereo) | CPU ticks in \(report.format(options.loudnessSeconds, 0)) s, each window | mean | CPU % |\n|---|---|---|---|\n"
         for (index, variant) in Self.variants.enumerated() {
             let mean = Double(ticks[index].reduce(0, +)) / Double(ticks[index].count)
-            let percent = mean / ProcSample.ticksPerSecond / options.loudnessSeconds * 100
+            let percent = mean / ProcessProbe.ticksPerSecond / options.loudnessSeconds * 100
             table +=
                 "| \(variant.name) | \(ticks[index].map(String.init).joined(separator: ", ")) | \(report.format(mean, 1)) | \(report.format(percent, 2)) |\n"
         }
         table +=
-            "\nTicks are utime + stime of the quaver process from /proc/PID/stat (\(Int(ProcSample.ticksPerSecond)) a second), over a window that starts 2 s after playback settles, with `--audio-sink \"fakesink sync=true\"`; each variant in a fresh HOME, so nothing was measured before. Work files in \(workDir.path).\n"
+            "\nTicks are utime + stime of the quaver process from /proc/PID/stat (\(Int(ProcessProbe.ticksPerSecond)) a second), over a window that starts 2 s after playback settles, with `--audio-sink \"fakesink sync=true\"`; each variant in a fresh HOME, so nothing was measured before. Work files in \(workDir.path).\n"
         return table
     }
 
     /// Starts Quaver playing the track under `variant`, and counts its CPU ticks over the window.
     private func window(_ variant: Variant, programs: Programs, label: String) async throws -> UInt64 {
-        let session = try PlayerSession(
+        let session = try await PlayerSession(
             .quaver, programs: programs, label: label, busName: "org.mpris.MediaPlayer2.quaver")
         defer { session.close() }
         try await session.start(
@@ -118,9 +115,9 @@ final class LoudnessBenchmark {
         try await session.settle("Playing", timeout: .seconds(30))
         try await Task.sleep(for: .seconds(2))
         let pid = try session.pid
-        let before = try ProcSample(pid: pid)
+        let before = try ProcessProbe.Sample(of: pid)
         try await Task.sleep(for: .milliseconds(Int(options.loudnessSeconds * 1000)))
-        let after = try ProcSample(pid: pid)
+        let after = try ProcessProbe.Sample(of: pid)
         await session.stop()
         return after.cpuTicks &- before.cpuTicks
     }

@@ -3,6 +3,7 @@ import AudioCheck
 import DBus
 import Foundation
 import SeededRandom
+import TestKit
 
 /// Compares Quaver with mpv + mpv-mpris over MPRIS, side by side in one run, and prints a
 /// markdown table (progress goes to stderr). `scripts/bench` builds it and runs it.
@@ -180,7 +181,7 @@ final class Benchmark {
         programs = try await setUp()
         defer { for session in sessions.values { session.close() } }
         for kind in PlayerKind.allCases {
-            sessions[kind] = try PlayerSession(kind, programs: programs, label: "daemon")
+            sessions[kind] = try await PlayerSession(kind, programs: programs, label: "daemon")
         }
         var phases: [String] = []
         func phase(_ figure: QuaverBench.Figure, _ body: () async throws -> Void) async {
@@ -192,7 +193,7 @@ final class Benchmark {
             } catch {
                 report.problem("\(figure.rawValue): \(error)")
             }
-            phases.append("\(figure.rawValue) \(Int((ContinuousClock.now - start).seconds.rounded())) s")
+            phases.append("\(figure.rawValue) \(Int((ContinuousClock.now - start).inSeconds.rounded())) s")
         }
 
         await phase(.startup) { try await startup() }
@@ -214,7 +215,7 @@ final class Benchmark {
 
         let took = ContinuousClock.now - began
         report.note(
-            "The run took \(Int(took.seconds.rounded())) s (\(phases.joined(separator: ", "))), on a private bus per player; work files in \(programs.workDir.path)."
+            "The run took \(Int(took.inSeconds.rounded())) s (\(phases.joined(separator: ", "))), on a private bus per player; work files in \(programs.workDir.path)."
         )
         return report.markdown()
     }
@@ -226,10 +227,10 @@ final class Benchmark {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
         }
-        guard let mpv = findProgram(settings.mpv) else {
-            throw BenchError("mpv is not installed (apt-get install mpv mpv-mpris)")
+        guard let mpv = Tools.find(settings.mpv)?.path else {
+            throw HarnessError("mpv is not installed (apt-get install mpv mpv-mpris)")
         }
         let pluginCandidates =
             [settings.mprisPlugin].compactMap { $0 } + [
@@ -237,38 +238,32 @@ final class Benchmark {
                 "/etc/mpv/scripts/mpris.so",
             ]
         guard let plugin = pluginCandidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
-            throw BenchError("mpv-mpris's plugin is not installed (apt-get install mpv-mpris)")
+            throw HarnessError("mpv-mpris's plugin is not installed (apt-get install mpv-mpris)")
         }
-        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
-        guard let gstLaunch = findProgram("gst-launch-1.0") else {
-            throw BenchError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
+        guard let gstLaunch = Tools.find("gst-launch-1.0")?.path else {
+            throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
         }
 
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench")
         var programs = Programs(
-            quaver: quaver, mpv: mpv, mprisPlugin: plugin, dbusDaemon: dbusDaemon, gstLaunch: gstLaunch, tracks: [],
+            quaver: quaver, mpv: mpv, mprisPlugin: plugin, gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
 
         log("generating 3 tagged FLAC tracks of 60 s")
-        let made = try await runProgram(
-            [
-                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path, "--track-count", "3",
-                "--track-seconds", "60",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        guard made.status == 0 else { throw BenchError("quaver --make-test-tracks failed: \(made.output)") }
-        programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
+        programs.tracks = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"), ["--track-count", "3", "--track-seconds", "60"],
+            registry: programs.gstRegistry)
         guard programs.tracks.count == 3 else {
-            throw BenchError("quaver --make-test-tracks made no tracks: \(made.output)")
+            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
         }
 
-        let quaverVersion = try await runProgram([quaver, "--version"]).output.trimmingCharacters(
+        let quaverVersion = try await Tools.run([quaver, "--version"]).output.trimmingCharacters(
             in: .whitespacesAndNewlines)
         let mpvVersion =
-            try await runProgram([mpv, "--no-config", "--version"]).output
+            try await Tools.run([mpv, "--no-config", "--version"]).output
             .split(separator: "\n").first.map { $0.split(separator: " ").prefix(2).joined(separator: " ") } ?? "mpv ?"
         let pluginVersion =
-            (try? await runProgram(["/usr/bin/dpkg-query", "-W", "-f", "${Version}", "mpv-mpris"]))
+            (try? await Tools.run(["/usr/bin/dpkg-query", "-W", "-f", "${Version}", "mpv-mpris"]))
             .flatMap { $0.status == 0 ? $0.output : nil } ?? "unknown version"
         report.note("Quaver \(quaverVersion) (\(quaver)); \(mpvVersion); mpv-mpris \(pluginVersion) (\(plugin)).")
         return programs
@@ -298,8 +293,8 @@ final class Benchmark {
                 let times = try await session.start(programs.daemonCommand(kind, paused: true))
                 await session.stop()
                 guard round >= 0 else { continue }
-                answered[kind, default: []].append(times.answered.milliseconds)
-                owned[kind, default: []].append(times.owned.milliseconds)
+                answered[kind, default: []].append(times.answered.inMilliseconds)
+                owned[kind, default: []].append(times.owned.inMilliseconds)
             }
         }
         var row = Row(
@@ -320,7 +315,7 @@ final class Benchmark {
     /// both players in the same window.
     private func idle() async throws {
         let both = PlayerKind.allCases.map { sessions[$0]! }
-        let seconds = Int(settings.window.seconds.rounded())
+        let seconds = Int(settings.window.inSeconds.rounded())
         let paused = try await WindowCost.measure(both, duration: settings.window)
         for session in both { try await session.settle("Playing") }
         let playing = try await WindowCost.measure(both, duration: settings.window)
@@ -385,7 +380,7 @@ final class Benchmark {
             report.add(row)
         }
         report.note(
-            "PlayPause: \(count) toggles per player per round, \(settings.rounds) rounds (\(count * settings.rounds) per player), each sent after a random think time uniform in 0–\(Int(settings.thinkTime.milliseconds)) ms (the same sequence for both players) and timed from the call to the PropertiesChanged that carries the new PlaybackStatus. Percentiles are over all toggles; brackets give the per-round range. mpv-mpris sends property changes from a 100 ms timer (it batches them), so its latency is spread evenly over 0–100 ms by design."
+            "PlayPause: \(count) toggles per player per round, \(settings.rounds) rounds (\(count * settings.rounds) per player), each sent after a random think time uniform in 0–\(Int(settings.thinkTime.inMilliseconds)) ms (the same sequence for both players) and timed from the call to the PropertiesChanged that carries the new PlaybackStatus. Percentiles are over all toggles; brackets give the per-round range. mpv-mpris sends property changes from a 100 ms timer (it batches them), so its latency is spread evenly over 0–100 ms by design."
         )
     }
 
@@ -398,15 +393,15 @@ final class Benchmark {
         for round in 0..<settings.rounds {
             for kind in PlayerKind.order(round: round) {
                 let session = sessions[kind]!
-                let pids = [try session.pid, session.bus.pid, getpid()]
-                let before = try pids.map { try ProcSample(pid: $0) }
+                let pids = [try session.pid, session.bus.process.pid, getpid()]
+                let before = try pids.map { try ProcessProbe.Sample(of: $0) }
                 let run = try await session.getAllRun(
                     duration: settings.getallDuration, inFlight: settings.getallInFlight)
-                let after = try pids.map { try ProcSample(pid: $0) }
+                let after = try pids.map { try ProcessProbe.Sample(of: $0) }
                 let cpu = zip(after, before).map { $0.cpuSeconds(since: $1) }
-                rates[kind, default: []].append(Double(run.calls) / run.elapsed.seconds)
+                rates[kind, default: []].append(Double(run.calls) / run.elapsed.inSeconds)
                 cpuPerCall[kind, default: []].append(cpu[0] / Double(run.calls) * 1e6)
-                let percent = cpu.map { Int(($0 / run.elapsed.seconds * 100).rounded()) }
+                let percent = cpu.map { Int(($0 / run.elapsed.inSeconds * 100).rounded()) }
                 shares[kind, default: []].append(
                     "player \(percent[0]) %, dbus-daemon \(percent[1]) %, client \(percent[2]) %")
             }
@@ -422,7 +417,7 @@ final class Benchmark {
         report.add(row)
         report.add(cpuRow)
         report.note(
-            "GetAll: \(settings.rounds) runs of \(settings.getallDuration.seconds) s per player, paused, \(settings.getallInFlight) calls always in flight from the one benchmark client. The player, its dbus-daemon and the client share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores, so calls per second is what the three manage together; the player's own CPU time per call is the player's cost alone. CPU, in % of one core, per run: "
+            "GetAll: \(settings.rounds) runs of \(settings.getallDuration.inSeconds) s per player, paused, \(settings.getallInFlight) calls always in flight from the one benchmark client. The player, its dbus-daemon and the client share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores, so calls per second is what the three manage together; the player's own CPU time per call is the player's cost alone. CPU, in % of one core, per run: "
                 + PlayerKind.allCases.map { "\($0.title): \((shares[$0] ?? []).joined(separator: "; "))" }.joined(
                     separator: ". ") + ".")
     }
@@ -470,7 +465,7 @@ final class Benchmark {
         for kind in PlayerKind.allCases {
             let output = folder.appendingPathComponent("rendered-\(kind.rawValue).wav")
             do {
-                let session = try PlayerSession(kind, programs: programs, label: "gapless")
+                let session = try await PlayerSession(kind, programs: programs, label: "gapless")
                 defer { session.close() }
                 if kind == .quaver {
                     try await Gapless.renderQuaver(session, programs: programs, source: source, output: output)
@@ -483,7 +478,7 @@ final class Benchmark {
                 joint[kind] = .success(Measure(Double(analysis.inserted)))
                 length[kind] = .success(Measure(Double(analysis.renderedSamples - analysis.expectedSamples)))
                 report.note("Gapless, \(kind.title): \(analysis.summary).")
-            } catch let error as BenchError {
+            } catch let error as HarnessError {
                 joint[kind] = .failure(error)
                 length[kind] = .failure(error)
                 report.problem("gapless, \(kind.title): \(error)")
@@ -508,7 +503,7 @@ final class Benchmark {
             decimals: 0)
         for kind in PlayerKind.allCases {
             do {
-                let session = try PlayerSession(kind, programs: programs, label: "callgrind")
+                let session = try await PlayerSession(kind, programs: programs, label: "callgrind")
                 defer { session.close() }
                 let result: Callgrind.Result
                 do {
@@ -523,9 +518,9 @@ final class Benchmark {
                 perToggle[kind] = .success(Measure(result.perToggle))
                 playing[kind] = .success(Measure(result.playingPerSecond))
                 report.note(
-                    "Callgrind, \(kind.title): \(result.toggles) toggles in \(String(format: "%.1f", result.window.seconds)) s (\(String(format: "%.1f", result.playing.seconds)) s of it playing): \(report.format(Double(result.withToggles), 0)) instructions, the same window paused \(report.format(Double(result.idle), 0)), playing \(report.format(result.playingPerSecond, 0)) per second; dump \(result.toggleDump.path)."
+                    "Callgrind, \(kind.title): \(result.toggles) toggles in \(String(format: "%.1f", result.window.inSeconds)) s (\(String(format: "%.1f", result.playing.inSeconds)) s of it playing): \(report.format(Double(result.withToggles), 0)) instructions, the same window paused \(report.format(Double(result.idle), 0)), playing \(report.format(result.playingPerSecond, 0)) per second; dump \(result.toggleDump.path)."
                 )
-            } catch let error as BenchError {
+            } catch let error as HarnessError {
                 perToggle[kind] = .failure(error)
                 playing[kind] = .failure(error)
                 report.problem("callgrind, \(kind.title): \(error)")
@@ -547,7 +542,7 @@ func prepareWorkDir(_ path: String?, default name: String) throws -> URL {
     let existing = (try? FileManager.default.contentsOfDirectory(atPath: workDir.path)) ?? []
     if !existing.isEmpty {
         guard FileManager.default.fileExists(atPath: marker.path) else {
-            throw BenchError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
+            throw HarnessError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
         }
         try FileManager.default.removeItem(at: workDir)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestKit
 
 // MARK: - Statistics
 
@@ -48,14 +49,14 @@ struct Row {
     var figure: String
     var unit: String
     var better: Better
-    var quaver: Result<Measure, BenchError>?
-    var mpv: Result<Measure, BenchError>?
+    var quaver: Result<Measure, HarnessError>?
+    var mpv: Result<Measure, HarnessError>?
     /// Digits after the decimal point.
     var decimals: Int = 1
     /// Shown instead of the ratio (for figures where a ratio means nothing, such as 0 vs 0).
     var ratioOverride: String?
 
-    subscript(kind: PlayerKind) -> Result<Measure, BenchError>? {
+    subscript(kind: PlayerKind) -> Result<Measure, HarnessError>? {
         get { kind == .quaver ? quaver : mpv }
         set { if kind == .quaver { quaver = newValue } else { mpv = newValue } }
     }
@@ -106,7 +107,7 @@ final class Report {
         return text
     }
 
-    private func cell(_ result: Result<Measure, BenchError>?, _ decimals: Int) -> String {
+    private func cell(_ result: Result<Measure, HarnessError>?, _ decimals: Int) -> String {
         switch result {
         case nil: return "not measured"
         case .failure: return "failed (see below)"

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TestKit
 
 /// The TrackList figures of one run: Tracks, GetTracksMetadata and AddTrack.
 extension ScaleBenchmark {
@@ -11,18 +12,19 @@ extension ScaleBenchmark {
         do {
             let sent = ContinuousClock.now
             let reply = try await session.call(
-                "Get", interface: MPRIS.properties, [.string(Self.trackList), .string("Tracks")], timeout: .seconds(30))
+                "Get", interface: MPRISNames.properties, [.string(Self.trackList), .string("Tracks")],
+                timeout: .seconds(30))
             let took = ContinuousClock.now - sent
             guard case .array(.objectPath, let items) = reply.first?.unwrapped else {
-                throw BenchError(
+                throw HarnessError(
                     "Tracks is not an array of object paths: \(reply.first.map { "\($0.unwrapped.type)" } ?? "no value")"
                 )
             }
             let ids = items.compactMap(\.objectPath)
             guard let first = ids.first, let slash = first.rawValue.lastIndex(of: "/") else {
-                throw BenchError("Tracks is empty")
+                throw HarnessError("Tracks is empty")
             }
-            record(.tracksProperty, source, took.milliseconds)
+            record(.tracksProperty, source, took.inMilliseconds)
             prefix = String(first.rawValue[..<slash])
             observe(
                 "tracks",
@@ -43,7 +45,7 @@ extension ScaleBenchmark {
             let firstNumber = max(1, settings.tracks / 2 - batch / 2 + 1)
             let ids = try (firstNumber..<firstNumber + batch).map { number in
                 guard let id = ObjectPath(prefix + "/\(number)") else {
-                    throw BenchError("\(prefix)/\(number) is not an object path")
+                    throw HarnessError("\(prefix)/\(number) is not an object path")
                 }
                 return id
             }
@@ -53,7 +55,7 @@ extension ScaleBenchmark {
                 let sent = ContinuousClock.now
                 let reply = try await session.call(
                     "GetTracksMetadata", interface: Self.trackList, [argument], timeout: .seconds(30))
-                times.append((ContinuousClock.now - sent).milliseconds)
+                times.append((ContinuousClock.now - sent).inMilliseconds)
                 try checkMetadata(reply, asked: ids, source: source, round: round)
             }
             record(.metadata, source, times.median)
@@ -65,10 +67,10 @@ extension ScaleBenchmark {
         do {
             guard let current = try await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath,
                 current != Self.noTrack
-            else { throw BenchError("Metadata has no current mpris:trackid") }
+            else { throw HarnessError("Metadata has no current mpris:trackid") }
             let uri = media.sampleTrack.absoluteString
             let run = try await addTracks(session, uri: uri, current: current)
-            record(.addTrackRate, source, Double(settings.addTrackCalls) / run.elapsed.seconds)
+            record(.addTrackRate, source, Double(settings.addTrackCalls) / run.elapsed.inSeconds)
             record(.addTrackP99, source, run.latencies.percentile(99), pooled: run.latencies)
             let after = try await session.get("Metadata").stringVariantDictionary?["mpris:trackid"]?.objectPath
             if after != current {
@@ -98,17 +100,18 @@ extension ScaleBenchmark {
     /// Each reply must be one map per id asked for, each with `mpris:trackid`.
     func checkMetadata(_ reply: [Value], asked ids: [ObjectPath], source: ScaleSource, round: Int) throws {
         guard case .array(_, let maps) = reply.first else {
-            throw BenchError("the reply is not an array of maps: \(reply.map { "\($0.type)" }.joined(separator: ", "))")
+            throw HarnessError(
+                "the reply is not an array of maps: \(reply.map { "\($0.type)" }.joined(separator: ", "))")
         }
-        guard maps.count == ids.count else { throw BenchError("\(maps.count) maps for \(ids.count) ids") }
+        guard maps.count == ids.count else { throw HarnessError("\(maps.count) maps for \(ids.count) ids") }
         var returned: [ObjectPath] = []
         returned.reserveCapacity(maps.count)
         for (index, map) in maps.enumerated() {
             guard let dictionary = map.stringVariantDictionary else {
-                throw BenchError("item \(index) of the reply is not an a{sv} map (\(map.type))")
+                throw HarnessError("item \(index) of the reply is not an a{sv} map (\(map.type))")
             }
             guard let id = dictionary["mpris:trackid"]?.unwrapped.objectPath else {
-                throw BenchError("map \(index) has no mpris:trackid object path")
+                throw HarnessError("map \(index) has no mpris:trackid object path")
             }
             returned.append(id)
             if index == 0 {
@@ -155,12 +158,12 @@ extension ScaleBenchmark {
                             timeout: .seconds(30))
                     } catch {
                         if state.failure == nil {
-                            state.failure = BenchError(
+                            state.failure = HarnessError(
                                 "AfterTrack \(after == Self.noTrack ? "NoTrack" : "the current track"): \(error)")
                         }
                         return
                     }
-                    state.latencies.append((ContinuousClock.now - sent).milliseconds)
+                    state.latencies.append((ContinuousClock.now - sent).inMilliseconds)
                 }
             }
         }

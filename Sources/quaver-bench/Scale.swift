@@ -1,6 +1,7 @@
 import ArgumentParser
 import DBus
 import Foundation
+import TestKit
 
 /// Quaver alone with a queue of many tracks: start-up, background loading, memory and the
 /// TrackList interface at that size. Prints a markdown table of its own.
@@ -38,7 +39,7 @@ final class ScaleBenchmark {
         }
         let took = ContinuousClock.now - began
         report.note(
-            "The run took \(Int(took.seconds.rounded())) s, each Quaver on its own private dbus-daemon with its own HOME and XDG folders, on a machine of \(ProcessInfo.processInfo.activeProcessorCount) cores shared by Quaver, its dbus-daemon and the benchmark client; work files and Quaver's logs in \(programs.workDir.path)."
+            "The run took \(Int(took.inSeconds.rounded())) s, each Quaver on its own private dbus-daemon with its own HOME and XDG folders, on a machine of \(ProcessInfo.processInfo.activeProcessorCount) cores shared by Quaver, its dbus-daemon and the benchmark client; work files and Quaver's logs in \(programs.workDir.path)."
         )
         return markdown()
     }
@@ -49,16 +50,15 @@ final class ScaleBenchmark {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
         }
-        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         log("emptying the work folder")
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-scale")
         programs = Programs(
-            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
             workDir: workDir)
         media = try await generate()
-        let version = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let version = try await Tools.run([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         report.note(
             "Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink \"fakesink sync=true\" --name \(Self.playerName) SOURCE`, SOURCE being \(media.folder.path) or \(media.playlist.path)."
         )
@@ -71,15 +71,11 @@ final class ScaleBenchmark {
         let count = settings.tracks
         log("generating \(count) tracks")
         let began = ContinuousClock.now
-        let made = try await runProgram(
-            [
-                programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed").path, "--track-count",
-                "1", "--track-seconds", "0.5",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        guard made.status == 0,
-            let seedPath = made.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
-        else { throw BenchError("quaver --make-test-tracks made no track: \(made.output)") }
+        let made = try await Tools.makeTestTracks(
+            programs.quaver, into: workDir.appendingPathComponent("seed"),
+            ["--track-count", "1", "--track-seconds", "0.5"],
+            registry: programs.gstRegistry)
+        guard let seedPath = made.first else { throw HarnessError("quaver --make-test-tracks made no track") }
         let seed = URL(fileURLWithPath: seedPath)
         let seedTime = ContinuousClock.now - began
 
@@ -100,7 +96,7 @@ final class ScaleBenchmark {
                 source = copy
                 if link(source.path, target.path) == 0 { return }
             }
-            throw BenchError("cannot hard-link \(source.path) to \(target.path): \(String(cString: strerror(errno)))")
+            throw HarnessError("cannot hard-link \(source.path) to \(target.path): \(String(cString: strerror(errno)))")
         }
         let folder = workDir.appendingPathComponent("library", isDirectory: true)
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -118,20 +114,15 @@ final class ScaleBenchmark {
 
         // The baseline's one track is longer, so that it still plays (not Stopped at the end
         // of its queue) when it is paused.
-        let long = try await runProgram(
-            [
-                programs.quaver, "--make-test-tracks", workDir.appendingPathComponent("seed-long").path,
-                "--track-count", "1", "--track-seconds", "60",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        guard long.status == 0,
-            let longPath = long.output.split(separator: "\n").map(String.init).first(where: { $0.hasSuffix(".flac") })
-        else { throw BenchError("quaver --make-test-tracks made no track: \(long.output)") }
+        let long = try await Tools.makeTestTracks(
+            programs.quaver, into: workDir.appendingPathComponent("seed-long"),
+            ["--track-count", "1", "--track-seconds", "60"], registry: programs.gstRegistry)
+        guard let longPath = long.first else { throw HarnessError("quaver --make-test-tracks made no track") }
         let oneFolder = workDir.appendingPathComponent("one", isDirectory: true)
         try FileManager.default.createDirectory(at: oneFolder, withIntermediateDirectories: true)
         let oneTrack = oneFolder.appendingPathComponent(name(1))
         guard link(longPath, oneTrack.path) == 0 else {
-            throw BenchError("cannot hard-link \(longPath) to \(oneTrack.path): \(String(cString: strerror(errno)))")
+            throw HarnessError("cannot hard-link \(longPath) to \(oneTrack.path): \(String(cString: strerror(errno)))")
         }
         let onePlaylist = workDir.appendingPathComponent("one.m3u8")
         try ("#EXTM3U\n" + oneTrack.path + "\n").write(to: onePlaylist, atomically: false, encoding: .utf8)
@@ -141,10 +132,10 @@ final class ScaleBenchmark {
             String(
                 format:
                     "Generation (not a figure): %.2f s in all — one tagged 0.5 s FLAC of %d bytes made by `quaver --make-test-tracks` in %.2f s, hard-linked %d times into %@ (%@) with its playlist in %.2f s. (The 1-track baseline plays another track of 60 s, made after.)",
-                total.seconds, size, seedTime.seconds, count, folder.path,
+                total.inSeconds, size, seedTime.inSeconds, count, folder.path,
                 copies == 0 ? "one file" : "\(copies + 1) identical files, the file system capping the links of one",
-                linkTime.seconds))
-        log(String(format: "generated in %.2f s", total.seconds))
+                linkTime.inSeconds))
+        log(String(format: "generated in %.2f s", total.inSeconds))
         return ScaleMedia(
             folder: folder, playlist: playlist, oneFolder: oneFolder, onePlaylist: onePlaylist,
             sampleTrack: folder.appendingPathComponent(name(count / 2)))
@@ -154,7 +145,7 @@ final class ScaleBenchmark {
     /// pay for cold caches.
     func warmUp() async {
         log("warm-up start")
-        guard let run = try? launch(media.path(.folder, oneTrack: true), label: "warm-up") else { return }
+        guard let run = try? await launch(media.path(.folder, oneTrack: true), label: "warm-up") else { return }
         defer { run.session.close() }
         _ = try? await run.session.events.wait(run.owned, timeout: .seconds(20))
         await run.session.stop()
@@ -176,8 +167,8 @@ final class ScaleBenchmark {
         [programs.quaver, "--no-resume", "--audio-sink", "fakesink sync=true", "--name", Self.playerName, source]
     }
 
-    func launch(_ source: String, label: String) throws -> Launched {
-        let session = try PlayerSession(.quaver, programs: programs, label: label, busName: Self.busName)
+    func launch(_ source: String, label: String) async throws -> Launched {
+        let session = try await PlayerSession(.quaver, programs: programs, label: label, busName: Self.busName)
         let busName = Self.busName
         let owned = session.events.expect("\(busName) owned") { event in
             switch event.kind {
@@ -204,7 +195,7 @@ final class ScaleBenchmark {
     func waitOwned(_ run: Launched, deadline: ContinuousClock.Instant) async throws -> BusEvent {
         let event = try await run.session.events.wait(run.owned, timeout: max(deadline - .now, .milliseconds(1)))
         if case .exited(let status) = event.kind {
-            throw BenchError(
+            throw HarnessError(
                 "Quaver exited with status \(status) before taking \(Self.busName); see \(run.session.logFile.path)")
         }
         return event
@@ -214,7 +205,7 @@ final class ScaleBenchmark {
     func oneTrackRun(_ source: ScaleSource, round: Int) async -> UInt64? {
         let run: Launched
         do {
-            run = try launch(
+            run = try await launch(
                 media.path(source, oneTrack: true), label: "\(source.rawValue)-round\(round + 1)-one-track")
         } catch {
             fail([.rssOneTrack, .bytesPerTrack], source, round: round, "starting Quaver with 1 track: \(error)")
@@ -224,12 +215,11 @@ final class ScaleBenchmark {
         do {
             let deadline = ContinuousClock.now + .seconds(20)
             _ = try await waitOwned(run, deadline: deadline)
-            while run.playing.caught == nil, try await run.session.playbackStatus() != "Playing" {
-                guard ContinuousClock.now < deadline else {
-                    throw BenchError("PlaybackStatus did not become Playing within 20 s")
-                }
-                try await Task.sleep(for: .milliseconds(10))
+            let playing = try await Waiter.poll(timeout: deadline - .now, every: .milliseconds(10)) {
+                if run.playing.caught != nil { return true }
+                return try await run.session.playbackStatus() == "Playing"
             }
+            guard playing else { throw HarnessError("PlaybackStatus did not become Playing within 20 s") }
             // A daemon that reports its load says so at once for one track; one that does not is done.
             _ = try? await run.session.events.wait(run.loaded, timeout: .seconds(2))
             let (kiB, before) = try await settledRSS(run.session)
@@ -262,7 +252,7 @@ final class ScaleBenchmark {
             }
         }
         try await Task.sleep(for: .seconds(1))
-        return (try ProcSample(pid: try session.pid).rssKiB, before)
+        return (try ProcessProbe.Sample(of: try session.pid).rssKiB, before)
     }
 
     /// Quaver with every track: every figure of one round.
@@ -274,7 +264,7 @@ final class ScaleBenchmark {
         ]
         let run: Launched
         do {
-            run = try launch(media.path(source, oneTrack: false), label: "\(source.rawValue)-round\(round + 1)")
+            run = try await launch(media.path(source, oneTrack: false), label: "\(source.rawValue)-round\(round + 1)")
         } catch {
             fail(startFigures, source, round: round, "starting Quaver: \(error)")
             return
@@ -294,7 +284,7 @@ final class ScaleBenchmark {
             await session.stop()
             return
         }
-        record(.nameOwned, source, (ownedAt - run.start).milliseconds)
+        record(.nameOwned, source, (ownedAt - run.start).inMilliseconds)
 
         // Get(PlaybackStatus) back to back until the load is done and Quaver plays.
         // Then 1 s more (what the daemon does once the queue is in, such as saving it, may
@@ -307,8 +297,8 @@ final class ScaleBenchmark {
         while ContinuousClock.now < deadline {
             let tailEnd = run.loaded.caught.map { $0.time + .seconds(1) }
             if tailEnd != nil, cpuAtLoad == nil {
-                cpuAtLoad = (try? ProcSample(pid: try session.pid)).map {
-                    Double($0.cpuTicks) / ProcSample.ticksPerSecond
+                cpuAtLoad = (try? ProcessProbe.Sample(of: try session.pid)).map {
+                    Double($0.cpuTicks) / ProcessProbe.ticksPerSecond
                 }
             }
             let playingKnown = run.playing.caught != nil || playingByGet != nil
@@ -322,13 +312,13 @@ final class ScaleBenchmark {
             let sent = ContinuousClock.now
             do {
                 let reply = try await session.call(
-                    "Get", interface: MPRIS.properties, [.string(MPRIS.player), .string("PlaybackStatus")],
+                    "Get", interface: MPRISNames.properties, [.string(MPRISNames.player), .string("PlaybackStatus")],
                     timeout: max(deadline - sent, .seconds(1)))
                 let answered = ContinuousClock.now
                 if let tailEnd {
-                    if sent < tailEnd { tail.append((answered - sent).milliseconds) }
+                    if sent < tailEnd { tail.append((answered - sent).inMilliseconds) }
                 } else {
-                    latencies.append((answered - sent).milliseconds)
+                    latencies.append((answered - sent).inMilliseconds)
                 }
                 if playingByGet == nil, reply.first?.unwrapped.string == "Playing" { playingByGet = answered }
             } catch {
@@ -341,7 +331,7 @@ final class ScaleBenchmark {
 
         let playingAt = [run.playing.caught?.time, playingByGet].compactMap { $0 }.min()
         if let playingAt {
-            record(.firstSound, source, (playingAt - run.start).milliseconds)
+            record(.firstSound, source, (playingAt - run.start).inMilliseconds)
         } else {
             fail(
                 [.firstSound], source, round: round,
@@ -351,7 +341,7 @@ final class ScaleBenchmark {
 
         let loadedEvent = run.loaded.caught
         if let loadedEvent {
-            record(.loadTime, source, (loadedEvent.time - run.start).seconds)
+            record(.loadTime, source, (loadedEvent.time - run.start).inSeconds)
             if let cpuAtLoad { record(.loadCPU, source, cpuAtLoad) }
             if case .output(let line) = loadedEvent.kind {
                 let words = line.split(separator: " ")
@@ -388,9 +378,9 @@ final class ScaleBenchmark {
                 String(
                     format:
                         "no Get(PlaybackStatus) was answered during the load: the queue was loaded %.2f s after the start, the bus name owned %.2f s after it",
-                    (loadedEvent.time - run.start).seconds, (ownedAt - run.start).seconds))
+                    (loadedEvent.time - run.start).inSeconds, (ownedAt - run.start).inSeconds))
         } else {
-            let window = (loopEnd - ownedAt).seconds
+            let window = (loopEnd - ownedAt).inSeconds
             fail(
                 getFigures, source, round: round,
                 latencies.isEmpty
@@ -415,7 +405,7 @@ final class ScaleBenchmark {
             if loadedEvent == nil {
                 problem(
                     source, round: round,
-                    "memory was measured \(Int((loopEnd - run.start).seconds.rounded())) s after the start without knowing whether the load was complete"
+                    "memory was measured \(Int((loopEnd - run.start).inSeconds.rounded())) s after the start without knowing whether the load was complete"
                 )
             }
             if let baselineKiB {
@@ -432,7 +422,7 @@ final class ScaleBenchmark {
         let quitStart = ContinuousClock.now
         await session.stop(timeout: .seconds(30))
         if session.exitStatus == 0 {
-            record(.quit, source, (ContinuousClock.now - quitStart).milliseconds)
+            record(.quit, source, (ContinuousClock.now - quitStart).inMilliseconds)
         } else {
             fail(
                 [.quit], source, round: round,

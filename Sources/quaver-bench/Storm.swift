@@ -2,6 +2,7 @@ import ArgumentParser
 import DBus
 import Foundation
 import SeededRandom
+import TestKit
 
 /// The options of the storm benchmark (`quaver-bench --storm`).
 struct StormOptions: ParsableArguments {
@@ -133,27 +134,30 @@ struct StormCall: Sendable {
     /// Reads a Player property.
     static func get(_ property: String) -> StormCall {
         StormCall(
-            name: "Get(\(property))", interface: MPRIS.properties, member: "Get",
-            arguments: [.string(MPRIS.player), .string(property)], isCommand: false)
+            name: "Get(\(property))", interface: MPRISNames.properties, member: "Get",
+            arguments: [.string(MPRISNames.player), .string(property)], isCommand: false)
     }
 
     /// What every reader cycles through.
     static let reads = [
         get("PlaybackStatus"), get("Position"), get("Metadata"),
         StormCall(
-            name: "GetAll(Player)", interface: MPRIS.properties, member: "GetAll", arguments: [.string(MPRIS.player)],
+            name: "GetAll(Player)", interface: MPRISNames.properties, member: "GetAll",
+            arguments: [.string(MPRISNames.player)],
             isCommand: false),
     ]
     /// Skips to the next track.
-    static let next = StormCall(name: "Next", interface: MPRIS.player, member: "Next", arguments: [], isCommand: true)
+    static let next = StormCall(
+        name: "Next", interface: MPRISNames.player, member: "Next", arguments: [], isCommand: true)
     /// Goes back a track.
     static let previous = StormCall(
-        name: "Previous", interface: MPRIS.player, member: "Previous", arguments: [], isCommand: true)
+        name: "Previous", interface: MPRISNames.player, member: "Previous", arguments: [], isCommand: true)
 
     /// Opens `uri` (Quaver queues it after the current track and plays it).
     static func openURI(_ uri: String) -> StormCall {
         StormCall(
-            name: "OpenUri", interface: MPRIS.player, member: "OpenUri", arguments: [.string(uri)], isCommand: true)
+            name: "OpenUri", interface: MPRISNames.player, member: "OpenUri", arguments: [.string(uri)], isCommand: true
+        )
     }
 }
 
@@ -253,7 +257,7 @@ final class StormBenchmark {
             )
             runs.append(await storm(variant))
         }
-        let took = Int((ContinuousClock.now - began).seconds.rounded())
+        let took = Int((ContinuousClock.now - began).inSeconds.rounded())
         notes.append("The run took \(took) s; work files and Quaver's logs in \(programs.workDir.path).")
         return markdown()
     }
@@ -265,25 +269,20 @@ final class StormBenchmark {
         let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
         guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw BenchError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
         }
-        guard let dbusDaemon = findProgram("dbus-daemon") else { throw BenchError("dbus-daemon is not installed") }
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-storm")
         programs = Programs(
-            quaver: quaver, mpv: "", mprisPlugin: "", dbusDaemon: dbusDaemon, gstLaunch: "", tracks: [],
+            quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
             workDir: workDir)
         log("generating \(settings.tracks) tagged FLAC tracks of 0.5 s")
-        let made = try await runProgram(
-            [
-                quaver, "--make-test-tracks", workDir.appendingPathComponent("tracks").path,
-                "--track-count", String(settings.tracks), "--track-seconds", "0.5",
-            ],
-            environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 })
-        programs.tracks = made.output.split(separator: "\n").map(String.init).filter { $0.hasSuffix(".flac") }
-        guard made.status == 0, programs.tracks.count == settings.tracks else {
-            throw BenchError("quaver --make-test-tracks did not make \(settings.tracks) tracks: \(made.output)")
+        programs.tracks = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"),
+            ["--track-count", String(settings.tracks), "--track-seconds", "0.5"], registry: programs.gstRegistry)
+        guard programs.tracks.count == settings.tracks else {
+            throw HarnessError("quaver --make-test-tracks did not make \(settings.tracks) tracks: \(programs.tracks)")
         }
-        let version = try await runProgram([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
+        let version = try await Tools.run([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let load = loadAverage()
         notes.append(
             "Quaver \(version) (\(quaver)), started as `quaver --no-resume --audio-sink SINK TRACK…` with \(settings.tracks) generated tagged FLAC tracks of 0.5 s, on a private dbus-daemon with its own HOME and XDG folders; the machine's load average (1, 5, 15 min) before the first storm: \(load)."
@@ -303,7 +302,7 @@ final class StormBenchmark {
         var run = StormRun(variant: variant, sink: variant.sink(settings))
         let session: PlayerSession
         do {
-            session = try PlayerSession(
+            session = try await PlayerSession(
                 .quaver, programs: programs, label: "storm-\(variant.rawValue)", busName: Self.busName)
         } catch {
             run.problems.append("making the private bus: \(error)")
@@ -330,8 +329,8 @@ final class StormBenchmark {
             return run
         }
 
-        let pids = [(try? session.pid) ?? 0, session.bus.pid, getpid()]
-        let before = pids.map { try? ProcSample(pid: $0) }
+        let pids = [(try? session.pid) ?? 0, session.bus.process.pid, getpid()]
+        let before = pids.map { try? ProcessProbe.Sample(of: $0) }
         let start = ContinuousClock.now
         let end = start + settings.duration
         let box = StormBox(run)
@@ -343,7 +342,7 @@ final class StormBenchmark {
         run = box.run
         run.elapsed = ContinuousClock.now - start
         run.observations.append("load average at its end \(loadAverage())")
-        let after = pids.map { try? ProcSample(pid: $0) }
+        let after = pids.map { try? ProcessProbe.Sample(of: $0) }
         run.cpu = zip(after, before).map { now, then in
             guard let now, let then else { return .nan }
             return now.cpuSeconds(since: then)
@@ -361,9 +360,9 @@ final class StormBenchmark {
         let sent = ContinuousClock.now
         do {
             _ = try await connection.call(
-                destination: Self.busName, path: MPRIS.path, interface: call.interface, member: call.member,
+                destination: Self.busName, path: MPRISNames.path, interface: call.interface, member: call.member,
                 arguments: call.arguments, timeout: settings.timeout)
-            tally.latencies.append((ContinuousClock.now - sent).milliseconds)
+            tally.latencies.append((ContinuousClock.now - sent).inMilliseconds)
             return true
         } catch {
             if error.name == .noReply || error.name == .timeout {
@@ -413,7 +412,7 @@ final class StormBenchmark {
                 default: StormCall.openURI(random.pick(uris))
                 }
             try? await Task.sleep(until: due, clock: .continuous)
-            box.run.maxDriverLateness = max(box.run.maxDriverLateness, (ContinuousClock.now - due).milliseconds)
+            box.run.maxDriverLateness = max(box.run.maxDriverLateness, (ContinuousClock.now - due).inMilliseconds)
             let tally = box.run.tally(call)
             box.commandsInFlight += 1
             box.run.maxCommandsInFlight = max(box.run.maxCommandsInFlight, box.commandsInFlight)
@@ -433,7 +432,7 @@ final class StormBenchmark {
             let sent = ContinuousClock.now
             do {
                 let status = try await session.playbackStatus()
-                let took = (ContinuousClock.now - sent).milliseconds
+                let took = (ContinuousClock.now - sent).inMilliseconds
                 run.observations.append(
                     String(format: "after the storm Get(PlaybackStatus) took %.1f ms: %@", took, status))
             } catch {
@@ -468,7 +467,7 @@ final class StormBenchmark {
         func ms(_ value: Double) -> String { report.format(value, value < 10 ? 2 : 1) }
         /// The figures of one row.
         func cells(_ tally: StormTally, _ elapsed: Duration) -> String {
-            let perSecond = elapsed > .zero ? Double(tally.latencies.count) / elapsed.seconds : .nan
+            let perSecond = elapsed > .zero ? Double(tally.latencies.count) / elapsed.inSeconds : .nan
             let latencies = tally.latencies
             return
                 "\(tally.sent) | \(report.format(perSecond, 0)) | \(ms(latencies.percentile(50))) | \(ms(latencies.percentile(99))) | "
@@ -495,19 +494,19 @@ final class StormBenchmark {
             }
         }
         let how = [
-            "Each storm lasts \(settings.duration.seconds) s. Quaver starts playing its queue of \(settings.tracks) tracks of 0.5 s, LoopStatus Playlist (so it keeps playing whatever the commands do); the storm begins once it reports PlaybackStatus Playing (with the stuck output, once Play is answered).",
+            "Each storm lasts \(settings.duration.inSeconds) s. Quaver starts playing its queue of \(settings.tracks) tracks of 0.5 s, LoopStatus Playlist (so it keeps playing whatever the commands do); the storm begins once it reports PlaybackStatus Playing (with the stuck output, once Play is answered).",
             "Driver: one client sends Next, Previous or OpenUri (one of the generated tracks' file URIs, which Quaver queues after the current track and plays), chosen at random with equal odds, at moments spaced by random gaps uniform in 0–\(report.format(2000 / settings.rate, 0)) ms (\(report.format(settings.rate, 0)) commands/s on average; SplitMix seed \(settings.seed)). It does not wait for one reply before the next command.",
             "Readers: \(settings.readers) clients, each on its own bus connection, each with one call in flight: Get(PlaybackStatus), Get(Position), Get(Metadata) and GetAll(org.mpris.MediaPlayer2.Player) in turn, the next sent as soon as the previous one is answered (10 ms later after an error reply), until the storm's end.",
-            "Latency: from just before a call is handed to libdbus to its reply being read on the client's main queue, for calls answered without an error; every client shares the benchmark's one main thread, so a reply waits there while the client handles others. Unanswered: no reply within \(settings.timeout.seconds) s (libdbus's NoReply). Errors: error replies. answered/s: calls answered without an error over the storm, its draining included.",
+            "Latency: from just before a call is handed to libdbus to its reply being read on the client's main queue, for calls answered without an error; every client shares the benchmark's one main thread, so a reply waits there while the client handles others. Unanswered: no reply within \(settings.timeout.inSeconds) s (libdbus's NoReply). Errors: error replies. answered/s: calls answered without an error over the storm, its draining included.",
         ]
         text += "\nHow:\n\n" + how.map { "- " + $0 }.joined(separator: "\n") + "\n"
         var allNotes = notes
         for run in runs where !run.tallies.isEmpty {
             let cpu = zip(["Quaver", "dbus-daemon", "benchmark client"], run.cpu).map { name, seconds in
-                "\(name) \(report.format(seconds / run.elapsed.seconds * 100, 0)) %"
+                "\(name) \(report.format(seconds / run.elapsed.inSeconds * 100, 0)) %"
             }
             var sentences = [
-                "CPU in % of one core over \(report.format(run.elapsed.seconds, 1)) s: " + cpu.joined(separator: ", ")
+                "CPU in % of one core over \(report.format(run.elapsed.inSeconds, 1)) s: " + cpu.joined(separator: ", ")
             ]
             sentences.append(
                 "at most \(run.maxCommandsInFlight) commands waited for replies at once; the driver sent at most \(report.format(run.maxDriverLateness, 1)) ms after a command's moment"

@@ -26,6 +26,8 @@ public final class ChildProcess: @unchecked Sendable {
         case pipe
         /// One of this process's descriptors (it stays open here).
         case descriptor(Int32)
+        /// For the error stream: wherever the output goes (`2>&1`).
+        case output
     }
 
     public let pid: Int32
@@ -51,7 +53,7 @@ public final class ChildProcess: @unchecked Sendable {
         defer { childEnds.forEach { close($0) } }
         func descriptor(_ stream: Stream, target: Int32) throws -> Int32 {
             switch stream {
-            case .null:
+            case .null, .output:
                 return -1
             case .descriptor(let fd):
                 return fd
@@ -72,9 +74,10 @@ public final class ChildProcess: @unchecked Sendable {
                 return childEnd
             }
         }
-        let descriptors = try [input, output, error].enumerated().map {
+        var descriptors = try [input, output, error].enumerated().map {
             try descriptor($0.element, target: Int32($0.offset))
         }
+        if case .output = error { descriptors[2] = descriptors[1] }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] =
             (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0)=\($1)") } + [nil]
@@ -157,12 +160,22 @@ public final class ChildProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits at most `timeout` for the end without blocking a thread: the status, or nil
+    /// when the child still runs.
+    public func exit(timeout: Duration) async -> Int32? {
+        let once = ResumeOnce<Int32?>()
+        return await withCheckedContinuation { continuation in
+            once.continuation = continuation
+            onExit { once.resume($0) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout.secondsValue) { once.resume(nil) }
+        }
+    }
+
     /// Blocks for at most `timeout` until the end; the status, or nil when still running.
     /// For synchronous teardown only.
     @discardableResult
     public func wait(timeout: Duration) -> Int32? {
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = Date(timeIntervalSinceNow: timeout.secondsValue)
         lock.lock()
         defer { lock.unlock() }
         while exitStatus == nil && lock.wait(until: deadline) {}
@@ -205,6 +218,30 @@ public final class ChildProcess: @unchecked Sendable {
         return String(decoding: line, as: UTF8.self)
     }
 
+    /// Hands `handler` each line of the child's standard output (`.pipe`), without its
+    /// newline, stamped with the moment it was read, on a thread of its own until the output
+    /// ends. With `copy`, every byte read is also written there (and `copy` closed at the end).
+    public func readLines(
+        copyingTo copy: FileHandle? = nil, _ handler: @escaping @Sendable (String, ContinuousClock.Instant) -> Void
+    ) {
+        guard let output else { return }
+        Thread {
+            var tail = Data()
+            while true {
+                let data = output.availableData
+                let time = ContinuousClock.now
+                guard !data.isEmpty else { break }
+                copy?.write(data)
+                tail.append(data)
+                while let newline = tail.firstIndex(of: UInt8(ascii: "\n")) {
+                    handler(String(decoding: tail[tail.startIndex..<newline], as: UTF8.self), time)
+                    tail.removeSubrange(tail.startIndex...newline)
+                }
+            }
+            try? copy?.close()
+        }.start()
+    }
+
     /// Runs blocking `work` on a thread of its own.
     public static func onThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
@@ -215,8 +252,34 @@ public final class ChildProcess: @unchecked Sendable {
 
 extension FileHandle {
     /// Everything up to the end, read on a thread of its own.
-    fileprivate func readAll() async -> Data {
+    public func readAll() async -> Data {
         await ChildProcess.onThread { [self] in (try? self.readToEnd()) ?? Data() }
+    }
+}
+
+/// A continuation resumed by whichever comes first (an exit or a deadline); later calls do
+/// nothing.
+private final class ResumeOnce<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    var continuation: CheckedContinuation<Value, Never>? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    private var stored: CheckedContinuation<Value, Never>?
+
+    func resume(_ value: Value) {
+        let taken = lock.withLock {
+            defer { stored = nil }
+            return stored
+        }
+        taken?.resume(returning: value)
+    }
+}
+
+extension Duration {
+    /// The length in seconds.
+    fileprivate var secondsValue: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
 

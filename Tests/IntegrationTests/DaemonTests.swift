@@ -7,8 +7,7 @@ import Testing
 @Suite("quaver on the bus")
 @MainActor
 struct DaemonTests {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = Tools.repository
 
     @Test("Introspect of the running daemon is dbus/org.mpris.MediaPlayer2.xml")
     func introspectionMatchesTheCheckedInFile() async throws {
@@ -210,15 +209,17 @@ struct DaemonTests {
         try await session.waitForStatus("Paused")
         _ = try await session.metadata()  // let the answer go out before counting
         let pid = session.daemon!.pid
-        try await Task.sleep(for: .milliseconds(500))  // the measurement window itself, not a wait for an event
-        let before = try ContextSwitches.perThread(of: pid)
+        // The measurement windows themselves, not waits for an event: half a second for the
+        // answer's last work to end, then 3 s counted.
+        try await Task.sleep(for: .milliseconds(500))
+        let before = try ProcessProbe.Sample(of: pid)
         try await Task.sleep(for: .seconds(3))
-        let after = try ContextSwitches.perThread(of: pid)
-        var paused = ContextSwitches.between(before, after)
+        let after = try ProcessProbe.Sample(of: pid)
+        var paused = Int(after.contextSwitches(since: before))
         if ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil {
             // ThreadSanitizer's own background thread wakes about ten times a second in every
             // process it checks (scripts/sanitize sets TSAN_OPTIONS): leave out the busiest thread.
-            paused -= ContextSwitches.busiest(before, after)
+            paused -= Int(after.busiestThreadSwitches(since: before))
         }
         #expect(paused <= 2, "\(paused) context switches in 3 s while paused")
 
@@ -226,37 +227,9 @@ struct DaemonTests {
         let mark = session.signals.count
         try await session.playerctl("play")
         try await session.waitForStatus("Playing", after: mark)
-        let playingBefore = try ContextSwitches.perThread(of: pid)
-        try await Task.sleep(for: .seconds(1))
-        let playing = ContextSwitches.between(playingBefore, try ContextSwitches.perThread(of: pid))
+        let playingBefore = try ProcessProbe.Sample(of: pid)
+        try await Task.sleep(for: .seconds(1))  // the measurement window
+        let playing = try ProcessProbe.Sample(of: pid).contextSwitches(since: playingBefore)
         #expect(playing > 10, "\(playing) context switches in 1 s of playing")
-    }
-}
-
-/// Voluntary plus involuntary context switches of the threads of a process.
-enum ContextSwitches {
-    /// Per thread id.
-    static func perThread(of pid: Int32) throws -> [String: Int] {
-        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
-        var result: [String: Int] = [:]
-        for task in tasks {
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
-            result[task] = status.split(separator: "\n")
-                .filter { $0.contains("ctxt_switches") }
-                .compactMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
-                .reduce(0, +)
-        }
-        return result
-    }
-
-    /// The switches between two samples: growth of the threads in both, plus all of the
-    /// threads born in between (a thread that ended in between is not counted).
-    static func between(_ before: [String: Int], _ after: [String: Int]) -> Int {
-        after.reduce(0) { sum, entry in sum + entry.value - (before[entry.key] ?? 0) }
-    }
-
-    /// The switches of the thread that switched most between two samples.
-    static func busiest(_ before: [String: Int], _ after: [String: Int]) -> Int {
-        after.map { $0.value - (before[$0.key] ?? 0) }.max() ?? 0
     }
 }

@@ -76,7 +76,10 @@ struct EngineDefectTests {
         mark = session.signals.count
         let beforePrevious = try await session.position()
         _ = try await session.call("Previous")
-        try await Task.sleep(for: .milliseconds(700))
+        // A restart announces itself with Seeked; without one, 700 ms show whether it did nothing.
+        _ = await session.waiter.wait(timeout: .milliseconds(700)) {
+            session.signals.dropFirst(mark).contains { $0.member == "Seeked" }
+        }
         let afterPrevious = try await session.position()
         let seeked = session.signals.dropFirst(mark).filter { $0.member == "Seeked" }
         #expect(try await session.metadata()["mpris:trackid"]?.objectPath == track, "the track cannot change")
@@ -94,18 +97,26 @@ struct EngineDefectTests {
             #expect(seeked.isEmpty, "Seeked without a restart: \(seeked)")
         }
 
-        // Next: nothing at all, neither a restart nor a change of track.
-        try await Task.sleep(for: .milliseconds(500))
+        // Next: nothing at all, neither a restart nor a change of track. First half a second
+        // of playback, so that nothing Previous caused is counted as Next's.
+        #expect(
+            try await Waiter.poll(timeout: .seconds(10), every: .milliseconds(50)) {
+                try await session.position() >= afterPrevious + 500_000
+            }, "the track does not play on after Previous")
         mark = session.signals.count
         let before = try await session.position()
         _ = try await session.call("Next")
-        try await Task.sleep(for: .milliseconds(700))
-        let after = try await session.position()
+        // The track plays on for 700 ms with neither Seeked nor a change of Metadata.
+        var after = before
+        let playedOn = try await Waiter.poll(timeout: .seconds(10), every: .milliseconds(50)) {
+            after = try await session.position()
+            return after >= before + 700_000
+        }
         #expect(
             session.signals.dropFirst(mark).filter { $0.member == "Seeked" }.isEmpty,
             "Next restarted: \(session.signals.dropFirst(mark))")
         #expect(session.metadataChanges(after: mark).isEmpty, "\(session.signals.dropFirst(mark))")
-        #expect(after >= before + 300_000, "the track plays on: \(before) → \(after)")
+        #expect(playedOn, "the track plays on: \(before) → \(after)")
         #expect(try await session.get("PlaybackStatus") == .string("Playing"))
         #expect(try await session.get("CanGoNext") == .boolean(false))
         #expect(try await session.get("CanGoPrevious") == .boolean(false))
@@ -142,14 +153,13 @@ struct EngineDefectTests {
 
         // Reads four times a second, each timed, while waiting for what the log says.
         func readUntil(_ limit: Duration, _ done: () -> Bool) async throws -> Bool {
-            let deadline = ContinuousClock.now + limit
-            while ContinuousClock.now < deadline {
+            _ = try await Waiter.poll(timeout: limit, every: .milliseconds(250)) {
                 if done() { return true }
                 _ = try await timer.time { try await session.get("PlaybackStatus") }
                 _ = try await timer.time { try await session.position() }
                 _ = try await timer.time { try await session.metadata() }
                 _ = try await timer.time { try await session.get("CanPlay") }
-                try await Task.sleep(for: .milliseconds(250))
+                return false
             }
             return done()
         }

@@ -63,12 +63,7 @@ final class FaultProbe {
 
     /// Reads every 100 ms until `done` holds for a reading (true) or `timeout` passes (false).
     func watch(timeout: Duration, until done: (Reading) -> Bool = { _ in false }) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if done(try await read()) { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return false
+        try await Waiter.poll(timeout: timeout, every: .milliseconds(100)) { done(try await read()) }
     }
 
     /// The readings since `start`.

@@ -41,13 +41,8 @@ enum TestMedia {
             let task = Task {
                 let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
                     "quaver-media-\(getpid())-\(key)")
-                let result = try await Tools.run(
-                    Tools.quaver, ["--make-test-tracks", folder.path] + arguments,
-                    environment: ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": Session.sharedRegistry]) {
-                        $1
-                    })
-                guard result.status == 0 else { throw HarnessError("making test tracks failed: \(result.error)") }
-                return result.output.split(separator: "\n").map(String.init)
+                return try await Tools.makeTestTracks(
+                    Tools.quaver.path, into: folder, arguments, registry: Session.sharedRegistry)
             }
             made[key] = task
             return task
@@ -70,19 +65,8 @@ final class Session {
     private(set) var owners: [String: String] = [:]
     let name: String
 
-    struct RecordedSignal: CustomStringConvertible {
-        var member: String
-        var interface: String?
-        var arguments: [Value]
-        var sender: String?
-        /// When the client handled it.
-        var received = ContinuousClock.now
-        var description: String { "\(member)\(arguments)" }
-
-        /// For PropertiesChanged: the changed map.
-        var changed: [String: Value] { arguments.count > 1 ? arguments[1].stringVariantDictionary ?? [:] : [:] }
-        var changedInterface: String? { arguments.first?.string }
-    }
+    /// A signal the client received (TestKit's), stamped when it was handled.
+    typealias RecordedSignal = TestKit.RecordedSignal
 
     /// - Parameter activation: true to let the bus start services installed under the
     ///   session's home (`~/.local/share/dbus-1/services`), with the session's environment.
@@ -102,29 +86,15 @@ final class Session {
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         logFile = bus.directory.appendingPathComponent("quaver.log")
         client = try Connection(address: bus.address)
-        try client.onSignal(
-            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-            path: ObjectPath("/org/mpris/MediaPlayer2")!
-        ) { [weak self] message in
-            self?.record(message)
+        try client.followMPRIS { [weak self] signal in
+            guard let self else { return }
+            if let change = signal.nameOwnerChange {
+                owners[change.name] = change.owner
+            } else {
+                signals.append(signal)
+            }
+            waiter.poke()
         }
-        try client.onSignal(interface: "org.mpris.MediaPlayer2.Player", member: "Seeked") { [weak self] message in
-            self?.record(message)
-        }
-        try client.onSignal(interface: "org.freedesktop.DBus", member: "NameOwnerChanged") { [weak self] message in
-            let args = message.arguments
-            guard let self, args.count == 3, let name = args[0].string, let owner = args[2].string else { return }
-            self.owners[name] = owner
-            self.waiter.poke()
-        }
-    }
-
-    private func record(_ message: Message) {
-        signals.append(
-            RecordedSignal(
-                member: message.member ?? "", interface: message.interface, arguments: message.arguments,
-                sender: message.sender))
-        waiter.poke()
     }
 
     /// Set before `launch`: more environment for the daemon (a sound server to use, say).
@@ -146,17 +116,12 @@ final class Session {
 
     /// A home of the test's own: every XDG folder inside it.
     nonisolated static func xdg(home: URL) -> [String: String] {
-        [
-            "HOME": home.path,
-            "XDG_CACHE_HOME": home.appendingPathComponent(".cache").path,
-            "XDG_CONFIG_HOME": home.appendingPathComponent(".config").path,
-            "XDG_STATE_HOME": home.appendingPathComponent(".local/state").path,
-            "XDG_DATA_HOME": home.appendingPathComponent(".local/share").path,
+        Tools.privateHome(home).merging([
             "XDG_DATA_DIRS": home.appendingPathComponent("system-share").path,
             // One GStreamer plugin registry for every process of the run: with a registry
             // per test home, each quaver would scan all plugins again when it starts.
             "GST_REGISTRY": sharedRegistry,
-        ]
+        ]) { $1 }
     }
 
     var stateFolder: URL { home.appendingPathComponent(".local/state/quaver") }
@@ -195,13 +160,9 @@ final class Session {
         }
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let process = try spawn(command: command, log: logFile)
-        process.onExit { [weak self] status in
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated {
-                    self?.daemonStatus = status
-                    self?.waiter.poke()
-                }
-            }
+        process.onExitOnMainActor { [weak self] status in
+            self?.daemonStatus = status
+            self?.waiter.poke()
         }
         daemon = process
         let owned = await waiter.wait(timeout: .seconds(30)) { [unowned self] in
@@ -221,12 +182,8 @@ final class Session {
 
     /// Starts `command` on this bus (stopped with the session); its output goes to `log`.
     func spawn(command: [String], log: URL) throws -> ChildProcess {
-        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw HarnessError("cannot open \(log.path)") }
-        defer { close(fd) }
         let process = try ChildProcess(
-            command[0], Array(command.dropFirst()), environment: environment, output: .descriptor(fd),
-            error: .descriptor(fd))
+            command[0], Array(command.dropFirst()), environment: environment, output: .file(log.path), error: .output)
         extras.append(process)
         return process
     }
@@ -275,16 +232,15 @@ final class Session {
     /// only once its first state is true announces no change to it).
     func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(30)) async throws {
         if from == 0, try await get("PlaybackStatus").string == status { return }
-        let deadline = ContinuousClock.now + timeout
-        while from > 0, ContinuousClock.now < deadline {
-            if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return }
-            if signals.dropFirst(from).contains(where: {
-                $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
-                    && $0.changed["PlaybackStatus"]?.string == status
-            }) {
-                return
+        if from > 0 {
+            let reached = try await Waiter.poll(timeout: timeout, every: .milliseconds(50)) {
+                if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return true }
+                return signals.dropFirst(from).contains {
+                    $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
+                        && $0.changed["PlaybackStatus"]?.string == status
+                }
             }
-            try await Task.sleep(for: .milliseconds(50))
+            if reached { return }
         }
         try await waitForPlayerChange(after: from, timeout: timeout, "PlaybackStatus \(status)") {
             $0["PlaybackStatus"]?.string == status

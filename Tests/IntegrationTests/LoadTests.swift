@@ -78,7 +78,7 @@ struct LoadTests {
         let loadStarted = ContinuousClock.now
         board.deadline = loadStarted + Self.duration
         let warmUpSample = Task { @MainActor () -> Int? in
-            try? await Task.sleep(for: Self.warmUp)
+            try? await Task.sleep(for: Self.warmUp)  // when the sample is taken is what is measured
             return ProcessProbe.residentBytes(of: pid)
         }
         // VmRSS and the call rate every few seconds, to tell steady growth from a plateau
@@ -88,7 +88,7 @@ struct LoadTests {
             var samples: [String] = []
             var calls = board.calls
             while ContinuousClock.now < board.deadline {
-                try? await Task.sleep(for: .seconds(interval))
+                try? await Task.sleep(for: .seconds(interval))  // the sampling interval is what is measured
                 samples.append(
                     "\((ProcessProbe.residentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
                 calls = board.calls
@@ -176,11 +176,14 @@ struct LoadTests {
             // changed or, with LoopStatus Track, started again meanwhile).
             let mark = session.signals.count
             let before = try await session.position()
-            try await Task.sleep(for: .milliseconds(500))
-            let after = try await session.position()
+            var after = before
+            let moved = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(50)) {
+                after = try await session.position()
+                return after > before
+            }
             let jumped = session.signals.dropFirst(mark).contains { $0.member == "Seeked" }
             if try await session.currentTrackID() == trackID, !jumped {
-                #expect(after > before, "Playing, but the position stays at \(before) µs (then \(after) µs)")
+                #expect(moved, "Playing, but the position stays at \(before) µs (then \(after) µs)")
             }
         }
 
@@ -258,12 +261,15 @@ struct LoadTests {
 
     /// Waits until the queue given at start-up is in (it is loaded in the background).
     static func waitForQueue(of count: Int, _ session: Session) async throws -> [ObjectPath] {
-        for _ in 0..<100 {
-            let ids = try await session.trackListTracks()
-            if ids.count == count { return ids }
-            try await Task.sleep(for: .milliseconds(100))
+        var ids: [ObjectPath] = []
+        let complete = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(100)) {
+            ids = try await session.trackListTracks()
+            return ids.count == count
         }
-        throw HarnessError("the queue of \(count) tracks did not come in; log:\n\(session.log())")
+        guard complete else {
+            throw HarnessError("the queue of \(count) tracks did not come in; log:\n\(session.log())")
+        }
+        return ids
     }
 
     /// What the checks compare: one GetAll of the Player interface and the Tracks property.
@@ -300,18 +306,20 @@ struct LoadTests {
     /// the two reads saying the same PlaybackStatus (a track may end while it plays).
     static func settledState(_ session: Session) async throws -> State {
         var seen: [String] = []
-        for _ in 0..<25 {
+        var settled: State?
+        _ = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(200)) {
             let first = try await state(session)
             // `playerctl status` where it is installed; otherwise a Get, as it would make.
             let playerctl =
                 Tools.find("playerctl") != nil
                 ? try await session.playerctl("status") : (try await session.get("PlaybackStatus").string ?? "?")
             let second = try await state(session)
-            if first == second && playerctl == first.status { return first }
+            if first == second && playerctl == first.status { settled = first }
             seen.append("\(first) / playerctl \(playerctl) / \(second)")
-            try await Task.sleep(for: .milliseconds(200))
+            return settled != nil
         }
-        throw HarnessError("the state did not settle: \(seen.suffix(3))")
+        guard let settled else { throw HarnessError("the state did not settle: \(seen.suffix(3))") }
+        return settled
     }
 }
 

@@ -196,10 +196,3 @@ extension Session {
         return (read.at - .microseconds(read.microseconds), read.halfWidth.inSeconds)
     }
 }
-
-extension Duration {
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

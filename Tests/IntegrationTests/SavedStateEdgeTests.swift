@@ -275,12 +275,18 @@ struct SavedStateEdgeTests {
             FileManager.default.fileExists(atPath: stateFile.path)
         }
         #expect(saved)
+        // Playback moves on past what was saved: the state the exit writes differs from it.
+        let savedState = try? JSONSerialization.jsonObject(with: Data(contentsOf: stateFile)) as? [String: Any]
+        let savedPosition = Int64(savedState?["position"] as? Int ?? 0)
+        #expect(
+            try await Waiter.poll(timeout: .seconds(10), every: .milliseconds(20)) {
+                try await session.position() > savedPosition
+            }, "the position never passed the saved \(savedPosition) µs")
         let bus = session.bus.process.pid
         #expect(kill(bus, SIGSTOP) == 0)
         defer { kill(bus, SIGCONT) }  // before the session stops (defers run last first)
         // Whatever is on disk now is not what the exit writes: it goes, and must come back.
         try FileManager.default.removeItem(at: stateFile)
-        try await Task.sleep(for: .milliseconds(300))  // playback moves on: the state to save differs
         let started = ContinuousClock.now
         kill(session.daemon!.pid, SIGTERM)
         let status = try await session.waitForExit(timeout: .seconds(30))

@@ -24,20 +24,21 @@ final class MockLogind {
                 "DBUS_SYSTEM_BUS_ADDRESS=\(quoted(bus.address)) exec \(quoted(python.path)) -m dbusmock --system --template logind > /dev/null 2>&1"
         )
         self.mock = mock
-        client = try Connection(address: bus.address)
+        let client = try Connection(address: bus.address)
+        self.client = client
         // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await client.call(
-            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
-            interface: "org.freedesktop.DBus",
-            member: "NameHasOwner", arguments: [.string("org.freedesktop.login1")]
-        ).first?.boolean != true {
-            guard mock.isRunning, ContinuousClock.now < deadline else {
-                stop()
-                throw HarnessError(
-                    "python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        let owned = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+            guard mock.isRunning else { return true }
+            return try await client.call(
+                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+                interface: "org.freedesktop.DBus",
+                member: "NameHasOwner", arguments: [.string("org.freedesktop.login1")]
+            ).first?.boolean == true
+        }
+        guard owned, mock.isRunning else {
+            stop()
+            throw HarnessError(
+                "python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
         }
     }
 

@@ -50,13 +50,13 @@ final class PulseServer {
         )
         self.server = server
         // Ready once it answers (a server has no signal to wait for; a short poll, bounded).
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await pactl(["info"]).status != 0 {
-            guard server.isRunning, ContinuousClock.now < deadline else {
-                stop()
-                throw HarnessError("pulseaudio did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-            }
-            try await Task.sleep(for: .milliseconds(50))
+        let answered = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+            guard server.isRunning else { return true }
+            return try await pactl(["info"]).status == 0
+        }
+        guard answered, server.isRunning else {
+            stop()
+            throw HarnessError("pulseaudio did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
         }
     }
 
@@ -179,12 +179,7 @@ struct SoundServerTests {
 /// poll, bounded).
 @MainActor
 func waitForLog(_ session: Session, _ text: String, timeout: Duration = .seconds(20)) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while !session.log().contains(text) {
-        guard ContinuousClock.now < deadline else { return false }
-        try? await Task.sleep(for: .milliseconds(50))
-    }
-    return true
+    await session.waiter.wait(timeout: timeout, pollingEvery: .milliseconds(50)) { session.log().contains(text) }
 }
 
 /// Interruptions and the outside world, against a real PulseAudio server: role-based corking
@@ -287,11 +282,13 @@ struct InterruptionTests {
         try await session.set("Volume", .double(0.3))
         try await session.waitForPlayerChange(after: before, "Volume 0.3") { $0["Volume"]?.double == 0.3 }
         #expect(try await server.stream(of: pid)?.volumePercent == 30, "the sound server has the new volume")
-        // The server reports Quaver's own change back; give it time to come, then count.
-        try await Task.sleep(for: .seconds(1))
-        let volumeSignals = session.signals.dropFirst(before).filter {
-            $0.member == "PropertiesChanged" && $0.changed["Volume"] != nil
+        // The server reports Quaver's own change back: a second for an echo to come (a
+        // second Volume change ends the wait early), then count.
+        func volumeChanges() -> [RecordedSignal] {
+            session.signals.dropFirst(before).filter { $0.member == "PropertiesChanged" && $0.changed["Volume"] != nil }
         }
+        _ = await session.waiter.wait(timeout: .seconds(1)) { volumeChanges().count > 1 }
+        let volumeSignals = volumeChanges()
         #expect(volumeSignals.count == 1, "one Volume change, no echo: \(volumeSignals)")
         #expect(try await session.get("Volume").double == 0.3)
     }

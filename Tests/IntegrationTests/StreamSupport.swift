@@ -11,9 +11,7 @@ import TestKit
 /// It lives long and is started while other tests start short-lived programs: started through
 /// `ChildProcess`, it holds no descriptor of theirs, and its own pipes reach no other child.
 final class HTTPTestServer {
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("scripts/http-test-server")
+    static let script = Tools.repository.appendingPathComponent("scripts/http-test-server")
 
     let port: Int
     private let process: ChildProcess

@@ -4,17 +4,6 @@ import Foundation
 import TestKit
 import Testing
 
-/// MPRIS names the TrackList and Playlists tests use.
-enum MPRISNames {
-    static let trackList = "org.mpris.MediaPlayer2.TrackList"
-    static let playlists = "org.mpris.MediaPlayer2.Playlists"
-    static let player = "org.mpris.MediaPlayer2.Player"
-    static let root = "org.mpris.MediaPlayer2"
-    static let noTrack = ObjectPath("/org/mpris/MediaPlayer2/TrackList/NoTrack")!
-    static let invalidArgs = "org.freedesktop.DBus.Error.InvalidArgs"
-    static let noSuchContent = "org.mpris.MediaPlayer2.quaver.Error.NoSuchContent"
-}
-
 /// Records, in arrival order, every signal of the TrackList and Playlists interfaces and
 /// every PropertiesChanged of those two interfaces (so that `TrackAdded` and the
 /// `Tracks` invalidation that follows it are in one stream). Create it right after the
@@ -44,10 +33,7 @@ final class TrackListSignals {
     }
 
     private func record(_ message: Message) {
-        events.append(
-            Session.RecordedSignal(
-                member: message.member ?? "", interface: message.interface, arguments: message.arguments,
-                sender: message.sender))
+        events.append(RecordedSignal(message))
         waiter.poke()
     }
 

@@ -1,4 +1,5 @@
 import DBus
+import TestKit
 import Testing
 
 @testable import NowPlaying

@@ -1,5 +1,6 @@
 import DBus
 import SeededRandom
+import TestKit
 import Testing
 
 @testable import NowPlaying

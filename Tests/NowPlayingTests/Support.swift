@@ -1,4 +1,5 @@
 import DBus
+import TestKit
 import Testing
 
 @testable import NowPlaying
@@ -202,25 +203,7 @@ final class FakeEngine {
 
 // MARK: - Signals
 
-struct RecordedSignal: CustomStringConvertible {
-    var interface: String
-    var member: String
-    var arguments: [Value]
-
-    var isPropertiesChanged: Bool {
-        interface == "org.freedesktop.DBus.Properties" && member == "PropertiesChanged"
-    }
-    var isSeeked: Bool { interface == "org.mpris.MediaPlayer2.Player" && member == "Seeked" }
-    /// For PropertiesChanged: the interface whose properties changed.
-    var changedInterface: String? { isPropertiesChanged ? arguments.first?.string : nil }
-    /// For PropertiesChanged: the changed properties.
-    var changed: [String: Value] {
-        isPropertiesChanged && arguments.count > 1 ? arguments[1].stringVariantDictionary ?? [:] : [:]
-    }
-    var invalidated: [String] { isPropertiesChanged && arguments.count > 2 ? arguments[2].stringArray ?? [] : [] }
-    var description: String { "\(interface).\(member)\(arguments)" }
-}
-
+/// The signals the server emitted (TestKit's `RecordedSignal`), in order.
 @MainActor
 final class SignalRecorder {
     var signals: [RecordedSignal] = []

@@ -24,11 +24,8 @@ struct GaplessHandoffTests {
 
     /// Waits until the handler on another thread waits for an answer (at most 30 s).
     private static func waitUntilAsking(_ handoff: GaplessHandoff) async throws {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while !handoff.isAsking {
-            try #require(ContinuousClock.now < deadline, "the handler never waited")
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        let asking = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(5)) { handoff.isAsking }
+        try #require(asking, "the handler never waited")
     }
 
     @Test func commitHandsOverTheAnsweredURIOnce() {
@@ -291,7 +288,9 @@ struct PipelineTests {
         let pipeline: Pipeline = probe.pipeline
         pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
         #expect(await probe.wait(upTo: .seconds(20)) { probe.reachedPlaying })
-        // The first buffer has passed; the element sleeps on the next one now.
+        // The first buffer has passed; the element sleeps on the next one now. Nothing
+        // announces that its streaming thread has entered the sleep: this margin arranges
+        // GStreamer's state for the test, it waits for nothing the test could observe.
         try await Task.sleep(for: .milliseconds(200))
         let asked = ContinuousClock.now
         pipeline.setState(.ready)

@@ -43,7 +43,10 @@ extension PlayerPlaybackTests {
         let entries = player.enqueue(files.map(\.absoluteString))
         player.play()
         #expect(await probe.waitFor(.playing, entry: 0), "log: \(probe.log.messages)")
-        try await Task.sleep(for: .milliseconds(100))  // the element sleeps on the second buffer
+        // The element sleeps on the second buffer. Nothing announces that its streaming thread
+        // has entered the sleep: this margin arranges GStreamer's state for the test, it waits
+        // for nothing the test could observe.
+        try await Task.sleep(for: .milliseconds(100))
 
         let asked = ContinuousClock.now
         #expect(player.seek(to: .milliseconds(1500)))
@@ -65,6 +68,7 @@ extension PlayerPlaybackTests {
             "status \(player.status), position \(String(describing: player.position)), log: \(probe.log.messages)")
         #expect(player.current?.id == entries[0].id)
 
+        // Again a margin for the new pipeline's streaming thread to enter the element's sleep.
         try await Task.sleep(for: .milliseconds(100))
         let skipped = ContinuousClock.now
         player.next()

@@ -39,14 +39,12 @@ extension PlayerPlaybackTests {
         var expected = 8
         var rewound: [String] = []
         for wait in [300, 30, 30] {
-            // Between Nexts, watch the selection on every turn of the main queue.
-            let until = ContinuousClock.now + .milliseconds(wait)
-            while ContinuousClock.now < until {
-                try await Task.sleep(for: .milliseconds(1))
-                if player.currentIndex != expected {
-                    rewound.append("\(player.currentIndex ?? -1) after Next to \(expected)")
-                }
+            // Between Nexts, watch the selection every millisecond: the window is what is
+            // checked, and a selection that moves in it ends the wait early.
+            let moved = await probe.wait(upTo: .milliseconds(wait), poll: .milliseconds(1)) { [expected] in
+                player.currentIndex != expected
             }
+            if moved { rewound.append("\(player.currentIndex ?? -1) after Next to \(expected)") }
             guard expected < 10 else { break }
             player.next()
             expected += 1
@@ -173,7 +171,8 @@ extension PlayerPlaybackTests {
     }
 }
 
-/// Blocks the calling (main) thread, as a burst of work would.
+/// Blocks the calling (main) thread, as a burst of work would: the block is what the test
+/// applies, not a wait for something.
 private func keepMainThreadBusy(seconds: Double) {
     Thread.sleep(forTimeInterval: seconds)
 }

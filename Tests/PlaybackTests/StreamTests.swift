@@ -107,7 +107,7 @@ struct PlayerStreamTests {
                         return
                     }
                     sent += piece
-                    usleep(100_000)
+                    usleep(100_000)  // the slow pace is what this server is for, not a wait
                 }
                 if sent < data.count, !stopped.withLock({ $0 }) { _ = send(data[(data.startIndex + sent)...]) }
                 // The client reads to the end; a closed connection ends the stream.

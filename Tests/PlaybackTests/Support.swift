@@ -111,19 +111,6 @@ final class LogCapture: Sendable {
     }
 }
 
-// MARK: - Time
-
-extension Duration {
-    var inSeconds: Double {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}
-
-extension Optional where Wrapped == Duration {
-    var inSeconds: Double? { self?.inSeconds }
-}
-
 // MARK: - Waiting
 
 /// Waits for conditions on the main actor (TestKit's `Waiter`), in the words the playback

@@ -18,9 +18,11 @@ public final class PrivateBus {
     public let directory: URL
 
     /// Starts the daemon and reads its address without blocking the main actor.
-    /// - Parameter prepare: called with the bus's folder before the daemon starts; returns
-    ///   extra environment for it (where to find activatable services, for instance).
-    public init(prepare: (URL) throws -> [String: String] = { _ in [:] }) async throws {
+    /// - Parameters:
+    ///   - errorLog: a file for what the daemon says on standard error (dropped without it).
+    ///   - prepare: called with the bus's folder before the daemon starts; returns extra
+    ///     environment for it (where to find activatable services, for instance).
+    public init(errorLog: URL? = nil, prepare: (URL) throws -> [String: String] = { _ in [:] }) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("quaver-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         guard let daemon = Tools.find("dbus-daemon") else { throw HarnessError("dbus-daemon is not installed") }
@@ -30,7 +32,8 @@ public final class PrivateBus {
             // (`unix:tmpdir=/tmp`) leaves a socket file in /tmp for every bus that is killed.
             daemon.path,
             ["--session", "--nofork", "--nopidfile", "--print-address=1", "--address=unix:dir=\(directory.path)"],
-            environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe)
+            environment: ProcessInfo.processInfo.environment.merging(extra) { $1 }, output: .pipe,
+            error: errorLog.map { .file($0.path) } ?? .null)
         // The address line is the first thing it prints; if the daemon fails, its exit ends
         // the read. It is read on a thread of its own: when many tests start at once, dozens
         // of buses start together, and blocking reads on the main actor add up to seconds.

@@ -109,4 +109,18 @@ extension Duration {
         let (seconds, attoseconds) = components
         return .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
     }
+
+    /// The length in seconds, as a floating-point number.
+    public var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
+    /// The length in milliseconds, as a floating-point number.
+    public var inMilliseconds: Double { inSeconds * 1e3 }
+}
+
+extension Optional where Wrapped == Duration {
+    /// The length in seconds, nil for none.
+    public var inSeconds: Double? { self?.inSeconds }
 }

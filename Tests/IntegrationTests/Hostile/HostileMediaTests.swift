@@ -12,8 +12,7 @@ import Testing
 @Suite("hostile media")
 @MainActor
 struct HostileMediaTests {
-    static let repository = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let repository = Tools.repository
 
     /// One file of the corpus, as the script lists it.
     struct CorpusFile: CustomStringConvertible {

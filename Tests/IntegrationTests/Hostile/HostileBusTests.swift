@@ -183,8 +183,11 @@ struct HostileBusTests {
                 }
             }
         }
-        // Give any pipeline that was (wrongly) started time to write its file.
-        try await Task.sleep(for: .seconds(1))
+        // Give any pipeline that was (wrongly) started a second to write its file.
+        _ = await session.waiter.wait(timeout: .seconds(1), pollingEvery: .milliseconds(50)) {
+            FileManager.default.fileExists(atPath: fixture.pipelineTarget.path)
+                || FileManager.default.fileExists(atPath: fixture.canary.path)
+        }
         _ = try await session.call("Ping", interface: "org.freedesktop.DBus.Peer")
         #expect(
             !FileManager.default.fileExists(atPath: fixture.pipelineTarget.path),

@@ -128,13 +128,14 @@ final class HostileFixture {
 
     /// The state once it has stopped changing (tags and playlists are read in the background).
     func settledState() async throws -> [String: Value] {
-        var previous = try await state()
-        for _ in 0..<40 {
-            try await Task.sleep(for: .milliseconds(250))
+        // Settled: two reads 250 ms apart that are the same.
+        var previous: [String: Value]?
+        let settled = try await Waiter.poll(timeout: .seconds(30), every: .milliseconds(250)) {
             let current = try await state()
-            if current == previous { return current }
-            previous = current
+            defer { previous = current }
+            return current == previous
         }
-        throw HarnessError("the daemon's state did not settle")
+        guard settled, let previous else { throw HarnessError("the daemon's state did not settle") }
+        return previous
     }
 }
