@@ -41,9 +41,17 @@ let package = Package(
             name: "NowPlaying",
             dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]
         ),
+        // MARK: Playback, in layers: each target names only the ones below it, so that a cycle
+        // does not compile (docs/architecture.md draws them). `Playback` re-exports them all.
+        // The bottom layer: the words every other layer speaks (status, repeat mode, the
+        // pipeline's state and facts, Locked, text and duration helpers). No GStreamer.
+        .target(name: "PlaybackVocabulary"),
         .target(
             name: "Playback",
-            dependencies: ["CGStreamer", "CGStreamerShims", "CSystem", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "quaver",

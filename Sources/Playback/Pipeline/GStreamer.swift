@@ -86,19 +86,3 @@ extension OpaquePointer {
         UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self)
     }
 }
-
-extension Duration {
-    /// `m:ss` (`1:05`), as log lines give a place in a track.
-    public var clock: String {
-        let seconds = max(Int(components.seconds), 0)
-        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
-    }
-
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
-    /// The same length as Dispatch takes it (a deadline's offset, a timeout).
-    var dispatchInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
-}

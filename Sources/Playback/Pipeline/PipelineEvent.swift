@@ -1,28 +1,14 @@
 internal import CGStreamer
+import PlaybackVocabulary
 
 /// The values a ``Pipeline`` speaks in: its states, what it knows of the loaded stream, and
 /// the events it reports.
 extension Pipeline {
-    enum State: Int, Sendable, Comparable {
-        case voidPending = 0
-        case null, ready, paused, playing
-        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
-        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
-        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
-    }
+    /// The pipeline's state (see ``PipelineState``).
+    typealias State = PipelineState
 
-    /// What the pipeline knows of the loaded stream at the moment of an event, read on its
-    /// queue so that the main actor never has to ask.
-    struct Facts: Sendable, Equatable {
-        /// When the pipeline was asked: a position is as of then, however late it is read.
-        var at = ContinuousClock.now
-        var position: Duration?
-        var duration: Duration?
-        var isSeekable = false
-        /// The state reached and the one pending.
-        var current: State = .voidPending
-        var pending: State = .voidPending
-    }
+    /// What the pipeline knows of the loaded stream (see ``PipelineFacts``).
+    typealias Facts = PipelineFacts
 
     enum Event: Sendable {
         /// The whole pipeline's state changed (not one of its elements').
@@ -125,4 +111,9 @@ extension Pipeline {
         else { return message }
         return "\(message) (\(detail))"
     }
+}
+
+extension PipelineState {
+    init(_ state: GstState) { self = PipelineState(rawValue: Int(state.rawValue)) ?? .voidPending }
+    var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
 }

@@ -1,11 +1,14 @@
+public import PlaybackVocabulary
+
 /// The values the player's clients see: its entries, its status, its options, and what
 /// changed.
 extension Player {
-    /// What clients are told of the transport.
-    public enum Status: String, Sendable { case stopped, paused, playing }
+    /// What clients are told of the transport (see ``PlaybackStatus``).
+    public typealias Status = PlaybackStatus
 
-    /// What follows the last entry, or the current one at its end.
-    public enum RepeatMode: String, Sendable, CaseIterable { case off, one, all }
+    /// What follows the last entry, or the current one at its end (see
+    /// ``PlaybackVocabulary/RepeatMode``).
+    public typealias RepeatMode = PlaybackVocabulary.RepeatMode
 
     /// What kind of change the observer is told about.
     public enum Change: Sendable, Equatable {
