@@ -46,10 +46,16 @@ let package = Package(
         // The bottom layer: the words every other layer speaks (status, repeat mode, the
         // pipeline's state and facts, Locked, text and duration helpers). No GStreamer.
         .target(name: "PlaybackVocabulary"),
+        // What an entry is: local files, playlists and folders, tags and artwork (the
+        // discoverer), media formats, loudness tags and plans, redaction in logs.
+        .target(
+            name: "Media",
+            dependencies: ["PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem"]
+        ),
         .target(
             name: "Playback",
             dependencies: [
-                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem",
+                "PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims", "CSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -84,7 +90,8 @@ let package = Package(
         .target(name: "TestKit", dependencies: ["ChildProcess"], path: "Tests/TestKit"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "TestKit"]),
+        .testTarget(
+            name: "PlaybackTests", dependencies: ["Playback", "Media", "SeededRandom", "AudioCheck", "TestKit"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,7 @@
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// The player's small pure parts: each decision with its inputs made up.

@@ -1,3 +1,4 @@
+public import Media
 public import PlaybackVocabulary
 
 /// The values the player's clients see: its entries, its status, its options, and what
@@ -9,6 +10,12 @@ extension Player {
     /// What follows the last entry, or the current one at its end (see
     /// ``PlaybackVocabulary/RepeatMode``).
     public typealias RepeatMode = PlaybackVocabulary.RepeatMode
+
+    /// One entry of the queue (see ``QueueEntry``).
+    public typealias Entry = QueueEntry
+
+    /// The folder part of URIs, shared by the entries queued from one folder at once.
+    typealias SharedPrefix = Media.SharedPrefix
 
     /// What kind of change the observer is told about.
     public enum Change: Sendable, Equatable {

@@ -1,4 +1,4 @@
-internal import CGStreamer
+package import CGStreamer
 internal import CGStreamerShims
 import Dispatch
 import Glibc
@@ -58,7 +58,7 @@ public enum GStreamer {
     }
 
     /// The factory names of the elements in a bin, recursively.
-    static func factoryNames(inBin bin: UnsafeMutablePointer<GstElement>) -> [String] {
+    package static func factoryNames(inBin bin: UnsafeMutablePointer<GstElement>) -> [String] {
         var names: [String] = []
         guard let iterator = gst_bin_iterate_recurse(OpaquePointer(bin).bin) else { return names }
         defer { gst_iterator_free(iterator) }
@@ -80,9 +80,11 @@ public enum GStreamer {
 }
 
 extension OpaquePointer {
-    var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
-    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
-    var object: UnsafeMutablePointer<GstObject> {
+    package var gObject: UnsafeMutablePointer<GObject> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self)
+    }
+    package var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
+    package var object: UnsafeMutablePointer<GstObject> {
         UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self)
     }
 }
