@@ -52,10 +52,16 @@ let package = Package(
             name: "Media",
             dependencies: ["PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem"]
         ),
+        // The sole owner of playbin, on its own queue, and its audio filter (ReplayGain's
+        // elements): it loads, plays, seeks and reports events; it decides nothing.
+        .target(
+            name: "PlaybackPipeline",
+            dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims"]
+        ),
         .target(
             name: "Playback",
             dependencies: [
-                "PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims", "CSystem",
+                "PlaybackVocabulary", "Media", "PlaybackPipeline", "CGStreamer", "CGStreamerShims", "CSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -91,7 +97,8 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
         .testTarget(
-            name: "PlaybackTests", dependencies: ["Playback", "Media", "SeededRandom", "AudioCheck", "TestKit"]),
+            name: "PlaybackTests",
+            dependencies: ["Playback", "Media", "PlaybackPipeline", "SeededRandom", "AudioCheck", "TestKit"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -5,12 +5,12 @@ import PlaybackVocabulary
 /// the events it reports.
 extension Pipeline {
     /// The pipeline's state (see ``PipelineState``).
-    typealias State = PipelineState
+    package typealias State = PipelineState
 
     /// What the pipeline knows of the loaded stream (see ``PipelineFacts``).
-    typealias Facts = PipelineFacts
+    package typealias Facts = PipelineFacts
 
-    enum Event: Sendable {
+    package enum Event: Sendable {
         /// The whole pipeline's state changed (not one of its elements').
         /// `position`: where the stream was `at` that moment.
         case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
@@ -71,14 +71,14 @@ extension Pipeline {
 
     /// An event with the number of the load it belongs to: events of a stream taken down
     /// can still be on their way when the next one is loaded.
-    struct Delivery: Sendable {
-        var load: Int
-        var event: Event
+    package struct Delivery: Sendable {
+        package var load: Int
+        package var event: Event
     }
 
     /// Why a pipeline could not be made.
-    struct SetupError: Error, CustomStringConvertible {
-        var description: String
+    package struct SetupError: Error, CustomStringConvertible {
+        package var description: String
     }
 }
 
