@@ -58,10 +58,22 @@ let package = Package(
             name: "PlaybackPipeline",
             dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims"]
         ),
+        // The engine: plays one entry at a time through the pipeline, with the transport
+        // reducer, the position clock, the progress, stream and preroll watches.
+        .target(
+            name: "PlaybackEngine",
+            dependencies: [
+                "PlaybackVocabulary", "Media", "PlaybackPipeline", "CSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The player (the queue, the play order, the conductor, the catalog, loudness plans
+        // and the gain cache), and the re-export of every layer below.
         .target(
             name: "Playback",
             dependencies: [
-                "PlaybackVocabulary", "Media", "PlaybackPipeline", "CGStreamer", "CGStreamerShims", "CSystem",
+                "PlaybackVocabulary", "Media", "PlaybackPipeline", "PlaybackEngine", "CGStreamer", "CGStreamerShims",
+                "CSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -98,7 +110,9 @@ let package = Package(
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom"]),
         .testTarget(
             name: "PlaybackTests",
-            dependencies: ["Playback", "Media", "PlaybackPipeline", "SeededRandom", "AudioCheck", "TestKit"]),
+            dependencies: [
+                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "SeededRandom", "AudioCheck", "TestKit",
+            ]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]

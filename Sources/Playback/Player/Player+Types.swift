@@ -17,19 +17,6 @@ extension Player {
     /// The folder part of URIs, shared by the entries queued from one folder at once.
     typealias SharedPrefix = Media.SharedPrefix
 
-    /// What kind of change the observer is told about.
-    public enum Change: Sendable, Equatable {
-        /// Status, current entry, position or rate changed (a moment to republish the timing).
-        case transport
-        /// The current entry's metadata changed.
-        case metadata
-        /// The volume changed.
-        case volume
-        /// Repeat or shuffle changed.
-        case options
-        /// Entries were added, removed or replaced (`queueRevision` changed).
-        case queue
-        /// The tags of an entry were read, or it was found unplayable.
-        case entryInfo(UInt64)
-    }
+    /// What kind of change the observer is told about (see ``PlaybackChange``).
+    public typealias Change = PlaybackChange
 }
