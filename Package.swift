@@ -67,16 +67,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The player (the queue, the play order, the conductor, the catalog, loudness plans
-        // and the gain cache), and the re-export of every layer below.
+        // The player: the queue, the play order, the conductor, the catalog, the loudness
+        // plans' cache of measured gains; the public façade the daemon drives.
         .target(
-            name: "Playback",
+            name: "PlaybackPlayer",
             dependencies: [
-                "PlaybackVocabulary", "Media", "PlaybackPipeline", "PlaybackEngine", "CGStreamer", "CGStreamerShims",
-                "CSystem",
+                "PlaybackVocabulary", "Media", "PlaybackEngine", "CSystem",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // All the layers, re-exported: what the daemon, the bench and the tests import.
+        .target(name: "Playback", dependencies: ["PlaybackPlayer"]),
         .executableTarget(
             name: "quaver",
             dependencies: [
@@ -111,7 +112,8 @@ let package = Package(
         .testTarget(
             name: "PlaybackTests",
             dependencies: [
-                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "SeededRandom", "AudioCheck", "TestKit",
+                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "SeededRandom",
+                "AudioCheck", "TestKit",
             ]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],

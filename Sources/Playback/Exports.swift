@@ -1,6 +1,4 @@
-// The layers below, re-exported: the daemon, the bench and the tests `import Playback` and
-// see the whole library, as before it was split.
-@_exported public import Media
-@_exported public import PlaybackEngine
-@_exported public import PlaybackPipeline
-@_exported public import PlaybackVocabulary
+// Playback is the layers of the library, re-exported: the daemon, the bench and the tests
+// `import Playback` and see the whole library. The layers, bottom up (docs/architecture.md):
+// PlaybackVocabulary, Media, PlaybackPipeline, PlaybackEngine, PlaybackPlayer.
+@_exported public import PlaybackPlayer
