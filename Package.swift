@@ -50,7 +50,10 @@ let package = Package(
         // discoverer), media formats, loudness tags and plans, redaction in logs.
         .target(
             name: "Media",
-            dependencies: ["PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem"]
+            dependencies: [
+                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // The sole owner of playbin, on its own queue, and its audio filter (ReplayGain's
         // elements): it loads, plays, seeks and reports events; it decides nothing.
@@ -63,7 +66,7 @@ let package = Package(
         .target(
             name: "PlaybackEngine",
             dependencies: [
-                "PlaybackVocabulary", "Media", "PlaybackPipeline", "CSystem",
+                "PlaybackVocabulary", "Media", "PlaybackPipeline",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
