@@ -41,10 +41,46 @@ let package = Package(
             name: "NowPlaying",
             dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]
         ),
+        // MARK: Playback, in layers: each target names only the ones below it, so that a cycle
+        // does not compile (docs/architecture.md draws them). `Playback` re-exports them all.
+        // The bottom layer: the words every other layer speaks (status, repeat mode, the
+        // pipeline's state and facts, Locked, text and duration helpers). No GStreamer.
+        .target(name: "PlaybackVocabulary"),
+        // What an entry is: local files, playlists and folders, tags and artwork (the
+        // discoverer), media formats, loudness tags and plans, redaction in logs.
         .target(
-            name: "Playback",
-            dependencies: ["CGStreamer", "CGStreamerShims", "CSystem", .product(name: "Logging", package: "swift-log")]
+            name: "Media",
+            dependencies: [
+                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
+        // The sole owner of playbin, on its own queue, and its audio filter (ReplayGain's
+        // elements): it loads, plays, seeks and reports events; it decides nothing.
+        .target(
+            name: "PlaybackPipeline",
+            dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims"]
+        ),
+        // The engine: plays one entry at a time through the pipeline, with the transport
+        // reducer, the position clock, the progress, stream and preroll watches.
+        .target(
+            name: "PlaybackEngine",
+            dependencies: [
+                "PlaybackVocabulary", "Media", "PlaybackPipeline",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The player: the queue, the play order, the conductor, the catalog, the loudness
+        // plans' cache of measured gains; the public façade the daemon drives.
+        .target(
+            name: "PlaybackPlayer",
+            dependencies: [
+                "PlaybackVocabulary", "Media", "PlaybackEngine", "CSystem",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // All the layers, re-exported: what the daemon, the bench and the tests import.
+        .target(name: "Playback", dependencies: ["PlaybackPlayer"]),
         .executableTarget(
             name: "quaver",
             dependencies: [
@@ -79,7 +115,12 @@ let package = Package(
         .target(name: "TestKit", dependencies: ["ChildProcess", "DBus"], path: "Tests/TestKit"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom", "TestKit"]),
-        .testTarget(name: "PlaybackTests", dependencies: ["Playback", "SeededRandom", "AudioCheck", "TestKit"]),
+        .testTarget(
+            name: "PlaybackTests",
+            dependencies: [
+                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "SeededRandom",
+                "AudioCheck", "TestKit",
+            ]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import Logging
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// Cover images for a test: distinct one-colour PNGs (and a JPEG), made once.

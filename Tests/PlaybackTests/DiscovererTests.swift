@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 @Suite("TrackGenerator and Discoverer")

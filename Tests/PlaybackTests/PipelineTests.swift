@@ -4,6 +4,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackPipeline
 
 @Suite("GaplessHandoff")
 struct GaplessHandoffTests {

@@ -3,6 +3,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackPlayer
 
 /// The play order on its own: a queue is a list of ids with some known to fail.
 @Suite("Play order")

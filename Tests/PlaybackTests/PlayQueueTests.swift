@@ -4,6 +4,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackPlayer
 
 @Suite("PlayQueue")
 struct PlayQueueTests {

@@ -1,7 +1,10 @@
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPlayer
 
 /// The player's small pure parts: each decision with its inputs made up.
 @Suite("Player parts")

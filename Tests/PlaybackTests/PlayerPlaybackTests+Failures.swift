@@ -3,6 +3,8 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPlayer
 
 // `PlayerPlaybackTests` (declared in PlayerPlaybackTests.swift): what fails while playing, and
 // what the player does about it: a pipeline that gets stuck, broken files, a queue of them,

@@ -2,6 +2,7 @@ import SeededRandom
 import Testing
 
 @testable import Playback
+@testable import PlaybackPlayer
 
 /// The queue logic, with stream URIs that are never loaded (the player stays stopped).
 @Suite("Player: queue while stopped")

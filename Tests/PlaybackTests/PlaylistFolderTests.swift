@@ -4,6 +4,7 @@ import Logging
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// Watches a `PlaylistFolder` through `onChange`: conditions are re-checked on each change

@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// What playlists call their entries (`#EXTINF`, `TitleN=`), and what clients are shown of

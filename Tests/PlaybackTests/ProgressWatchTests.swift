@@ -1,6 +1,7 @@
 import Testing
 
 @testable import Playback
+@testable import PlaybackEngine
 
 /// The progress watch, every stage against every kind of sample, with made-up instants: no
 /// pipeline, no timer. Each cell says what the engine is told to do and where the watch is

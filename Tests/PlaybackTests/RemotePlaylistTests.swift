@@ -2,6 +2,7 @@ import Foundation
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// Playlists named by an http URL: fetched through GStreamer's source for the URL, bounded,

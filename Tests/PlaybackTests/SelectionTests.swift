@@ -2,6 +2,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackPlayer
 
 /// The selection over a queue, without a player: ids, shifts on edits, and moves.
 @Suite("Selection")

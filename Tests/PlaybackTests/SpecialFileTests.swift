@@ -4,6 +4,7 @@ import Glibc
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// Files no reader should open: made in a folder with a short name (a socket's path is

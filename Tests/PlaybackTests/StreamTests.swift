@@ -3,6 +3,7 @@ import Glibc
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 @Suite("Stream tags")

@@ -2,6 +2,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackEngine
 
 /// The stream watch's decisions, with made-up instants and byte counts: no server, no timer.
 @Suite("Stream watch")

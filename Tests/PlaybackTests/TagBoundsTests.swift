@@ -3,6 +3,7 @@ import Foundation
 import TestKit
 import Testing
 
+@testable import Media
 @testable import Playback
 
 /// Tag lists built in memory, as GStreamer hands them over.

@@ -2,6 +2,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackEngine
 
 /// Every transport state against every input the reducer takes, one cell at a time. The
 /// table says what the daemon should do; a cell it does not list is a no-op (no action, no

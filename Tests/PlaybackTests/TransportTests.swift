@@ -3,6 +3,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackEngine
 
 /// The transport state machine without GStreamer: each test is a trace of what happened and
 /// what the transport asked for.

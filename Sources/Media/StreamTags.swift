@@ -1,11 +1,11 @@
-internal import CGStreamer
-import FoundationEssentials
+package import CGStreamer
+package import FoundationEssentials
 
 /// What a network stream says about itself while it plays: the tags GStreamer reports on the
 /// bus (ICY `StreamTitle` as the title, `icy-name` as the organization, `icy-genre`, and any
 /// tags inside the stream), accumulated over the stream's life. Only the fields a message
 /// carries replace earlier ones: a tag list with only a bit rate changes nothing.
-struct StreamTags: Sendable, Equatable {
+package struct StreamTags: Sendable, Equatable {
     var title: String?
     var artists: [String] = []
     var album: String?
@@ -21,12 +21,12 @@ struct StreamTags: Sendable, Equatable {
     }
     private var picture: Picture?
     /// Where the stream's picture was kept (set by the player once it is).
-    var artworkURL: String?
+    package var artworkURL: String?
 
-    init() {}
+    package init() {}
 
     /// The tags of one message (a borrowed `GstTagList`).
-    init(_ list: UnsafePointer<GstTagList>) {
+    package init(_ list: UnsafePointer<GstTagList>) {
         let tags = TagReader(list)
         title = tags.strings(GST_TAG_TITLE).first
         artists = tags.strings(GST_TAG_ARTIST)
@@ -39,18 +39,18 @@ struct StreamTags: Sendable, Equatable {
 
     /// Takes the picture out of these tags, uncopied: whoever keeps it reads its bytes, on
     /// a queue of its own, so that a picture of megabytes is never copied on the main actor.
-    mutating func takePicture() -> Picture? {
+    package mutating func takePicture() -> Picture? {
         defer { picture = nil }
         return picture
     }
 
     /// A picture: GStreamer's sample as the tags hold it, or bytes.
-    enum Picture: Sendable, Equatable {
+    package enum Picture: Sendable, Equatable {
         case sample(SampleReference)
         case data(Data)
 
         /// The picture's bytes: a copy out of GStreamer's buffer, read where it is asked for.
-        var bytes: Data? {
+        package var bytes: Data? {
             switch self {
             case .sample(let reference): TagReader.withBytes(of: reference.sample) { Data($0) }
             case .data(let data): data
@@ -60,21 +60,21 @@ struct StreamTags: Sendable, Equatable {
 
     /// Owns one reference to a `GstSample`, which GStreamer never changes once made (so any
     /// thread may read it).
-    final class SampleReference: @unchecked Sendable, Equatable {
+    package final class SampleReference: @unchecked Sendable, Equatable {
         let sample: OpaquePointer
 
         init(taking sample: OpaquePointer) { self.sample = sample }
 
         deinit { gst_sample_unref(sample) }
 
-        static func == (a: SampleReference, b: SampleReference) -> Bool { a.sample == b.sample }
+        package static func == (a: SampleReference, b: SampleReference) -> Bool { a.sample == b.sample }
     }
 
     /// Nothing a listener would see (a bit rate, a codec).
-    var isEmpty: Bool { self == StreamTags() }
+    package var isEmpty: Bool { self == StreamTags() }
 
     /// Takes the fields `newer` carries.
-    mutating func merge(_ newer: StreamTags) {
+    package mutating func merge(_ newer: StreamTags) {
         if let title = newer.title { self.title = title }
         if !newer.artists.isEmpty { artists = newer.artists }
         if let album = newer.album { self.album = album }
@@ -88,7 +88,7 @@ struct StreamTags: Sendable, Equatable {
     /// the album when the stream names none: GNOME Shell and KDE show the artist under the
     /// title, and read "Unknown artist" without one. ICY titles are often "Artist - Title";
     /// they are kept whole, not guessed apart.
-    func applied(to info: TrackInfo) -> TrackInfo {
+    package func applied(to info: TrackInfo) -> TrackInfo {
         var info = info
         if let title = title ?? organization { info.title = title }
         if !artists.isEmpty {

@@ -1,30 +1,16 @@
 internal import CGStreamer
+import PlaybackVocabulary
 
 /// The values a ``Pipeline`` speaks in: its states, what it knows of the loaded stream, and
 /// the events it reports.
 extension Pipeline {
-    enum State: Int, Sendable, Comparable {
-        case voidPending = 0
-        case null, ready, paused, playing
-        static func < (a: State, b: State) -> Bool { a.rawValue < b.rawValue }
-        init(_ state: GstState) { self = State(rawValue: Int(state.rawValue)) ?? .voidPending }
-        var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
-    }
+    /// The pipeline's state (see ``PipelineState``).
+    package typealias State = PipelineState
 
-    /// What the pipeline knows of the loaded stream at the moment of an event, read on its
-    /// queue so that the main actor never has to ask.
-    struct Facts: Sendable, Equatable {
-        /// When the pipeline was asked: a position is as of then, however late it is read.
-        var at = ContinuousClock.now
-        var position: Duration?
-        var duration: Duration?
-        var isSeekable = false
-        /// The state reached and the one pending.
-        var current: State = .voidPending
-        var pending: State = .voidPending
-    }
+    /// What the pipeline knows of the loaded stream (see ``PipelineFacts``).
+    package typealias Facts = PipelineFacts
 
-    enum Event: Sendable {
+    package enum Event: Sendable {
         /// The whole pipeline's state changed (not one of its elements').
         /// `position`: where the stream was `at` that moment.
         case stateChanged(old: State, new: State, pending: State, position: Duration?, at: ContinuousClock.Instant)
@@ -85,14 +71,14 @@ extension Pipeline {
 
     /// An event with the number of the load it belongs to: events of a stream taken down
     /// can still be on their way when the next one is loaded.
-    struct Delivery: Sendable {
-        var load: Int
-        var event: Event
+    package struct Delivery: Sendable {
+        package var load: Int
+        package var event: Event
     }
 
     /// Why a pipeline could not be made.
-    struct SetupError: Error, CustomStringConvertible {
-        var description: String
+    package struct SetupError: Error, CustomStringConvertible {
+        package var description: String
     }
 }
 
@@ -125,4 +111,9 @@ extension Pipeline {
         else { return message }
         return "\(message) (\(detail))"
     }
+}
+
+extension PipelineState {
+    init(_ state: GstState) { self = PipelineState(rawValue: Int(state.rawValue)) ?? .voidPending }
+    var gst: GstState { GstState(rawValue: UInt32(rawValue)) }
 }

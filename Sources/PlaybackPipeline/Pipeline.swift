@@ -11,12 +11,12 @@ import Glibc
 /// playbin, and nothing waits for it. A call that GStreamer does not return from within
 /// `stuckLimit` is reported as ``Event/stuck``; the pipeline is then replaced by its owner, and
 /// this one is freed whenever GStreamer lets go of it.
-final class Pipeline: @unchecked Sendable {
+package final class Pipeline: @unchecked Sendable {
     /// How long a call into the playbin may take before the pipeline counts as stuck.
     var stuckLimit: Duration { jobs.limit }
     /// The gapless hand-over: the next URI, answered by the main actor, read by
     /// `about-to-finish` on a streaming thread.
-    let handoff: GaplessHandoff
+    package let handoff: GaplessHandoff
 
     /// Bytes the sources of the playbin have sent on, counted on its streaming threads.
     private let sourceBytes = cshims_byte_counter_new()
@@ -44,7 +44,7 @@ final class Pipeline: @unchecked Sendable {
     /// - Parameter audioSink: a GStreamer bin description (`fakesink sync=true`), or nil for
     ///   the system's audio output (`autoaudiosink`, which falls back to a null sink).
     /// - Parameter deliver: called on the main actor with every event, in order.
-    init(
+    package init(
         audioSink: String?, volume: Double, stuckLimit: Duration = .seconds(3),
         deliver: @escaping @MainActor @Sendable (Delivery) -> Void
     ) {
@@ -71,7 +71,7 @@ final class Pipeline: @unchecked Sendable {
 
     /// Checks what a pipeline needs before one is made: `playbin` installed, and a sink
     /// description that parses.
-    static func validate(audioSink: String?) throws(SetupError) {
+    package static func validate(audioSink: String?) throws(SetupError) {
         GStreamer.initialize()
         guard GStreamer.hasElement("playbin") else {
             throw SetupError(
@@ -173,7 +173,7 @@ final class Pipeline: @unchecked Sendable {
     /// playsink leaks its audio chain (about 4 KiB) on every NULL → PLAYING. After a failure,
     /// NULL: every element of the failed stream goes, not only its data.
     /// `loudness`: the gain the stream plays at.
-    func load(_ uri: String, state: State, number: Int, fresh: Bool, loudness: LoudnessPlan? = nil) {
+    package func load(_ uri: String, state: State, number: Int, fresh: Bool, loudness: LoudnessPlan? = nil) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
@@ -188,7 +188,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Takes down what is loaded (see ``load(_:state:number:fresh:)``).
-    func unload(number: Int, fresh: Bool) {
+    package func unload(number: Int, fresh: Bool) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
@@ -198,7 +198,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Moves the loaded stream to `state`; ``Event/stateChangeFailed(_:)`` when refused.
-    func setState(_ state: State) {
+    package func setState(_ state: State) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.change(playbin, to: state)
@@ -207,7 +207,7 @@ final class Pipeline: @unchecked Sendable {
 
     /// A flushing, accurate seek that also sets the playback rate; it completes with the next
     /// ``Event/asyncDone(_:)``, or is reported refused.
-    func seek(to position: Duration, rate: Double) {
+    package func seek(to position: Duration, rate: Double) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
@@ -220,7 +220,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Sets the volume, on the cubic scale of desktop mixers (0...1).
-    func setVolume(_ volume: Double) {
+    package func setVolume(_ volume: Double) {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             cshims_object_set_double(playbin, "volume", Self.linear(volume))
@@ -228,7 +228,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Asks where the stream is; the answer comes as ``Event/position(_:)``.
-    func queryPosition() {
+    package func queryPosition() {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             let at = ContinuousClock.now
@@ -238,7 +238,7 @@ final class Pipeline: @unchecked Sendable {
 
     /// Asks what state the pipeline is in, without waiting on a change under way; the answer
     /// comes as ``Event/stateChecked(current:pending:)``.
-    func checkState() {
+    package func checkState() {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             let (current, pending) = Self.state(of: playbin)
@@ -249,12 +249,12 @@ final class Pipeline: @unchecked Sendable {
     /// How many bytes the sources have sent on so far, over every URI loaded: a stream whose
     /// count grows is receiving data, however long its decoders take to make audio of it.
     /// Reads a counter, never the playbin: it never waits.
-    var bytesFromSources: UInt64 { cshims_byte_counter_read(sourceBytes) }
+    package var bytesFromSources: UInt64 { cshims_byte_counter_read(sourceBytes) }
 
     /// Whether any decoded audio of the load in progress reached the output's filter: a load
     /// that never prerolls without any is its file's fault (no decoder made audio of it),
     /// one with some is the output's (it took none). Reads a counter, never the playbin.
-    var hasDecodedAudio: Bool { cshims_byte_counter_read(decodedBytes) > 0 }
+    package var hasDecodedAudio: Bool { cshims_byte_counter_read(decodedBytes) > 0 }
 
     deinit {
         cshims_byte_counter_unref(sourceBytes)
@@ -281,7 +281,7 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Asks what the stream plays through; the answer comes as ``Event/elements(_:)``.
-    func describeElements() {
+    package func describeElements() {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.post(.elements(GStreamer.factoryNames(inBin: playbin)))
@@ -291,7 +291,7 @@ final class Pipeline: @unchecked Sendable {
     /// Lets go of the pipeline: nothing more is reported, commands still queued are skipped,
     /// and the playbin is freed on the pipeline's queue, once GStreamer lets go of it after a
     /// stuck call. `freed` is called (on the main actor) when it is.
-    func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
+    package func release(freed: (@MainActor @Sendable () -> Void)? = nil) {
         jobs.retire()
         // A stuck load that returns later must not arm it again.
         handoff.abandon(retiring: true)

@@ -4,13 +4,13 @@
 
 extension Unicode.Scalar {
     /// In Foundation's `CharacterSet.whitespaces`: general category Zs, or a tab.
-    var isSpaceOrTab: Bool {
+    package var isSpaceOrTab: Bool {
         self == "\t" || properties.generalCategory == .spaceSeparator
     }
 
     /// In Foundation's `CharacterSet.whitespacesAndNewlines`: general category Z*, U+000A to
     /// U+000D, or U+0085 (a tab, too, as U+0009 is listed with the white space).
-    var isWhitespaceOrNewline: Bool {
+    package var isWhitespaceOrNewline: Bool {
         switch properties.generalCategory {
         case .spaceSeparator, .lineSeparator, .paragraphSeparator: return true
         default: return ("\t"..."\r").contains(self) || self == "\u{85}"
@@ -18,7 +18,7 @@ extension Unicode.Scalar {
     }
 
     /// In Foundation's `CharacterSet.punctuationCharacters`: general category P*.
-    var isPunctuation: Bool {
+    package var isPunctuation: Bool {
         switch properties.generalCategory {
         case .connectorPunctuation, .dashPunctuation, .openPunctuation, .closePunctuation, .initialPunctuation,
             .finalPunctuation, .otherPunctuation:

@@ -11,16 +11,23 @@ internal import CGStreamerShims
 /// waits for that answer, at most ``answerWait``, rather than let the stream end for want of
 /// it. The wait is on GStreamer's streaming thread, never on the main actor, and never when
 /// the answer is already given.
-final class GaplessHandoff: Sendable {
-    struct Item: Sendable, Equatable {
-        var entryID: UInt64
-        var uri: String
+package final class GaplessHandoff: Sendable {
+    package struct Item: Sendable, Equatable {
+        package var entryID: UInt64
+        package var uri: String
         /// The gain the stream plays at, applied when it starts.
-        var loudness: LoudnessPlan?
+        package var loudness: LoudnessPlan?
+
+        /// The entry `entryID` at `uri`, to play at `loudness`.
+        package init(entryID: UInt64, uri: String, loudness: LoudnessPlan? = nil) {
+            self.entryID = entryID
+            self.uri = uri
+            self.loudness = loudness
+        }
     }
 
     /// What follows the stream in the pipeline, as the main actor knows it.
-    enum Answer: Sendable, Equatable {
+    package enum Answer: Sendable, Equatable {
         /// Not known yet (its tags are being read): the handler waits for the answer.
         case pending
         /// Nothing: the stream ends.
@@ -68,7 +75,7 @@ final class GaplessHandoff: Sendable {
     /// Main actor: what follows the stream of load `load`, the last one asked of the
     /// pipeline. Ignored while playbin holds a URI it took and has not started: the answer
     /// for what follows that one comes once the switch to it is heard.
-    func answer(_ value: Answer, load: Int) {
+    package func answer(_ value: Answer, load: Int) {
         state.withLockWakingWaiters { state in
             let taken = state.load == load ? state.taken : 0
             guard state.load != load || state.committed == nil else { return }
@@ -100,7 +107,7 @@ final class GaplessHandoff: Sendable {
     }
 
     /// Main actor, on stream start: the item that playbin switched to gaplessly, if any.
-    func takeCommitted() -> Item? {
+    package func takeCommitted() -> Item? {
         state.withLock { state in
             defer { state.committed = nil }
             return state.committed
@@ -108,18 +115,18 @@ final class GaplessHandoff: Sendable {
     }
 
     /// Main actor: whether playbin already took the next URI and has not started it yet.
-    var hasCommitted: Bool { state.withLock { $0.committed != nil } }
+    package var hasCommitted: Bool { state.withLock { $0.committed != nil } }
 
     /// Main actor: whether playbin took the next URI, or waits to be told it. A seek now
     /// would race the hand-over: the seek waits on the handler, and the URI answered
     /// meanwhile would follow the stream it moved.
-    var takesNext: Bool { state.withLock { $0.committed != nil || $0.asking } }
+    package var takesNext: Bool { state.withLock { $0.committed != nil || $0.asking } }
 
     /// Whether the handler is waiting for an answer.
     var isAsking: Bool { state.withLock { $0.asking } }
 
     /// Main actor: the entry whose URI playbin took and has not started yet.
-    var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
+    package var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
 
     /// Before the stream in the pipeline is taken down (on the pipeline's queue), or the
     /// pipeline released (`retiring`, from any thread): a handler still waiting for an answer

@@ -7,11 +7,11 @@ import Logging
 /// A part of the ``Engine``, which it acts through: buffering levels go to the transport,
 /// a stall fails the loaded stream or tells the owner of a handed-over one.
 @MainActor
-final class StreamFollow {
+package final class StreamFollow {
     /// The tags heard in the loaded stream so far.
-    var tags = StreamTags()
+    package var tags = StreamTags()
     /// When a stream counts as stalled, and the wait in progress.
-    var watch = StreamWatch()
+    package var watch = StreamWatch()
     private let timer = Countdown()
     private unowned let engine: Engine
 

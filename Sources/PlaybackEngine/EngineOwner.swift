@@ -1,10 +1,10 @@
 /// What the engine asks of, and tells, the one that owns it (the ``Player``).
 @MainActor
-protocol EngineOwner: AnyObject {
+package protocol EngineOwner: AnyObject {
     /// The status the commands received so far lead to, loads waiting on tags included.
-    var requestedStatus: Player.Status { get }
+    var requestedStatus: PlaybackStatus { get }
     /// The queued entry with `id`, if any.
-    func entry(id: UInt64) -> Player.Entry?
+    func entry(id: UInt64) -> QueueEntry?
     /// The gain the entry with `id` plays at.
     func loudnessPlan(for id: UInt64) -> LoudnessPlan?
     /// A load started: playbin may ask for what follows it at any moment.
@@ -12,7 +12,7 @@ protocol EngineOwner: AnyObject {
     /// The transport settled in a new state (see ``Transport/Action/publish``).
     func settled()
     /// The entry `id` cannot play, for `reason`: what follows it plays.
-    func skip(_ id: UInt64, reason: String, intent: Player.Status?)
+    func skip(_ id: UInt64, reason: String, intent: PlaybackStatus?)
     /// The loaded entry ended.
     func advance(from id: UInt64)
     /// playbin switched gaplessly from `previous` to `next`; false when `next` is no longer
@@ -25,7 +25,7 @@ protocol EngineOwner: AnyObject {
     /// after the loaded one ended.
     func handedOverStalled(_ id: UInt64, reason: String)
     /// The timing or the volume changed without a settled transition.
-    func engineChanged(_ change: Player.Change)
+    func engineChanged(_ change: PlaybackChange)
     /// The sound server asks for a state (it corks a stream while a call plays).
     func stateRequested(_ state: Pipeline.State)
     /// The loaded network stream's tags changed; `picture`: one it carries.

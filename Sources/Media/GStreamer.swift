@@ -1,4 +1,4 @@
-internal import CGStreamer
+package import CGStreamer
 internal import CGStreamerShims
 import Dispatch
 import Glibc
@@ -58,7 +58,7 @@ public enum GStreamer {
     }
 
     /// The factory names of the elements in a bin, recursively.
-    static func factoryNames(inBin bin: UnsafeMutablePointer<GstElement>) -> [String] {
+    package static func factoryNames(inBin bin: UnsafeMutablePointer<GstElement>) -> [String] {
         var names: [String] = []
         guard let iterator = gst_bin_iterate_recurse(OpaquePointer(bin).bin) else { return names }
         defer { gst_iterator_free(iterator) }
@@ -80,25 +80,11 @@ public enum GStreamer {
 }
 
 extension OpaquePointer {
-    var gObject: UnsafeMutablePointer<GObject> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self) }
-    var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
-    var object: UnsafeMutablePointer<GstObject> {
+    package var gObject: UnsafeMutablePointer<GObject> {
+        UnsafeMutableRawPointer(self).assumingMemoryBound(to: GObject.self)
+    }
+    package var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
+    package var object: UnsafeMutablePointer<GstObject> {
         UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self)
     }
-}
-
-extension Duration {
-    /// `m:ss` (`1:05`), as log lines give a place in a track.
-    public var clock: String {
-        let seconds = max(Int(components.seconds), 0)
-        return "\(seconds / 60):" + (seconds % 60 < 10 ? "0" : "") + "\(seconds % 60)"
-    }
-
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-
-    /// The same length as Dispatch takes it (a deadline's offset, a timeout).
-    var dispatchInterval: DispatchTimeInterval { .nanoseconds(Int(nanoseconds)) }
 }

@@ -7,21 +7,21 @@ extension Pipeline {
     /// queue. The position is the sink's (what it has played); the clock is the one the
     /// pipeline runs on: a sound server's sink provides its own, which stands still while the
     /// server takes no audio, and a sink without one (`fakesink`) runs on the system clock.
-    struct Progress: Sendable, Equatable {
-        var position: Duration?
+    package struct Progress: Sendable, Equatable {
+        package var position: Duration?
         /// The clock's time (nil: the pipeline has no clock, as before it first plays).
-        var clock: Duration?
+        package var clock: Duration?
         /// The clock's name, for the log (`GstPulseSinkClock`, `GstSystemClock`).
-        var clockName: String?
+        package var clockName: String?
         /// How much decoded audio waits in playsink's queue in front of the sink (nil: no
         /// queue found): a sink that takes none leaves it full, a decoder that sends none
         /// leaves it empty.
-        var queued: Duration?
-        var at: ContinuousClock.Instant
+        package var queued: Duration?
+        package var at: ContinuousClock.Instant
     }
 
     /// Asks where the stream and its clock are; the answer comes as ``Event/progress(_:)``.
-    func sampleProgress() {
+    package func sampleProgress() {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.post(.progress(Self.progress(of: playbin)))

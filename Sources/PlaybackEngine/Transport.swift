@@ -6,18 +6,25 @@
 /// what clients are told; it changes only when the pipeline has confirmed it (or at once for
 /// Stop, a failed output and the end of the queue), never for a preroll, a seek's flush, a
 /// gapless switch or buffering.
-struct Transport: Sendable, Equatable {
-    typealias EntryID = UInt64
+package struct Transport: Sendable, Equatable {
+    package typealias EntryID = UInt64
 
     /// What to load: an entry, its URI, and where to start (nil: at the beginning).
-    struct Load: Sendable, Equatable {
+    package struct Load: Sendable, Equatable {
         var entry: EntryID
         var uri: String
         var position: Duration?
+
+        /// The entry `entry` at `uri`, from `position` (nil: from the beginning).
+        package init(entry: EntryID, uri: String, position: Duration? = nil) {
+            self.entry = entry
+            self.uri = uri
+            self.position = position
+        }
     }
 
     /// What the pipeline is doing. Each case says which it may move to.
-    enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Nothing is in the pipeline. → prerolling.
         case idle
         /// The URI is set and the pipeline prerolls. `seek`: where to go once it has (a start
@@ -28,10 +35,10 @@ struct Transport: Sendable, Equatable {
         case prerolling(Load, seek: Duration?, queued: Load?)
         /// A flushing seek is in flight (`target` nil: the seek that applies the rate after a
         /// gapless switch). `reached`: the state confirmed before it. → loaded, idle, outputLost.
-        case seeking(Load, target: Duration?, reached: Player.Status?)
+        case seeking(Load, target: Duration?, reached: PlaybackStatus?)
         /// Loaded. `reached`: the state the pipeline confirmed (nil while it changes).
         /// → seeking, buffering, prerolling, idle, outputLost.
-        case loaded(Load, reached: Player.Status?)
+        case loaded(Load, reached: PlaybackStatus?)
         /// A network stream, paused until its buffer fills; clients still see `status`.
         /// → loaded, seeking, idle, outputLost.
         case buffering(Load)
@@ -41,7 +48,7 @@ struct Transport: Sendable, Equatable {
     }
 
     /// What the owner of the transport does, in order.
-    enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         /// Takes down what is loaded and loads `load` toward `state` (to NULL first when `fresh`).
         case load(Load, Pipeline.State, fresh: Bool)
         /// Takes down what is loaded (to NULL when `fresh`).
@@ -65,12 +72,12 @@ struct Transport: Sendable, Equatable {
     }
 
     /// What the commands received ask for.
-    private(set) var intent: Player.Status = .stopped
-    private(set) var phase: Phase = .idle
+    package private(set) var intent: PlaybackStatus = .stopped
+    package private(set) var phase: Phase = .idle
     /// What clients are told.
-    private(set) var status: Player.Status = .stopped
+    private(set) var status: PlaybackStatus = .stopped
     /// The entry `status` was last settled with (nil when stopped).
-    private(set) var settledEntry: EntryID?
+    package private(set) var settledEntry: EntryID?
     /// The playback rate; a stream loaded at another rate than 1 seeks once prerolled to apply it.
     private(set) var rate: Double = 1
     /// The pipeline reported an error since it was last taken down: the next teardown goes
@@ -118,7 +125,7 @@ struct Transport: Sendable, Equatable {
     }
 
     /// The entry whose stream is in the pipeline (nil when nothing is, or its output failed).
-    var loadedEntry: EntryID? {
+    package var loadedEntry: EntryID? {
         if case .outputLost = phase { return nil }
         return loaded?.entry
     }
@@ -126,7 +133,7 @@ struct Transport: Sendable, Equatable {
     /// Where the commands received so far lead within the loaded entry, when that is not
     /// simply where the pipeline is: a seek or start position still on its way, or where the
     /// output failed. Nil otherwise.
-    var pendingPosition: Duration? {
+    package var pendingPosition: Duration? {
         switch phase {
         case .prerolling(let load, let seek, let queued):
             queued.map { $0.position ?? .zero } ?? seek ?? load.position ?? .zero
@@ -137,7 +144,7 @@ struct Transport: Sendable, Equatable {
     }
 
     /// The entry that plays once the load in progress is done: a queued load's, else the loaded one.
-    var upcomingEntry: EntryID? {
+    package var upcomingEntry: EntryID? {
         if case .prerolling(_, _, let queued?) = phase { return queued.entry }
         return loaded?.entry
     }
@@ -145,7 +152,7 @@ struct Transport: Sendable, Equatable {
     // MARK: - Commands
 
     /// Loads an entry and heads for `intent` (paused or playing).
-    mutating func load(_ load: Load, intent: Player.Status) -> [Action] {
+    mutating func load(_ load: Load, intent: PlaybackStatus) -> [Action] {
         precondition(intent != .stopped, "a load heads for paused or playing")
         self.intent = intent
         if case .prerolling(let current, let seek, _) = phase {
@@ -386,7 +393,7 @@ struct Transport: Sendable, Equatable {
             phase = .loaded(load, reached: nil)
             return [.setState(.paused)]
         }
-        var reached: Player.Status? = nil
+        var reached: PlaybackStatus? = nil
         if case .loaded(_, let confirmed) = phase { reached = confirmed }
         retryingAfterStuck = nil
         if rate != 1 {  // a new stream starts at rate 1
@@ -525,7 +532,7 @@ struct Transport: Sendable, Equatable {
     }
 
     private mutating func reached(_ new: Pipeline.State, _ load: Load) -> [Action] {
-        let confirmed: Player.Status? = new == .playing ? .playing : new == .paused ? .paused : nil
+        let confirmed: PlaybackStatus? = new == .playing ? .playing : new == .paused ? .paused : nil
         guard let confirmed, confirmed == intent else { return [] }
         phase = .loaded(load, reached: confirmed)
         retryingAfterStuck = nil

@@ -7,7 +7,7 @@
 /// that time is stalled; one that did send is waited for again, a playing stream as long as
 /// data comes, one yet to start up to ``startLimit`` from the start of the wait (which tells
 /// a slow start from a silent server).
-struct StreamWatch: Sendable, Equatable {
+package struct StreamWatch: Sendable, Equatable {
     typealias Instant = ContinuousClock.Instant
 
     /// One wait for a stream to send.
@@ -44,7 +44,7 @@ struct StreamWatch: Sendable, Equatable {
     enum Step: Sendable, Equatable { case arm, disarm, keep }
 
     /// How long a network stream may send nothing before it is reported and skipped.
-    var stallLimit: Duration
+    package var stallLimit: Duration
     /// How long a stream that does send, but too slowly (or to a machine too busy to start
     /// it), may take to start playing before it is skipped all the same.
     var startLimit: Duration { stallLimit * 3 }

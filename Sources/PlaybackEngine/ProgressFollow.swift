@@ -10,7 +10,7 @@ import Logging
 /// the end of a stream, a reload). Both countdowns stop as soon as the transport does not
 /// play, so a paused player never wakes for them.
 @MainActor
-final class ProgressFollow {
+package final class ProgressFollow {
     /// Whether the audio moves.
     private(set) var watch = ProgressWatch()
     /// `autoaudiosink` fell back to its silent sink: no sound server or device answered.
@@ -33,7 +33,7 @@ final class ProgressFollow {
     private var logger: Logger { engine.logger }
 
     /// Clients are shown playback waiting for the audio (Apple's rate 0).
-    var isWaiting: Bool { watch.isWaiting }
+    package var isWaiting: Bool { watch.isWaiting }
     /// The position clock stands where the audio is.
     var isHolding: Bool { watch.isHolding }
 

@@ -7,12 +7,13 @@ import Glibc
 ///
 /// A thread may also wait, for a bounded time, for another to change the value (see
 /// ``withLock(waitingUpTo:_:)`` and ``withLockWakingWaiters(_:)``).
-final class Locked<Value: Sendable>: @unchecked Sendable {
+package final class Locked<Value: Sendable>: @unchecked Sendable {
     private var value: Value
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init(_ value: Value) {
+    /// A lock around `value`.
+    package init(_ value: Value) {
         self.value = value
         pthread_mutex_init(mutex, nil)
         // Timed waits count on the monotonic clock: a change of the wall clock neither cuts
@@ -31,7 +32,8 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    /// Runs `body` with the value, under the lock.
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
@@ -39,7 +41,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
 
     /// Like ``withLock(_:)``, then wakes the threads waiting in ``withLock(waitingUpTo:_:)``
     /// to look at the value again.
-    func withLockWakingWaiters<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLockWakingWaiters<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer {
             pthread_cond_broadcast(changed)
@@ -51,7 +53,7 @@ final class Locked<Value: Sendable>: @unchecked Sendable {
     /// Runs `body` under the lock until it returns a result. While it returns nil, the
     /// thread waits (the lock released) for a change made with ``withLockWakingWaiters(_:)``,
     /// at most `limit` in all; nil when none gave a result by then.
-    func withLock<Result>(waitingUpTo limit: Duration, _ body: (inout Value) -> Result?) -> Result? {
+    package func withLock<Result>(waitingUpTo limit: Duration, _ body: (inout Value) -> Result?) -> Result? {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let total = Int64(deadline.tv_nsec) + max(limit, .zero).nanoseconds

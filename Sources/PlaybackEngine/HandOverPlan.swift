@@ -5,7 +5,7 @@
 /// which frees them. So does a local file whose tags could not be read in time: what they
 /// hold is not known. A local file is handed over only once it has been read, so that a
 /// broken one is skipped before, never torn out of a pipeline that already switched to it.
-enum HandOverPlan: Sendable, Equatable {
+package enum HandOverPlan: Sendable, Equatable {
     /// Nothing: the current stream ends, and what follows, if anything, is loaded then.
     case nothing
     /// playbin takes this entry's URI when the current stream is about to end.
@@ -14,7 +14,7 @@ enum HandOverPlan: Sendable, Equatable {
     case readFirst(entry: UInt64, uri: String)
 
     /// The plan for `next` to follow `current` (nil: nothing follows).
-    init(current: Player.Entry, next: Player.Entry?) {
+    package init(current: QueueEntry, next: QueueEntry?) {
         guard let next, current.info?.oversizedPictureBytes == nil, !current.needsRead else {
             self = .nothing
             return

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import Logging
+package import Logging
 
 /// Plays one entry at a time: the only owner of the ``Pipeline``, and of what follows it.
 ///
@@ -11,22 +11,22 @@ import Logging
 /// one fails are its owner's (``EngineOwner``, the ``Player``). No call waits on GStreamer:
 /// the pipeline runs each command on its own queue and answers with events.
 @MainActor
-final class Engine {
+package final class Engine {
     /// The transport state: what is loaded, and what clients are told of it.
-    var transport = Transport()
+    package var transport = Transport()
     /// Where playback is, extrapolated from the pipeline's last report.
     var clock = PositionClock()
     /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
-    var facts = Pipeline.Facts()
+    package var facts = Pipeline.Facts()
     /// The factory names of the elements the loaded stream plays through.
-    var pipelineElementNames: [String] = []
+    package var pipelineElementNames: [String] = []
     /// How many pipelines GStreamer got stuck in and were replaced.
-    private(set) var pipelinesReplaced = 0
+    package private(set) var pipelinesReplaced = 0
     /// The volume, on the cubic scale of desktop mixers (0...1).
-    var volume: Double = 1
-    weak var owner: (any EngineOwner)?
+    package var volume: Double = 1
+    package weak var owner: (any EngineOwner)?
 
-    var pipeline: Pipeline!
+    package var pipeline: Pipeline!
     /// Which pipeline's events are heard: a replaced one's are not.
     var pipelineNumber = 0
     /// Which load's events are heard: those of a stream taken down are not.
@@ -51,14 +51,14 @@ final class Engine {
     /// How long the pipeline has to confirm a state before it is asked where it is.
     static let stateCheckDelay: Duration = .seconds(3)
     /// Network streams: their buffering, their tags, and whether they stall.
-    private(set) lazy var streams = StreamFollow(engine: self)
+    package private(set) lazy var streams = StreamFollow(engine: self)
     /// While playing: whether the audio moves, and whether a sound server answers now.
-    private(set) lazy var progress = ProgressFollow(engine: self)
+    package private(set) lazy var progress = ProgressFollow(engine: self)
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
     ///   taken for stuck and replaced.
-    init(audioSink: String?, stuckLimit: Duration, logger: Logger) throws {
+    package init(audioSink: String?, stuckLimit: Duration, logger: Logger) throws {
         self.audioSink = audioSink
         self.stuckLimit = stuckLimit
         self.logger = logger
@@ -85,18 +85,18 @@ final class Engine {
     // MARK: - What the owner reads
 
     /// What clients are told: changes only once the pipeline confirms it.
-    var status: Player.Status { transport.status }
+    package var status: PlaybackStatus { transport.status }
     /// The playback rate (1: normal speed).
-    var rate: Double { transport.rate }
+    package var rate: Double { transport.rate }
     /// The entry whose stream is loaded (or being loaded).
     var loadedEntry: UInt64? { transport.loadedEntry }
     /// Whether playbin holds the next entry's URI for a gapless switch.
-    var hasHandedOver: Bool { pipeline.handoff.hasCommitted }
+    package var hasHandedOver: Bool { pipeline.handoff.hasCommitted }
 
     /// The position, extrapolated from the pipeline's last report: zero when nothing is
     /// loaded. While playing, one read a second asks the pipeline in the background, so that
     /// a drift (an output slower than real time) is corrected.
-    var position: Duration {
+    package var position: Duration {
         if case .outputLost(_, let at) = transport.phase { return at }
         guard status != .stopped, transport.loadedEntry != nil else { return .zero }
         if positionFollow.shouldQuery(now: .now, isPlaying: transport.isPlaying) { pipeline.queryPosition() }
@@ -108,24 +108,24 @@ final class Engine {
     // MARK: - Commands
 
     /// Loads `load` toward `intent` (the pipeline reports when it is there).
-    func load(_ load: Transport.Load, intent: Player.Status) {
+    package func load(_ load: Transport.Load, intent: PlaybackStatus) {
         run(transport.load(load, intent: intent))
     }
 
     /// Plays the entry loaded or being loaded; false when the transport has none to play.
-    func resume() -> Bool {
+    package func resume() -> Bool {
         guard case (true, let actions) = transport.play() else { return false }
         run(actions)
         return true
     }
 
-    func pause() { run(transport.pause()) }
+    package func pause() { run(transport.pause()) }
 
     /// Unloads the stream; the position goes back to zero.
-    func stop() { run(transport.stop()) }
+    package func stop() { run(transport.stop()) }
 
     /// Seeks in the loaded stream; false when there is nothing to seek in.
-    func seek(to target: Duration) -> Bool {
+    package func seek(to target: Duration) -> Bool {
         let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.takesNext)
         guard accepted else { return false }
         positionFollow.loaded()
@@ -137,13 +137,13 @@ final class Engine {
 
     /// Loads the current stream again at `position`, so that a new next entry (playbin took
     /// another one already) applies at its end.
-    func reload(at position: Duration) {
+    package func reload(at position: Duration) {
         clock.set(position, rate: 0)
         run(transport.seek(to: position, nextTaken: true).actions)
     }
 
     /// Sets the rate (already clamped), applied from `position`.
-    func setRate(_ rate: Double, from position: Duration) {
+    package func setRate(_ rate: Double, from position: Duration) {
         let actions = transport.setRate(rate, position: position)
         if actions.contains(where: { if case .seek = $0 { true } else { false } }) { clock.set(position, rate: 0) }
         run(actions)
@@ -152,7 +152,7 @@ final class Engine {
     }
 
     /// Sets the volume (already clamped to 0...1).
-    func setVolume(_ volume: Double) {
+    package func setVolume(_ volume: Double) {
         self.volume = volume
         volumeEchoes.set(volume, at: .now)
         pipeline.setVolume(volume)
@@ -162,13 +162,13 @@ final class Engine {
     /// switched to), for a gapless switch. Given at once, not through the pipeline's queue:
     /// the `about-to-finish` handler may be waiting for it, and a command queued on that
     /// queue may be waiting on the handler. The load number keeps it from a stream taken down.
-    func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
+    package func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
     func noteFailure() { transport.noteFailure() }
 
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
-    func shutdown(done: (@MainActor @Sendable () -> Void)?) {
+    package func shutdown(done: (@MainActor @Sendable () -> Void)?) {
         prerollTimer.cancel()
         stateCheck.cancel()
         _ = transport.stop()

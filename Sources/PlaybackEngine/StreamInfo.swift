@@ -4,7 +4,7 @@
 extension TrackInfo {
     /// What the pipeline told of a stream when it first played: its duration and
     /// seekability, endless when it has no duration, one audio stream.
-    init(facts: Pipeline.Facts) {
+    package init(facts: Pipeline.Facts) {
         self.init()
         duration = facts.duration
         isSeekable = facts.isSeekable
@@ -15,7 +15,7 @@ extension TrackInfo {
     /// A stream's info once its duration became known after it started playing (an MP3
     /// served over HTTP is measured as it plays); nil when it was known already, or is still
     /// not: the length is published once, not each refinement of an estimate.
-    func withDurationLearned(from facts: Pipeline.Facts) -> TrackInfo? {
+    package func withDurationLearned(from facts: Pipeline.Facts) -> TrackInfo? {
         guard duration == nil, let learned = facts.duration else { return nil }
         var info = self
         info.duration = learned
@@ -28,7 +28,7 @@ extension TrackInfo {
 extension StreamTags {
     /// What a stream shows: `known` (what the pipeline told when it first played, else
     /// `facts` now) without the tags heard before, with these tags in their place.
-    func info(known: TrackInfo?, facts: Pipeline.Facts) -> TrackInfo {
+    package func info(known: TrackInfo?, facts: Pipeline.Facts) -> TrackInfo {
         guard var info = known else { return applied(to: TrackInfo(facts: facts)) }
         info.title = nil
         info.artists = []

@@ -155,19 +155,19 @@ public struct LoudnessPlan: Sendable, Equatable {
         case off = "no gain (off)"
     }
 
-    var trackGain: Double
-    var trackPeak: Double
-    var albumGain: Double
-    var albumPeak: Double
+    package var trackGain: Double
+    package var trackPeak: Double
+    package var albumGain: Double
+    package var albumPeak: Double
     /// `rgvolume`'s album-mode: which of the two gains it applies.
-    var albumMode: Bool
-    var preamp: Double
+    package var albumMode: Bool
+    package var preamp: Double
     /// `rgvolume`'s headroom: 0 keeps the peak at full scale at most.
-    var headroom: Double
+    package var headroom: Double
     /// Whether `rglimiter` compresses the peaks.
-    var limiter: Bool
+    package var limiter: Bool
     /// Whether ReplayGain tags in the stream are removed before `rgvolume` sees them (off).
-    var ignoresStreamTags: Bool
+    package var ignoresStreamTags: Bool
     /// The file to measure while it plays; nil when nothing is measured.
     public var measure: TrackSignature?
     /// Which gain the plan applies.

@@ -3,9 +3,9 @@
 /// The sound server corks a music stream (asks for PAUSED) while a call or an alarm plays,
 /// and uncorks it (asks for PLAYING) when that ends. Playback resumes then only when it was
 /// playing when corked and nobody has paused, stopped, played or changed track since. Pure.
-struct Interruption: Sendable, Equatable {
+package struct Interruption: Sendable, Equatable {
     /// What a request of the sound server asks of the player.
-    enum Response: Sendable, Equatable {
+    package enum Response: Sendable, Equatable {
         /// Pause, and resume when the interruption ends.
         case pause
         /// The interruption is over: play again.
@@ -16,13 +16,16 @@ struct Interruption: Sendable, Equatable {
     /// Paused by an interruption, and nobody acted since.
     private(set) var shouldResume = false
 
+    /// No interruption yet.
+    package init() {}
+
     /// Someone acted (a command): the end of an interruption no longer resumes.
-    mutating func userActed() {
+    package mutating func userActed() {
         shouldResume = false
     }
 
     /// The sound server asked for `state` while the commands lead to `requested`.
-    func response(to state: Pipeline.State, requested: Player.Status) -> Response {
+    package func response(to state: Pipeline.State, requested: PlaybackStatus) -> Response {
         switch state {
         case .paused where requested == .playing: .pause
         case .playing where shouldResume: .resume
@@ -31,7 +34,7 @@ struct Interruption: Sendable, Equatable {
     }
 
     /// Playback was paused for the interruption (after the pause, which counts as acting).
-    mutating func interrupted() {
+    package mutating func interrupted() {
         shouldResume = true
     }
 }

@@ -522,7 +522,7 @@ public enum MediaSources {
     }
 
     /// Whether a URI names a local file (anything else is a network stream).
-    static func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
+    package static func isLocal(_ uri: String) -> Bool { uri.hasPrefix("file:") }
 
     /// A readable name for a URI in log lines: the path for files, the URI without its
     /// credentials otherwise (see `redactingCredentials(in:)`).

@@ -1,0 +1,2 @@
+// The vocabulary below, for every file of this layer and for the layers above.
+@_exported public import PlaybackVocabulary
