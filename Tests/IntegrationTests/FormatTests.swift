@@ -60,7 +60,7 @@ struct FormatTests {
             let positions = seen[url] ?? []
             if playable.contains(sample.format) {
                 #expect(
-                    positions.count >= 2 && positions.last! > positions.first!,
+                    positions.count >= 2 && positions.max()! > positions.first!,
                     "\(sample.format) did not play with its Position advancing: \(positions)\nlog:\n\(log)")
                 #expect(
                     titles[url] == sample.title,
