@@ -114,9 +114,7 @@ package final class Engine {
 
     /// Plays the entry loaded or being loaded; false when the transport has none to play.
     package func resume() -> Bool {
-        guard case (true, let actions) = transport.play() else { return false }
-        run(actions)
-        return true
+        run(transport.play())
     }
 
     package func pause() { run(transport.pause()) }
@@ -126,8 +124,8 @@ package final class Engine {
 
     /// Seeks in the loaded stream; false when there is nothing to seek in.
     package func seek(to target: Duration) -> Bool {
-        let (accepted, actions) = transport.seek(to: target, nextTaken: pipeline.handoff.takesNext)
-        guard accepted else { return false }
+        let actions = transport.seek(to: target, nextTaken: pipeline.handoff.takesNext)
+        guard !actions.contains(.refused) else { return false }
         positionFollow.loaded()
         clock.set(target, rate: 0)
         run(actions)
@@ -139,7 +137,7 @@ package final class Engine {
     /// another one already) applies at its end.
     package func reload(at position: Duration) {
         clock.set(position, rate: 0)
-        run(transport.seek(to: position, nextTaken: true).actions)
+        run(transport.seek(to: position, nextTaken: true))
     }
 
     /// Sets the rate (already clamped), applied from `position`.
@@ -165,7 +163,7 @@ package final class Engine {
     package func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
-    func noteFailure() { transport.noteFailure() }
+    func noteFailure() { run(transport.failedElsewhere()) }
 
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
     package func shutdown(done: (@MainActor @Sendable () -> Void)?) {
@@ -177,8 +175,11 @@ package final class Engine {
 
     // MARK: - Carrying out the transport's actions
 
-    /// Carries out the transport's actions, in order.
-    func run(_ actions: [Transport.Action]) {
+    /// Carries out the transport's actions, in order. False when the transport refused the
+    /// command (nothing is loaded for it).
+    @discardableResult
+    func run(_ actions: [Transport.Action]) -> Bool {
+        var accepted = true
         for action in actions {
             switch action {
             case .load(let load, let state, let fresh):
@@ -220,10 +221,13 @@ package final class Engine {
                 owner?.skip(id, reason: reason, intent: nil)
             case .advance(let id):
                 owner?.advance(from: id)
+            case .refused:
+                accepted = false
             }
         }
         watchState()
         progress.sync()
+        return accepted
     }
 
     /// The pipeline reports each state it reaches, and the transport waits for that word. So
@@ -343,7 +347,7 @@ package final class Engine {
     /// loaded again, where; or kept, paused, until Play; or nothing.
     private var replacementPlan: String {
         switch transport.phase {
-        case .prerolling(let load, _, _):
+        case .prerolling(let load, _, _, _):
             "going on in a new pipeline, loading \(name(of: load)) again at \((load.position ?? .zero).clock)"
         case .outputLost(let load, let at):
             "going on in a new pipeline, with \(name(of: load)) paused at \(at.clock)"

@@ -124,11 +124,12 @@ package final class StreamFollow {
             if case .loaded = place {
                 // Its source may still wait on the socket: the transport takes it all down.
                 let position = engine.clock.position()
-                return engine.run(engine.transport.failed(reason: reason, inOutput: false, position: position))
+                engine.run(engine.transport.failed(reason: reason, inOutput: false, position: position))
+                return
             }
             // The track before it has ended: the stream is what the queue is at, and is
             // skipped from there (or stays current, when nothing follows it).
-            engine.transport.noteFailure()
+            engine.noteFailure()
             owner.handedOverStalled(id, reason: reason)
         }
     }

@@ -2,10 +2,14 @@
 ///
 /// Each input is a `mutating func` named after what happened (a command, or what the pipeline
 /// reported). It returns the ``Action``s to carry out, in order: the transport never touches
-/// GStreamer, the queue or a clock, so a test can drive it through every state. `status` is
-/// what clients are told; it changes only when the pipeline has confirmed it (or at once for
-/// Stop, a failed output and the end of the queue), never for a preroll, a seek's flush, a
-/// gapless switch or buffering.
+/// GStreamer, the queue or a clock, so a test can drive it through every state. What clients
+/// are told (``Shown``) changes only when the pipeline has confirmed it (or at once for Stop,
+/// a failed output and the end of the queue), never for a preroll, a seek's flush, a gapless
+/// switch or buffering.
+///
+/// The whole of it is ``state``, one value whose cases carry their data, beside two facts
+/// about the pipeline rather than the entry (``rate`` and ``pipelineFailed``) and the entry a
+/// stuck pipeline is being retried with.
 package struct Transport: Sendable, Equatable {
     package typealias EntryID = UInt64
 
@@ -21,30 +25,85 @@ package struct Transport: Sendable, Equatable {
             self.uri = uri
             self.position = position
         }
+
+        /// The same entry, from `position`.
+        func at(_ position: Duration?) -> Load { Load(entry: entry, uri: uri, position: position) }
     }
 
-    /// What the pipeline is doing. Each case says which it may move to.
+    /// Where Play or Pause leads (Stop is ``State/stopped``).
+    package enum Heading: Sendable, Equatable {
+        case paused, playing
+
+        /// The status clients are told once the pipeline is there.
+        package var status: PlaybackStatus { self == .playing ? .playing : .paused }
+        /// The pipeline state that confirms it.
+        var pipelineState: Pipeline.State { self == .playing ? .playing : .paused }
+    }
+
+    /// What clients were told last, when it is not Stopped.
+    package struct Shown: Sendable, Equatable {
+        package var status: Heading
+        package var entry: EntryID
+        /// A load started since: clients hear of its new timing even with the same status
+        /// and entry (a restart).
+        var reloaded = false
+    }
+
+    /// The transport: stopped, or heading for Paused or Playing with the pipeline in a phase.
+    package enum State: Sendable, Equatable {
+        /// Stop: nothing is loaded nor asked for, and clients are told Stopped.
+        case stopped
+        /// Play or Pause was asked for, and the pipeline is in `phase`. `shown`: what clients
+        /// were told (nil: still Stopped).
+        case active(Phase, shown: Shown?)
+    }
+
+    /// What the pipeline is doing while Play or Pause is asked for. Each case says which it
+    /// may move to; the heading is the case's, so that a buffering pause is always on the way
+    /// to Playing and a lost output always waits, paused, for Play.
     package enum Phase: Sendable, Equatable {
-        /// Nothing is in the pipeline. → prerolling.
-        case idle
+        /// Nothing is in the pipeline: the loaded entry failed, and its owner goes on with
+        /// what follows. → prerolling.
+        case idle(Heading)
         /// The URI is set and the pipeline prerolls. `seek`: where to go once it has (a start
         /// position, or zero to apply a rate other than 1). `queued`: a load asked for
         /// meanwhile, started once this preroll ends: GStreamer 1.22's playbin2 can deadlock
         /// when a stream is taken down while its first data reaches playbin's stream selector.
         /// → seeking, loaded, idle (failed), outputLost, prerolling (the queued load).
-        case prerolling(Load, seek: Duration?, queued: Load?)
+        case prerolling(Load, seek: Duration?, queued: Load?, toward: Heading)
         /// A flushing seek is in flight (`target` nil: the seek that applies the rate after a
         /// gapless switch). `reached`: the state confirmed before it. → loaded, idle, outputLost.
-        case seeking(Load, target: Duration?, reached: PlaybackStatus?)
-        /// Loaded. `reached`: the state the pipeline confirmed (nil while it changes).
+        case seeking(Load, target: Duration?, reached: Heading?, toward: Heading)
+        /// Loaded, heading for a state; `confirmed`: the pipeline said it is there.
         /// → seeking, buffering, prerolling, idle, outputLost.
-        case loaded(Load, reached: PlaybackStatus?)
-        /// A network stream, paused until its buffer fills; clients still see `status`.
-        /// → loaded, seeking, idle, outputLost.
+        case loaded(Load, Heading, confirmed: Bool)
+        /// A network stream that should play, paused until its buffer fills; clients still see
+        /// what they were told. → loaded, seeking, idle, outputLost.
         case buffering(Load)
-        /// The audio output failed, or GStreamer got stuck twice: nothing is loaded, and Play
-        /// loads the entry again where it was. → prerolling, idle.
+        /// The audio output failed, or GStreamer got stuck twice: nothing is loaded, the
+        /// transport is paused, and Play loads the entry again at `at`. → prerolling.
         case outputLost(Load, at: Duration)
+
+        /// Where Play or Pause leads.
+        var heading: Heading {
+            switch self {
+            case .idle(let heading), .prerolling(_, _, _, let heading), .seeking(_, _, _, let heading),
+                .loaded(_, let heading, _):
+                heading
+            case .buffering: .playing
+            case .outputLost: .paused
+            }
+        }
+
+        /// The entry's load, whatever the phase (nil when idle).
+        var load: Load? {
+            switch self {
+            case .idle: nil
+            case .prerolling(let load, _, _, _), .seeking(let load, _, _, _), .loaded(let load, _, _),
+                .buffering(let load), .outputLost(let load, _):
+                load
+            }
+        }
     }
 
     /// What the owner of the transport does, in order.
@@ -69,37 +128,64 @@ package struct Transport: Sendable, Equatable {
         case skip(EntryID, reason: String)
         /// The loaded stream ended: go on with what follows, or stop at the end.
         case advance(from: EntryID)
+        /// Nothing is loaded to play or seek in: the command is the owner's (Play loads the
+        /// selected entry).
+        case refused
     }
 
-    /// What the commands received ask for.
-    package private(set) var intent: PlaybackStatus = .stopped
-    package private(set) var phase: Phase = .idle
-    /// What clients are told.
-    private(set) var status: PlaybackStatus = .stopped
-    /// The entry `status` was last settled with (nil when stopped).
-    package private(set) var settledEntry: EntryID?
+    /// Stopped, or where Play or Pause leads and what clients were told.
+    package internal(set) var state = State.stopped
     /// The playback rate; a stream loaded at another rate than 1 seeks once prerolled to apply it.
-    private(set) var rate: Double = 1
+    var rate: Double = 1
     /// The pipeline reported an error since it was last taken down: the next teardown goes
     /// to NULL, so that nothing of the failed stream is reused.
-    private(set) var pipelineFailed = false
+    var pipelineFailed = false
     /// The entry GStreamer got stuck on and that is being tried once more.
-    private(set) var retryingAfterStuck: EntryID?
-    /// Counts loads: a load of the entry already shown (a restart) is published all the same,
-    /// so that clients hear of the new timing.
-    private(set) var loads = 0
-    private var settledLoad = 0
+    var retryingAfterStuck: EntryID?
+
+    /// A transport that is stopped, at rate 1.
+    package init() {}
+
+    /// A transport in `state` (the tests start from each of the type's cases).
+    init(_ state: State, rate: Double = 1, pipelineFailed: Bool = false, retryingAfterStuck: EntryID? = nil) {
+        self.state = state
+        self.rate = rate
+        self.pipelineFailed = pipelineFailed
+        self.retryingAfterStuck = retryingAfterStuck
+    }
+
+    /// What the pipeline is doing (nil when stopped).
+    var phase: Phase? {
+        if case .active(let phase, _) = state { return phase }
+        return nil
+    }
+
+    /// What clients were told last (nil: Stopped).
+    var shown: Shown? {
+        if case .active(_, let shown) = state { return shown }
+        return nil
+    }
+
+    /// Where the commands received lead (nil: Stop).
+    var heading: Heading? { phase?.heading }
+
+    /// What the commands received ask for.
+    package var intent: PlaybackStatus { heading?.status ?? .stopped }
+    /// What clients are told.
+    var status: PlaybackStatus { shown?.status.status ?? .stopped }
+    /// The entry `status` was last settled with (nil when stopped).
+    package var settledEntry: EntryID? { shown?.entry }
 
     /// Loaded, and the pipeline confirmed PLAYING.
     var isPlaying: Bool {
-        if case .loaded(_, .playing) = phase { return true }
+        if case .loaded(_, .playing, confirmed: true) = phase { return true }
         return false
     }
 
     /// Loaded, and waiting for the pipeline to confirm the state asked for (Play, Pause, or
     /// the end of a preroll, a seek or buffering).
     var awaitsState: Bool {
-        if case .loaded(_, nil) = phase { return true }
+        if case .loaded(_, _, confirmed: false) = phase { return true }
         return false
     }
 
@@ -115,14 +201,8 @@ package struct Transport: Sendable, Equatable {
         return false
     }
 
-    /// The loaded entry's load, whatever the phase (nil when idle).
-    var loaded: Load? {
-        switch phase {
-        case .idle: nil
-        case .prerolling(let load, _, _), .seeking(let load, _, _), .loaded(let load, _), .buffering(let load): load
-        case .outputLost(let load, _): load
-        }
-    }
+    /// The loaded entry's load, whatever the phase (nil when nothing is loaded).
+    package var loaded: Load? { phase?.load }
 
     /// The entry whose stream is in the pipeline (nil when nothing is, or its output failed).
     package var loadedEntry: EntryID? {
@@ -135,9 +215,9 @@ package struct Transport: Sendable, Equatable {
     /// output failed. Nil otherwise.
     package var pendingPosition: Duration? {
         switch phase {
-        case .prerolling(let load, let seek, let queued):
+        case .prerolling(let load, let seek, let queued, _):
             queued.map { $0.position ?? .zero } ?? seek ?? load.position ?? .zero
-        case .seeking(_, let target?, _): target
+        case .seeking(_, let target?, _, _): target
         case .outputLost(_, let at): at
         default: nil
         }
@@ -145,408 +225,42 @@ package struct Transport: Sendable, Equatable {
 
     /// The entry that plays once the load in progress is done: a queued load's, else the loaded one.
     package var upcomingEntry: EntryID? {
-        if case .prerolling(_, _, let queued?) = phase { return queued.entry }
+        if case .prerolling(_, _, let queued?, _) = phase { return queued.entry }
         return loaded?.entry
     }
 
-    // MARK: - Commands
+    // MARK: - Moving between states
 
-    /// Loads an entry and heads for `intent` (paused or playing).
-    mutating func load(_ load: Load, intent: PlaybackStatus) -> [Action] {
-        precondition(intent != .stopped, "a load heads for paused or playing")
-        self.intent = intent
-        if case .prerolling(let current, let seek, _) = phase {
-            phase = .prerolling(current, seek: seek, queued: load)
-            return [.awaitPreroll]
-        }
-        return start(load)
+    /// Moves to `phase`, keeping what clients were told.
+    mutating func enter(_ phase: Phase) {
+        state = .active(phase, shown: shown)
     }
 
-    /// Play: resumes what is loaded, or loads again an entry whose output failed. False when
-    /// nothing is loaded (the owner then loads the selected entry).
-    mutating func play() -> (handled: Bool, actions: [Action]) {
-        switch phase {
-        case .idle:
-            return (false, [])
-        case .outputLost(let load, let at):
-            intent = .playing
-            return (true, start(Load(entry: load.entry, uri: load.uri, position: at)))
-        case .prerolling, .seeking, .buffering:
-            intent = .playing
-            return (true, [])
-        case .loaded(let load, let reached):
-            intent = .playing
-            if reached == .playing { return (true, settle(load.entry)) }
-            phase = .loaded(load, reached: nil)
-            return (true, [.setState(.playing)])
-        }
-    }
-
-    mutating func pause() -> [Action] {
-        guard intent != .stopped else { return [] }
-        intent = .paused
-        switch phase {
-        case .loaded(let load, let reached):
-            if reached == .paused { return settle(load.entry) }
-            phase = .loaded(load, reached: nil)
-            return [.setState(.paused)]
-        case .buffering(let load):
-            phase = .loaded(load, reached: nil)
-            return [.setState(.paused)]
-        case .outputLost:
-            return []
-        case .idle, .prerolling, .seeking:
-            return []  // a load or seek in progress settles paused
-        }
-    }
-
-    mutating func stop() -> [Action] {
-        let wasLoaded = phase != .idle
-        let failed = pipelineFailed
-        intent = .stopped
-        phase = .idle
-        pipelineFailed = false
-        retryingAfterStuck = nil
-        var actions: [Action] = wasLoaded ? [.unload(fresh: failed)] : []
-        if status != .stopped || settledEntry != nil {
-            status = .stopped
-            settledEntry = nil
-        }
-        actions.append(.publish)
-        return actions
-    }
-
-    /// Seeks within the loaded entry. `nextTaken`: playbin already holds the next URI for a
-    /// gapless switch, so a seek would land in that track: the entry is loaded again there.
-    /// False when nothing is loaded to seek in.
-    mutating func seek(to target: Duration, nextTaken: Bool = false) -> (accepted: Bool, actions: [Action]) {
-        let target = max(target, .zero)
-        switch phase {
-        case .idle:
-            return (false, [])
-        case .outputLost(let load, _):
-            phase = .outputLost(load, at: target)
-            return (true, [.publish])
-        case .prerolling(let load, let seek, let queued?):
-            phase = .prerolling(load, seek: seek, queued: Load(entry: queued.entry, uri: queued.uri, position: target))
-            return (true, [])
-        case .prerolling(let load, _, nil):
-            phase = .prerolling(load, seek: target, queued: nil)
-            return (true, [])
-        case .seeking(let load, _, let reached):
-            if nextTaken { return (true, start(Load(entry: load.entry, uri: load.uri, position: target))) }
-            phase = .seeking(load, target: target, reached: reached)
-            return (true, [.seek(target)])
-        case .loaded(let load, let reached):
-            if nextTaken { return (true, start(Load(entry: load.entry, uri: load.uri, position: target))) }
-            phase = .seeking(load, target: target, reached: reached)
-            return (true, [.seek(target)])
-        case .buffering(let load):
-            if nextTaken { return (true, start(Load(entry: load.entry, uri: load.uri, position: target))) }
-            phase = .seeking(load, target: target, reached: nil)
-            return (true, [.seek(target)])
-        }
-    }
-
-    /// Sets the rate; a loaded stream seeks to `position` (where it is) to apply it.
-    mutating func setRate(_ rate: Double, position: Duration) -> [Action] {
-        guard rate != self.rate else { return [] }
-        self.rate = rate
-        switch phase {
-        case .prerolling(let load, let seek, let queued):
-            if queued == nil, seek == nil { phase = .prerolling(load, seek: .zero, queued: nil) }
-            return []
-        case .loaded, .seeking, .buffering:
-            return seek(to: position).actions
-        case .idle, .outputLost:
-            return [.publish]
-        }
-    }
-
-    // MARK: - What the pipeline reported
-
-    /// ASYNC_DONE: a preroll or a flushing seek completed. `current` and `pending`: the
-    /// pipeline's states then.
-    mutating func asyncDone(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
-        switch phase {
-        case .prerolling(let load, let seek, let queued):
-            if let queued { return start(queued) }
-            if let seek {
-                phase = .seeking(load, target: seek, reached: nil)
-                return [.seek(seek)]
-            }
-            phase = .loaded(load, reached: nil)
-            return settleIfReached(current: current, pending: pending)
-        case .seeking(let load, _, _):
-            phase = .loaded(load, reached: nil)
-            let newTiming = status == intent && settledEntry == load.entry
-            let actions = settleIfReached(current: current, pending: pending)
-            // Clients hear of the new timing once, with the settled state when it comes too.
-            return newTiming && !actions.contains(.publish) ? [.publish] + actions : actions
-        case .loaded:
-            return settleIfReached(current: current, pending: pending)
-        case .idle, .buffering, .outputLost:
-            return []
-        }
-    }
-
-    /// The pipeline as a whole reached `new`, with nothing more pending.
-    mutating func stateReached(_ new: Pipeline.State) -> [Action] {
-        switch phase {
-        case .loaded(let load, _):
-            return reached(new, load)
-        case .prerolling(let load, nil, nil):
-            // Loaded straight to PLAYING: its state can come before its ASYNC_DONE.
-            guard new == .playing else { return [] }
-            phase = .loaded(load, reached: nil)
-            // Pause came during the preroll: the pipeline went on to PLAYING all the same.
-            guard intent == .playing else { return [.setState(.paused)] }
-            return reached(new, load)
-        default:
-            return []  // a preroll's seek, a seek's flush or buffering comes first
-        }
-    }
-
-    /// What the pipeline says its state is, when asked because it has not confirmed the one
-    /// asked for within a while (see ``awaitsState``): settled if it is there, asked again if
-    /// it is not heading there. A change still under way is left to finish.
-    mutating func stateChecked(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
-        guard awaitsState else { return [] }
-        return settleIfReached(current: current, pending: pending)
-    }
-
-    /// A state change GStreamer refused at once (the errors it queued were reported first).
-    mutating func stateChangeFailed() -> [Action] {
-        guard let load = loadedOrNil() else { return [] }
-        if case .prerolling(let old, _, let queued?) = phase {
-            // As for an error: the stream being left is marked, and the load asked for goes on.
-            return [.skip(old.entry, reason: "the pipeline could not start it")] + start(queued)
-        }
-        return fail(load, reason: "the pipeline could not start it")
-    }
-
-    /// A seek GStreamer refused: the stream stays where it was.
-    mutating func seekRefused() -> [Action] {
-        guard case .seeking(let load, _, let reached) = phase else { return [] }
-        if let reached, reached != intent {
-            // Play or Pause came during the seek: the pipeline is still where it was.
-            phase = .loaded(load, reached: nil)
-            return [.publish, .setState(intent == .playing ? .playing : .paused)]
-        }
-        phase = .loaded(load, reached: reached)
-        return [.publish]
-    }
-
-    /// The stream failed (`inOutput`: the audio output did, not the track). `position`: where
-    /// the loaded entry was.
-    mutating func failed(reason: String, inOutput: Bool, position: Duration) -> [Action] {
-        pipelineFailed = true
-        guard let load = loadedOrNil() else { return [] }  // an echo of a stream already taken down
-        // The output is not the track's fault: what was asked for last pauses where it was to start.
-        if inOutput { return outputLost(upcomingLoad() ?? load, at: position) }
-        if case .prerolling(let old, _, let queued?) = phase {
-            // The stream being left failed while it prerolled: mark it, and go on with the load asked for.
-            return [.skip(old.entry, reason: reason)] + start(queued)
-        }
-        return fail(load, reason: reason)
-    }
-
-    /// The next stream handed over for a gapless switch failed while the loaded one still
-    /// played: the loaded one is loaded again at `position`, from a new pipeline state.
-    mutating func handOverFailed(position: Duration) -> [Action] {
-        pipelineFailed = true
-        guard let load = loadedOrNil() else { return [] }
-        if case .prerolling(_, _, let queued?) = phase { return start(queued) }  // what was asked for last
-        return start(Load(entry: load.entry, uri: load.uri, position: position))
-    }
-
-    /// A stream the pipeline held failed: the next teardown goes to NULL.
-    mutating func noteFailure() {
-        pipelineFailed = true
-    }
-
-    /// The load in progress has not prerolled in time: it is loaded again, from NULL, where
-    /// it was asked for.
-    mutating func prerollTimedOut() -> [Action] {
-        guard case .prerolling(let load, let seek, nil) = phase else { return [] }
-        pipelineFailed = true
-        return start(Load(entry: load.entry, uri: load.uri, position: seek ?? load.position))
-    }
-
-    /// End of stream.
-    mutating func endOfStream() -> [Action] {
-        if case .prerolling(_, _, let queued?) = phase { return start(queued) }
-        guard let load = loadedOrNil() else { return [] }
-        return [.advance(from: load.entry)]
-    }
-
-    /// playbin switched, gaplessly, to the stream handed over: `load` is what is heard now.
-    mutating func switched(to load: Load) -> [Action] {
-        guard loadedOrNil() != nil else { return [] }
-        // The preroll is over (its stream played to the end): a load asked for meanwhile is
-        // what the listener wants, whatever playbin switched to.
-        if case .prerolling(_, _, let queued?) = phase { return start(queued) }
-        // Pause came during the preroll, and a switch happens only while playing: the
-        // pipeline is asked to pause, and clients hear of the new entry once it has.
-        if case .prerolling = phase, intent == .paused, rate == 1 {
-            retryingAfterStuck = nil
-            phase = .loaded(load, reached: nil)
-            return [.setState(.paused)]
-        }
-        var reached: PlaybackStatus? = nil
-        if case .loaded(_, let confirmed) = phase { reached = confirmed }
-        retryingAfterStuck = nil
-        if rate != 1 {  // a new stream starts at rate 1
-            phase = .seeking(load, target: nil, reached: reached)
-            return settle(load.entry, force: true) + [.seek(.zero)]
-        }
-        phase = .loaded(load, reached: reached)
-        return settle(load.entry, force: true)
-    }
-
-    /// The buffering level of a network stream that should play.
-    ///
-    /// It pauses only once the pipeline has confirmed PLAYING. GStreamer's BUFFERING message
-    /// documentation has the application expect levels while the pipeline prerolls, and
-    /// PAUSED asked for while the pipeline still heads for PLAYING on its own (after a
-    /// preroll, a seek or the end of buffering) races GStreamer's own state change. The
-    /// levels that follow PLAYING pause it if the buffer is still short.
-    mutating func buffering(percent: Int) -> [Action] {
-        guard intent == .playing else { return [] }
-        switch phase {
-        case .loaded(let load, .playing) where percent < 100:
-            phase = .buffering(load)
-            return [.setState(.paused)]
-        case .buffering(let load) where percent >= 100:
-            phase = .loaded(load, reached: nil)
-            return [.setState(.playing)]
-        default:
-            return []
-        }
-    }
-
-    /// The pipeline lost its clock (an output went away and another took its place): a
-    /// pipeline heading for PLAYING goes through PAUSED and back, so that it picks a new clock.
-    /// Nothing is published, as nothing clients see changes. Not while buffering: the pipeline
-    /// is paused then, and picks its clock when the buffer is full.
-    mutating func clockLost() -> [Action] {
-        guard intent == .playing else { return [] }
-        switch phase {
-        case .prerolling, .seeking, .loaded: return [.reselectClock]
-        case .idle, .buffering, .outputLost: return []
-        }
-    }
-
-    /// The preroll the queued load waits for did not end in time: load it anyway.
-    mutating func prerollOverdue() -> [Action] {
-        guard case .prerolling(_, _, let queued?) = phase else { return [] }
-        return start(queued)
-    }
-
-    /// A call into GStreamer did not return in time. `position`: where the loaded entry was.
-    /// The entry is loaded again in a new pipeline; stuck twice on the same entry, the
-    /// transport pauses there, and Play tries again.
-    mutating func stuck(position: Duration) -> [Action] {
-        pipelineFailed = false
-        guard let load = upcomingLoad() else {
-            if case .outputLost = phase { return [.replacePipeline] }
-            phase = .idle
-            return [.replacePipeline]
-        }
-        let restart = Load(entry: load.entry, uri: load.uri, position: pendingPosition ?? position)
-        if retryingAfterStuck == load.entry || intent == .stopped {
-            retryingAfterStuck = nil
-            phase = .outputLost(restart, at: restart.position ?? .zero)
-            if intent != .stopped { intent = .paused }
-            var actions: [Action] = [.replacePipeline]
-            if status != .stopped {
-                status = .paused
-                settledEntry = load.entry
-                actions.append(.publish)
-            }
-            return actions
-        }
-        retryingAfterStuck = load.entry
-        phase = .idle
-        return [.replacePipeline] + start(restart)
-    }
-
-    // MARK: - Helpers
-
-    private func loadedOrNil() -> Load? {
+    /// The loaded load, unless its output failed (then nothing is in the pipeline).
+    func loadedOrNil() -> Load? {
         if case .outputLost = phase { return nil }
         return loaded
     }
 
     /// The load that plays next: a queued one, else the loaded one.
-    private func upcomingLoad() -> Load? {
-        if case .prerolling(_, _, let queued?) = phase { return queued }
+    func upcomingLoad() -> Load? {
+        if case .prerolling(_, _, let queued?, _) = phase { return queued }
         return loadedOrNil()
     }
 
-    private mutating func start(_ load: Load) -> [Action] {
-        loads += 1
+    /// Loads `load` toward `heading`, from NULL if the pipeline failed since its last teardown.
+    mutating func start(_ load: Load, toward heading: Heading) -> [Action] {
         let seek = load.position ?? (rate != 1 ? .zero : nil)
-        phase = .prerolling(load, seek: seek, queued: nil)
-        let target: Pipeline.State = intent == .playing && seek == nil ? .playing : .paused
-        let fresh = pipelineFailed
-        pipelineFailed = false
-        return [.load(load, target, fresh: fresh)]
+        var shown = self.shown
+        shown?.reloaded = true
+        state = .active(.prerolling(load, seek: seek, queued: nil, toward: heading), shown: shown)
+        let target: Pipeline.State = heading == .playing && seek == nil ? .playing : .paused
+        return [.load(load, target, fresh: takeFailure())]
     }
 
-    private mutating func fail(_ load: Load, reason: String) -> [Action] {
-        phase = .idle
-        let fresh = pipelineFailed
-        pipelineFailed = false
-        return [.unload(fresh: fresh), .skip(load.entry, reason: reason)]
-    }
-
-    private mutating func outputLost(_ load: Load, at position: Duration) -> [Action] {
-        phase = .outputLost(load, at: position)
-        pipelineFailed = false
-        guard intent != .stopped else {
-            phase = .idle
-            return [.unload(fresh: true)] + (status == .stopped ? [] : stopPublishing())
-        }
-        intent = .paused
-        status = .paused
-        settledEntry = load.entry
-        return [.unload(fresh: true), .publish]
-    }
-
-    private mutating func stopPublishing() -> [Action] {
-        status = .stopped
-        settledEntry = nil
-        return [.publish]
-    }
-
-    /// After a preroll or a seek: go on to PLAYING if that is wanted, and settle the state the
-    /// pipeline is in if it is the wanted one.
-    private mutating func settleIfReached(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
-        guard case .loaded(let load, _) = phase else { return [] }
-        if intent == .playing && current != .playing && pending != .playing { return [.setState(.playing)] }
-        // Pause came while a load or a seek headed for PLAYING: nothing else pauses it.
-        if intent == .paused && (current == .playing || pending == .playing) { return [.setState(.paused)] }
-        guard pending == .voidPending else { return [] }
-        return reached(current, load)
-    }
-
-    private mutating func reached(_ new: Pipeline.State, _ load: Load) -> [Action] {
-        let confirmed: PlaybackStatus? = new == .playing ? .playing : new == .paused ? .paused : nil
-        guard let confirmed, confirmed == intent else { return [] }
-        phase = .loaded(load, reached: confirmed)
-        retryingAfterStuck = nil
-        return settle(load.entry)
-    }
-
-    /// Tells clients the intent the pipeline has reached, for `entry`, if it is news.
-    private mutating func settle(_ entry: EntryID, force: Bool = false) -> [Action] {
-        let newStatus = force ? (status == .stopped ? intent : status) : intent
-        guard force || status != newStatus || settledEntry != entry || settledLoad != loads else { return [] }
-        guard newStatus != .stopped else { return [] }
-        status = newStatus
-        settledEntry = entry
-        settledLoad = loads
-        return [.publish]
+    /// Whether the next teardown goes to NULL; it is the one, so the next one need not.
+    mutating func takeFailure() -> Bool {
+        defer { pipelineFailed = false }
+        return pipelineFailed
     }
 }

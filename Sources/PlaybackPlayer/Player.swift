@@ -268,7 +268,7 @@ public final class Player {
             pendingRead?.position = target  // loads there once its tags are in
             return true
         }
-        guard requestedStatus != .stopped || transport.phase != .idle, transport.upcomingEntry == selectedEntry?.id
+        guard requestedStatus != .stopped || transport.loaded != nil, transport.upcomingEntry == selectedEntry?.id
         else { return false }
         return engine.seek(to: target)
     }

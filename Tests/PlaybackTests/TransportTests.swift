@@ -14,9 +14,9 @@ struct TransportTraceTests {
 
     @Test func idleHasNothingToDo() {
         var transport = Transport()
-        #expect(transport.play().handled == false)
+        #expect(transport.play() == [.refused])
         #expect(transport.pause().isEmpty)
-        #expect(transport.seek(to: .seconds(1)).accepted == false)
+        #expect(transport.seek(to: .seconds(1)) == [.refused])
         #expect(transport.asyncDone(current: .paused, pending: .voidPending).isEmpty)
         #expect(transport.stateReached(.playing).isEmpty)
         #expect(
@@ -25,7 +25,7 @@ struct TransportTraceTests {
         #expect(transport.buffering(percent: 10).isEmpty)
         #expect(transport.stuck(position: .zero) == [.replacePipeline])
         #expect(transport.stop() == [.publish])
-        #expect(transport.status == .stopped && transport.phase == .idle)
+        #expect(transport.status == .stopped && transport.state == .stopped)
     }
 
     @Test func loadToPlayingSettlesWhenThePipelineSaysSo() {
@@ -65,7 +65,7 @@ struct TransportTraceTests {
         _ = transport.load(a, intent: .playing)
         #expect(transport.load(b, intent: .playing) == [.awaitPreroll])
         #expect(transport.upcomingEntry == b.entry)
-        #expect(transport.seek(to: .seconds(2)).accepted, "a seek goes with the waiting load")
+        #expect(transport.seek(to: .seconds(2)).isEmpty, "a seek goes with the waiting load")
         let bThere = Transport.Load(entry: 2, uri: b.uri, position: .seconds(2))
         #expect(transport.asyncDone(current: .paused, pending: .playing) == [.load(bThere, .paused, fresh: false)])
     }
@@ -80,7 +80,7 @@ struct TransportTraceTests {
 
     @Test func aSeekWhilePlayingAnnouncesTheNewTiming() {
         var transport = playing(a)
-        #expect(transport.seek(to: .seconds(5)) == (true, [.seek(.seconds(5))]))
+        #expect(transport.seek(to: .seconds(5)) == [.seek(.seconds(5))])
         #expect(transport.pendingPosition == .seconds(5))
         #expect(transport.stateReached(.paused).isEmpty, "a seek's flush is not a pause")
         #expect(transport.asyncDone(current: .playing, pending: .voidPending) == [.publish])
@@ -97,7 +97,7 @@ struct TransportTraceTests {
     @Test func aSeekAfterTheNextTrackWasTakenReloadsTheEntryThere() {
         var transport = playing(a)
         let there = Transport.Load(entry: 1, uri: a.uri, position: .seconds(1))
-        #expect(transport.seek(to: .seconds(1), nextTaken: true).actions == [.load(there, .paused, fresh: false)])
+        #expect(transport.seek(to: .seconds(1), nextTaken: true) == [.load(there, .paused, fresh: false)])
     }
 
     @Test func pauseAndPlaySettleOnlyOnceReached() {
@@ -106,7 +106,7 @@ struct TransportTraceTests {
         #expect(transport.status == .playing)
         #expect(transport.stateReached(.paused) == [.publish])
         #expect(transport.status == .paused)
-        #expect(transport.play() == (true, [.setState(.playing)]))
+        #expect(transport.play() == [.setState(.playing)])
         #expect(transport.stateReached(.playing) == [.publish])
     }
 
@@ -116,7 +116,7 @@ struct TransportTraceTests {
             transport.failed(reason: "broken", inOutput: false, position: .seconds(1)) == [
                 .unload(fresh: true), .skip(1, reason: "broken"),
             ])
-        #expect(transport.phase == .idle)
+        #expect(transport.phase == .idle(.playing))
         #expect(
             transport.load(b, intent: .playing) == [.load(b, .playing, fresh: false)], "the unload went to NULL already"
         )
@@ -129,9 +129,9 @@ struct TransportTraceTests {
         #expect(transport.status == .paused)
         #expect(transport.loadedEntry == nil)
         #expect(transport.pendingPosition == .seconds(7))
-        #expect(transport.seek(to: .seconds(9)) == (true, [.publish]))
+        #expect(transport.seek(to: .seconds(9)) == [.publish])
         let again = Transport.Load(entry: 1, uri: a.uri, position: .seconds(9))
-        #expect(transport.play() == (true, [.load(again, .paused, fresh: false)]))
+        #expect(transport.play() == [.load(again, .paused, fresh: false)])
     }
 
     @Test func aStuckPipelineIsReplacedOnceThenPausedThere() {
@@ -142,7 +142,7 @@ struct TransportTraceTests {
         #expect(transport.stuck(position: .seconds(3)) == [.replacePipeline, .publish])
         #expect(transport.status == .paused, "stuck twice: the truth is that nothing plays")
         #expect(transport.loadedEntry == nil)
-        #expect(transport.play().handled)
+        #expect(transport.play() != [.refused])
     }
 
     @Test func aStreamPausesWhileItBuffersWithoutTellingClients() {
@@ -280,7 +280,7 @@ struct TransportPropertyTests {
         case buffering(Int)
         case overdue, stuck, refused, changeFailed, clockLost
         case seekNextTaken(Duration)
-        case handOverFailed, noteFailure, prerollTimedOut
+        case handOverFailed, failedElsewhere, prerollTimedOut
         case checked(Pipeline.State, Pipeline.State)
     }
 
@@ -307,7 +307,7 @@ struct TransportPropertyTests {
         case 16: return random.chance(0.5) ? .changeFailed : .clockLost
         // The inputs a session sends rarely: each as often as the others.
         case 17: return random.chance(0.5) ? .seekNextTaken(.seconds(random.int(0..<60))) : .prerollTimedOut
-        case 18: return random.chance(0.5) ? .handOverFailed : .noteFailure
+        case 18: return random.chance(0.5) ? .handOverFailed : .failedElsewhere
         case 19: return .checked(random.pick(states), random.pick([.voidPending, .voidPending, .playing, .paused]))
         default: return .stuck
         }
@@ -319,10 +319,10 @@ struct TransportPropertyTests {
         }
         switch event {
         case .load(let id, let intent, let position): return transport.load(load(id, position), intent: intent)
-        case .play: return transport.play().actions
+        case .play: return transport.play()
         case .pause: return transport.pause()
         case .stop: return transport.stop()
-        case .seek(let target): return transport.seek(to: target).actions
+        case .seek(let target): return transport.seek(to: target)
         case .rate(let rate): return transport.setRate(rate, position: .seconds(1))
         case .asyncDone(let current, let pending): return transport.asyncDone(current: current, pending: pending)
         case .reached(let state): return transport.stateReached(state)
@@ -335,11 +335,9 @@ struct TransportPropertyTests {
         case .refused: return transport.seekRefused()
         case .changeFailed: return transport.stateChangeFailed()
         case .clockLost: return transport.clockLost()
-        case .seekNextTaken(let target): return transport.seek(to: target, nextTaken: true).actions
+        case .seekNextTaken(let target): return transport.seek(to: target, nextTaken: true)
         case .handOverFailed: return transport.handOverFailed(position: .seconds(4))
-        case .noteFailure:
-            transport.noteFailure()
-            return []
+        case .failedElsewhere: return transport.failedElsewhere()
         case .prerollTimedOut: return transport.prerollTimedOut()
         case .checked(let current, let pending): return transport.stateChecked(current: current, pending: pending)
         }
@@ -389,9 +387,11 @@ struct TransportPropertyTests {
                     (let status, .checked(let current, .voidPending)):
                     check(current == (status == .playing ? .playing : .paused), "\(context)")
                 case (.playing, .play), (.paused, .pause):
-                    check(
-                        before.phase == .loaded(before.loaded!, reached: transport.status),
-                        "already reached: \(context)")
+                    var reached = false
+                    if case .loaded(_, let heading, confirmed: true) = before.phase {
+                        reached = heading.status == transport.status
+                    }
+                    check(reached, "already reached: \(context)")
                 case (_, .switched):
                     check(before.status == .stopped, "a switch keeps the status clients know: \(context)")
                 default:
@@ -401,9 +401,9 @@ struct TransportPropertyTests {
 
             // Nothing contradicts itself.
             check((transport.status == .stopped) == (transport.settledEntry == nil), "\(context)")
-            if transport.intent == .stopped { check(transport.phase == .idle, "\(context)") }
+            if transport.intent == .stopped { check(transport.state == .stopped, "\(context)") }
             if transport.isPlaying { check(transport.intent == .playing, "playing only when asked to: \(context)") }
-            if case .prerolling(_, _, let queued?) = transport.phase {
+            if case .prerolling(_, _, let queued?, _) = transport.phase {
                 check(transport.upcomingEntry == queued.entry, "\(context)")
             }
             for action in actions {
@@ -411,9 +411,19 @@ struct TransportPropertyTests {
                 if case .setState(.playing) = action { check(transport.intent == .playing, "\(context)") }
                 if case .reselectClock = action { check(transport.intent == .playing, "\(context)") }
             }
-            if transport.phase == .idle {
+            if transport.loaded == nil {
                 check(transport.loadedEntry == nil && transport.pendingPosition == nil, "\(context)")
             }
+            // A refused command is the owner's: the transport stays as it was.
+            if actions.contains(.refused) {
+                check(actions == [.refused] && transport == before && before.loaded == nil, "\(context)")
+            }
+            // A lost output waits, paused, on the entry clients were told of, if any.
+            if case .outputLost(let load, _) = transport.phase, let shown = transport.shown {
+                check(shown.status == .paused && shown.entry == load.entry, "\(context)")
+            }
+            // A stream pauses for its buffer only after clients were told of it.
+            if case .buffering = transport.phase { check(transport.shown != nil, "\(context)") }
             if case .clockLost = event {
                 check(transport == before, "a lost clock changes nothing clients see: \(context)")
             }
