@@ -4,7 +4,7 @@ import FoundationEssentials
 /// the volume and the position.
 extension Engine {
     func receive(_ delivery: Pipeline.Delivery, fromPipeline number: Int) {
-        guard number == pipelineNumber else { return }  // a replaced pipeline's
+        guard state.hears(pipeline: number) else { return }  // a replaced pipeline's
         switch delivery.event {
         case .stuck: return pipelineGotStuck()
         case .requestState(let state): return owner?.stateRequested(state) ?? ()
@@ -13,7 +13,7 @@ extension Engine {
         case .loudnessMeasured(let signature, let gain): return owner?.loudnessMeasured(signature, gain) ?? ()
         default: break
         }
-        guard delivery.load == loadNumber else { return }  // about a stream taken down since
+        guard state.hears(pipeline: number, load: delivery.load) else { return }  // about a stream taken down since
         handle(delivery.event)
     }
 
@@ -21,22 +21,11 @@ extension Engine {
         switch event {
         case .stateChanged(_, let new, let pending, let position, let at):
             guard pending == .voidPending else { return }
-            let actions = transport.stateReached(new)
-            // The clock takes the pipeline's word as of when it spoke, however late that is read.
-            if let position, transport.isSettledLoad, (new == .playing) == transport.isPlaying {
-                clock.set(position, rate: transport.isPlaying ? rate : 0, at: at)
-            }
-            run(actions)
+            run(state.stateReached(new, position: position, at: at))
         case .asyncDone(let facts):
             prerollTimer.cancel()
-            prerollWatch.prerolled()
-            let seeking = transport.isSeeking
-            if seeking, !seeks.completed(landed: facts.position, target: transport.pendingPosition) { return }
-            self.facts = facts
-            let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
-            if seeking || transport.isSettledLoad, let position = facts.position {
-                clock.set(position, rate: transport.isPlaying ? rate : 0, at: facts.at)
-            }
+            // Nil: an earlier seek's, overtaken by one still on its way.
+            guard let actions = state.asyncDone(facts) else { return }
             run(actions)
         case .streamStart:
             streamStarted()
@@ -51,21 +40,21 @@ extension Engine {
         case .tags(let tags):
             streams.tagsArrived(tags)
         case .clockLost:
-            run(transport.clockLost())
+            run(state.transport.clockLost())
         case .durationChanged(let facts):
-            self.facts.duration = facts.duration
-            self.facts.isSeekable = facts.isSeekable
+            state.facts.duration = facts.duration
+            state.facts.isSeekable = facts.isSeekable
             if let id = transport.loadedEntry { owner?.streamDurationChanged(id) }
         case .nextURITaken:
             streams.handedOverTaken()
         case .stateChangeFailed:
-            run(transport.stateChangeFailed())
+            run(state.transport.stateChangeFailed())
         case .seekRefused(let target):
             logger.warning("seek to \(target.clock) refused by the pipeline")
             pipeline.queryPosition()
-            run(transport.seekRefused())
+            run(state.transport.seekRefused())
         case .stateChecked(let current, let pending):
-            let actions = transport.stateChecked(current: current, pending: pending)
+            let actions = state.transport.stateChecked(current: current, pending: pending)
             if !actions.isEmpty, let load = transport.loaded {
                 let asked = transport.intent == .playing ? "playing" : "paused"
                 logger.info(
@@ -78,7 +67,7 @@ extension Engine {
         case .progress(let sample):
             progress.sampled(sample)
         case .elements(let names):
-            pipelineElementNames = names
+            state.elementNames = names
             // Once per load, at debug level: what the stream plays through (tests read it to
             // check that no video decoder is ever made).
             if let load = transport.loaded, transport.loadedEntry != nil {
@@ -94,47 +83,32 @@ extension Engine {
     /// follows plays, unless a file ended far before its length, which is loaded again where
     /// it ended, once (see ``EarlyEnd``).
     private func endOfStream(at reported: Duration?) {
-        if let load = transport.loaded, transport.isSettledLoad {
+        let load = transport.loaded
+        let length = load.flatMap { owner?.entry(id: $0.entry)?.info?.duration } ?? facts.duration
+        let (decision, actions) = state.endOfStream(at: reported, length: length, now: .now)
+        switch (decision, load) {
+        case (.reload(let at)?, let load?):
+            logger.info(
+                "\(name(of: load)) ended at \(at.clock) of \((length ?? .zero).clock), before its end: loading it again there"
+            )
+        case (.endedEarlyAgain?, let load?):
             let position = reported ?? clock.position()
-            let length = owner?.entry(id: load.entry)?.info?.duration ?? facts.duration
-            switch earlyEnd.ended(load.entry, at: position, length: length, isLocal: MediaSources.isLocal(load.uri)) {
-            case .ended:
-                break
-            case .reload(let at):
-                logger.info(
-                    "\(name(of: load)) ended at \(at.clock) of \((length ?? .zero).clock), before its end: loading it again there"
-                )
-                return reload(at: at)
-            case .endedEarlyAgain:
-                logger.info("\(name(of: load)) ended early again, at \(position.clock): going on")
-            }
+            logger.info("\(name(of: load)) ended early again, at \(position.clock): going on")
+        default:
+            break
         }
-        run(transport.endOfStream())
-    }
-
-    /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.
-    func beginStream(_ id: UInt64, uri: String, handedOver: Bool = false) {
-        if !handedOver {
-            awaitingOwnStreamStart = true
-            positionFollow.loaded()
-            facts = Pipeline.Facts()
-        }
-        streams.began(id, isStream: !MediaSources.isLocal(uri), handedOver: handedOver)
+        run(actions)
     }
 
     /// STREAM_START: the loaded stream's own, or a gapless switch to the handed-over one.
     private func streamStarted() {
-        if awaitingOwnStreamStart {
-            awaitingOwnStreamStart = false
-            return
-        }
-        guard let switched = pipeline.handoff.takeCommitted(),
+        guard state.streamStarted(), let switched = pipeline.handoff.takeCommitted(),
             owner?.switches(from: transport.loadedEntry, to: switched.entryID) == true
         else { return }
-        positionFollow.switched(at: .now)
-        clock.set(.zero, rate: transport.isPlaying ? rate : 0)
-        beginStream(switched.entryID, uri: switched.uri, handedOver: true)
-        run(transport.switched(to: .init(entry: switched.entryID, uri: switched.uri, position: nil)))
+        let load = Transport.Load(entry: switched.entryID, uri: switched.uri, position: nil)
+        let actions = state.switched(to: load, now: .now)
+        streams.began(switched.entryID, isStream: !MediaSources.isLocal(switched.uri), handedOver: true)
+        run(actions)
         if logger.logLevel <= .debug { pipeline.describeElements() }
     }
 
@@ -150,7 +124,7 @@ extension Engine {
         let about = inOutput ? transport.loaded?.uri ?? uri : uri
         let name = about.map { MediaSources.displayName($0) } ?? "nothing loaded"
         logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
-        if errors.isEcho(source) {
+        if state.errors.isEcho(source) {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
             return
         }
@@ -159,16 +133,11 @@ extension Engine {
         {
             // The URI handed over for gapless playback failed while the current one was still
             // playing: that one is skipped, and the current one goes on where it was.
-            errors.handOverFailed(source: source)
-            let position = clock.position()
-            prerollWatch.handOverFailed()
-            run(transport.handOverFailed(position: position))
+            run(state.handOverFailed(source: source, now: .now))
             return
         }
         let failed = transport.loaded.flatMap { transport.loadedEntry != nil ? self.name(of: $0) : nil }
-        var position = transport.pendingPosition ?? clock.position()
-        if inOutput, let shown = positionFollow.furthestShown(load: loadNumber) { position = max(position, shown) }
-        let actions = transport.failed(reason: message, inOutput: inOutput, position: position)
+        let (position, actions) = state.failed(reason: message, inOutput: inOutput, now: .now)
         if inOutput, let failed, case .outputLost = transport.phase {
             logger.warning("the audio output failed (\(message)); paused at \(position.clock) of \(failed) until Play")
         } else if inOutput {
@@ -178,7 +147,7 @@ extension Engine {
     }
 
     private func warned(_ message: String, source: String) {
-        switch errors.classify(warning: message, source: source) {
+        switch state.errors.classify(warning: message, source: source) {
         case .noOutput:
             logger.warning(
                 "no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
@@ -195,8 +164,7 @@ extension Engine {
     /// The output's volume changed: a mixer changed the stream's volume, or Quaver's own
     /// change came back from the sound server (then not a change).
     private func outputVolumeChanged(_ heard: Double) {
-        guard volumeEchoes.isChange(heard, current: volume, at: .now) else { return }
-        volume = min(max(heard, 0), 1)
+        guard state.outputVolumeChanged(heard, now: .now) else { return }
         logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
         owner?.engineChanged(.volume)
     }
@@ -205,11 +173,9 @@ extension Engine {
     /// clients are told the new timing.
     private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
         // While the audio stands, the progress watch holds the clock where it is.
-        guard let reported, transport.isSettledLoad, !progress.isHolding, at >= clock.stamp else { return }
-        let predicted = clock.position(at: at)
-        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return }
+        guard let reported, let predicted = state.positionReported(reported, at: at, holding: progress.isHolding)
+        else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
-        clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
         owner?.engineChanged(.transport)
     }
 }

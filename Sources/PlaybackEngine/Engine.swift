@@ -4,45 +4,26 @@ package import Logging
 
 /// Plays one entry at a time: the only owner of the ``Pipeline``, and of what follows it.
 ///
-/// The engine carries out what the ``Transport`` decides, feeds it what the pipeline reports,
-/// and keeps the position clock, the volume, and the watches that turn a silent pipeline into
-/// an event (``PrerollWatch``, ``StreamWatch``, and the replacement of a stuck pipeline). It
-/// knows entries only by id and URI; what an entry is, what follows it and what to do when
-/// one fails are its owner's (``EngineOwner``, the ``Player``). No call waits on GStreamer:
-/// the pipeline runs each command on its own queue and answers with events.
+/// The engine carries out what its state (``EngineState``, over the ``Transport``) decides,
+/// and feeds it what the pipeline reports; its timers turn a silent pipeline into an event
+/// (``PrerollWatch``, ``StreamWatch``, and the replacement of a stuck pipeline). It knows
+/// entries only by id and URI; what an entry is, what follows it and what to do when one
+/// fails are its owner's (``EngineOwner``, the ``Player``). No call waits on GStreamer: the
+/// pipeline runs each command on its own queue and answers with events.
 @MainActor
 package final class Engine {
-    /// The transport state: what is loaded, and what clients are told of it.
-    package var transport = Transport()
-    /// Where playback is, extrapolated from the pipeline's last report.
-    var clock = PositionClock()
-    /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
-    package var facts = Pipeline.Facts()
-    /// The factory names of the elements the loaded stream plays through.
-    package var pipelineElementNames: [String] = []
-    /// How many pipelines GStreamer got stuck in and were replaced.
-    package private(set) var pipelinesReplaced = 0
-    /// The volume, on the cubic scale of desktop mixers (0...1).
-    package var volume: Double = 1
+    /// Everything the engine decides with. Only the engine's own files change it (the
+    /// engine's events are in an extension, which Swift's `private` would not reach); its
+    /// parts and owner read it through the accessors below and feed the transport through
+    /// ``decide(_:)``.
+    var state = EngineState()
     package weak var owner: (any EngineOwner)?
 
-    package var pipeline: Pipeline!
-    /// Which pipeline's events are heard: a replaced one's are not.
-    var pipelineNumber = 0
-    /// Which load's events are heard: those of a stream taken down are not.
-    var loadNumber = 0
-    /// The next STREAM_START of this load is its own stream's, not a gapless switch.
-    var awaitingOwnStreamStart = false
+    package private(set) var pipeline: Pipeline!
     let audioSink: String?
     let stuckLimit: Duration
     let logger: Logger
 
-    var positionFollow = PositionFollow()
-    var seeks = SeeksInFlight()
-    var errors = ErrorAttribution()
-    var volumeEchoes = VolumeEchoes()
-    var prerollWatch = PrerollWatch()
-    var earlyEnd = EarlyEnd()
     let prerollTimer = Countdown()
     /// Runs while a load waits for the preroll in progress.
     let prerollWait = Countdown()
@@ -75,15 +56,28 @@ package final class Engine {
     }
 
     private func makePipeline() -> Pipeline {
-        pipelineNumber += 1
-        let number = pipelineNumber
-        return Pipeline(audioSink: audioSink, volume: volume, stuckLimit: stuckLimit) { [weak self] delivery in
+        let number = state.pipelineMade()
+        return Pipeline(audioSink: audioSink, volume: state.volume, stuckLimit: stuckLimit) { [weak self] delivery in
             self?.receive(delivery, fromPipeline: number)
         }
     }
 
     // MARK: - What the owner reads
 
+    /// The transport state: what is loaded, and what clients are told of it.
+    package var transport: Transport { state.transport }
+    /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
+    package var facts: Pipeline.Facts { state.facts }
+    /// The factory names of the elements the loaded stream plays through.
+    package var pipelineElementNames: [String] { state.elementNames }
+    /// How many pipelines GStreamer got stuck in and were replaced.
+    package var pipelinesReplaced: Int { state.pipelinesReplaced }
+    /// The volume, on the cubic scale of desktop mixers (0...1).
+    package var volume: Double { state.volume }
+    /// Where playback is, extrapolated from the pipeline's last report.
+    var clock: PositionClock { state.clock }
+    /// Which load's events are heard: those of a stream taken down are not.
+    var loadNumber: Int { state.loadNumber }
     /// What clients are told: changes only once the pipeline confirms it.
     package var status: PlaybackStatus { transport.status }
     /// The playback rate (1: normal speed).
@@ -97,11 +91,8 @@ package final class Engine {
     /// loaded. While playing, one read a second asks the pipeline in the background, so that
     /// a drift (an output slower than real time) is corrected.
     package var position: Duration {
-        if case .outputLost(_, let at) = transport.phase { return at }
-        guard status != .stopped, transport.loadedEntry != nil else { return .zero }
-        if positionFollow.shouldQuery(now: .now, isPlaying: transport.isPlaying) { pipeline.queryPosition() }
-        let position = clock.position()
-        positionFollow.shown(position, load: loadNumber)
+        let (position, query) = state.position(now: .now)
+        if query { pipeline.queryPosition() }
         return position
     }
 
@@ -109,50 +100,38 @@ package final class Engine {
 
     /// Loads `load` toward `intent` (the pipeline reports when it is there).
     package func load(_ load: Transport.Load, intent: PlaybackStatus) {
-        run(transport.load(load, intent: intent))
+        run(state.transport.load(load, intent: intent))
     }
 
     /// Plays the entry loaded or being loaded; false when the transport has none to play.
     package func resume() -> Bool {
-        run(transport.play())
+        run(state.transport.play())
     }
 
-    package func pause() { run(transport.pause()) }
+    package func pause() { run(state.transport.pause()) }
 
     /// Unloads the stream; the position goes back to zero.
-    package func stop() { run(transport.stop()) }
+    package func stop() { run(state.transport.stop()) }
 
     /// Seeks in the loaded stream; false when there is nothing to seek in.
     package func seek(to target: Duration) -> Bool {
-        let actions = transport.seek(to: target, nextTaken: pipeline.handoff.takesNext)
-        guard !actions.contains(.refused) else { return false }
-        positionFollow.loaded()
-        clock.set(target, rate: 0)
-        run(actions)
-        if actions.isEmpty { owner?.engineChanged(.transport) }  // a position asked for while loading
-        return true
+        run(state.seek(to: target, nextTaken: pipeline.handoff.takesNext, now: .now))
     }
 
     /// Loads the current stream again at `position`, so that a new next entry (playbin took
     /// another one already) applies at its end.
     package func reload(at position: Duration) {
-        clock.set(position, rate: 0)
-        run(transport.seek(to: position, nextTaken: true))
+        run(state.reload(at: position, now: .now))
     }
 
     /// Sets the rate (already clamped), applied from `position`.
     package func setRate(_ rate: Double, from position: Duration) {
-        let actions = transport.setRate(rate, position: position)
-        if actions.contains(where: { if case .seek = $0 { true } else { false } }) { clock.set(position, rate: 0) }
-        run(actions)
-        // Clients see the rate asked for at once; the seek that applies it follows.
-        if !actions.contains(.publish) { owner?.engineChanged(.transport) }
+        run(state.setRate(rate, from: position, now: .now))
     }
 
     /// Sets the volume (already clamped to 0...1).
     package func setVolume(_ volume: Double) {
-        self.volume = volume
-        volumeEchoes.set(volume, at: .now)
+        state.setVolume(volume, now: .now)
         pipeline.setVolume(volume)
     }
 
@@ -163,13 +142,26 @@ package final class Engine {
     package func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
-    func noteFailure() { run(transport.failedElsewhere()) }
+    func noteFailure() { run(state.transport.failedElsewhere()) }
+
+    /// Feeds the transport an input, for a part of the engine that decides when (the stream
+    /// and progress watches), and returns its actions for ``run(_:)``. The input must not
+    /// read the engine: its arguments are worked out before.
+    func decide(_ input: (inout Transport) -> [Transport.Action]) -> [Transport.Action] {
+        input(&state.transport)
+    }
+
+    /// Sets the position clock: the progress watch holds it where the audio stands, and lets
+    /// it run again once the audio moves.
+    func setClock(_ position: Duration, rate: Double, at instant: ContinuousClock.Instant = .now) {
+        state.clock.set(position, rate: rate, at: instant)
+    }
 
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
     package func shutdown(done: (@MainActor @Sendable () -> Void)?) {
         prerollTimer.cancel()
         stateCheck.cancel()
-        _ = transport.stop()
+        _ = state.transport.stop()
         pipeline.release(freed: done)
     }
 
@@ -180,16 +172,16 @@ package final class Engine {
     @discardableResult
     func run(_ actions: [Transport.Action]) -> Bool {
         var accepted = true
+        var timingChanged = false
         for action in actions {
             switch action {
-            case .load(let load, let state, let fresh):
-                loadNumber += 1
-                seeks.loaded()
-                beginStream(load.entry, uri: load.uri)
-                clock.set(load.position ?? .zero, rate: 0)
+            case .load(let load, let target, let fresh):
+                let isLocal = MediaSources.isLocal(load.uri)
+                let limit = state.loadStarted(load, isLocal: isLocal, now: .now)
+                streams.began(load.entry, isStream: !isLocal, handedOver: false)
                 let loudness = owner?.loudnessPlan(for: load.entry)
-                pipeline.load(load.uri, state: state, number: loadNumber, fresh: fresh, loudness: loudness)
-                if let limit = prerollWatch.loadStarted(load.entry, isLocal: MediaSources.isLocal(load.uri)) {
+                pipeline.load(load.uri, state: target, number: loadNumber, fresh: fresh, loudness: loudness)
+                if let limit {
                     watchPreroll(of: load, limit: limit)
                 } else {
                     prerollTimer.cancel()
@@ -198,18 +190,17 @@ package final class Engine {
                 // short file is during preroll: the answer is ready before it starts.
                 owner?.prepareNext()
             case .unload(let fresh):
-                loadNumber += 1
+                state.unloaded(now: .now)
                 streams.disarm()
                 pipeline.unload(number: loadNumber, fresh: fresh)
-                clock.set(.zero, rate: 0)
-            case .setState(let state):
-                pipeline.setState(state)
-                if state == .paused { clock.changeRate(to: 0) }
+            case .setState(let target):
+                pipeline.setState(target)
+                if target == .paused { state.clock.changeRate(to: 0) }
             case .reselectClock:
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             case .seek(let target):
-                seeks.sent()
+                state.seeks.sent()
                 pipeline.seek(to: target, rate: rate)
             case .awaitPreroll:
                 awaitPreroll()
@@ -223,10 +214,13 @@ package final class Engine {
                 owner?.advance(from: id)
             case .refused:
                 accepted = false
+            case .timingChanged:
+                timingChanged = true
             }
         }
         watchState()
         progress.sync()
+        if timingChanged { owner?.engineChanged(.transport) }
         return accepted
     }
 
@@ -253,9 +247,7 @@ package final class Engine {
         {
             streams.disarm()  // it played: the server sent what was awaited
         }
-        if status == .playing || status == .paused {
-            clock.changeRate(to: transport.isPlaying && !progress.isHolding ? rate : 0)
-        }
+        state.settled(holding: progress.isHolding, now: .now)
         if transport.isPlaying { checkPositionSoon() }
         owner?.settled()
     }
@@ -265,16 +257,18 @@ package final class Engine {
         let number = loadNumber
         prerollTimer.start(after: limit) { [weak self] in
             guard let self, loadNumber == number, case .prerolling = transport.phase,
-                let decision = prerollWatch.timedOut(decodedAudio: pipeline.hasDecodedAudio)
+                let decision = state.prerollWatch.timedOut(decodedAudio: pipeline.hasDecodedAudio)
             else { return }
             let name = MediaSources.displayName(load.uri)
             let seconds = StreamWatch.seconds(limit)
             switch decision {
             case .skip:
-                run(transport.failed(reason: "it did not start within \(seconds)", inOutput: false, position: .zero))
+                run(
+                    state.transport.failed(
+                        reason: "it did not start within \(seconds)", inOutput: false, position: .zero))
             case .undecodable:
                 run(
-                    transport.failed(
+                    state.transport.failed(
                         reason: "no audio was decoded from it within \(seconds)", inOutput: false, position: .zero))
             case .outputFailed:
                 streamFailed(
@@ -282,7 +276,7 @@ package final class Engine {
                     uri: load.uri, inOutput: true)
             case .retry:
                 logger.warning("\(name) did not start within \(seconds); loading it again")
-                run(transport.prerollTimedOut())
+                run(state.transport.prerollTimedOut())
             }
         }
     }
@@ -291,7 +285,7 @@ package final class Engine {
     private func awaitPreroll() {
         prerollWait.start(after: .seconds(1)) { [weak self] in
             guard let self else { return }
-            let actions = transport.prerollOverdue()
+            let actions = state.transport.prerollOverdue()
             if !actions.isEmpty {
                 logger.debug("the previous track did not preroll within a second; loading the next one anyway")
             }
@@ -319,7 +313,7 @@ package final class Engine {
     /// GStreamer did not return from a call into the pipeline in time (a deadlock inside it).
     func pipelineGotStuck() {
         let stuckEntry = transport.loaded.map { name(of: $0) }
-        run(transport.stuck(position: clock.position()))
+        run(state.stuck(now: .now))
         if case .outputLost(_, let at) = transport.phase, let stuckEntry {
             logger.error("GStreamer got stuck twice on \(stuckEntry); paused at \(at.clock) until Play tries again")
         }
@@ -329,7 +323,7 @@ package final class Engine {
     /// playing; the stuck one is freed if GStreamer ever lets go of it.
     private func replacePipeline() {
         let stuck = pipeline!
-        pipelinesReplaced += 1
+        state.pipelineReplaced()
         logger.error(
             "GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)"
         )
@@ -340,7 +334,6 @@ package final class Engine {
             logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
         }
         pipeline = makePipeline()
-        loadNumber += 1
     }
 
     /// What the new pipeline does, as the transport decided before it is made: the track

@@ -99,12 +99,12 @@ package final class ProgressFollow {
                     self?.engine.pipeline.sampleProgress()
                 }
             case .hold(let position):
-                engine.clock.set(position, rate: 0)
+                engine.setClock(position, rate: 0)
             case .wait(let stall):
                 logger.warning("\(describe(stall)); clients see it waiting")
                 engine.owner?.engineChanged(.transport)
             case .resume(let position, let at, let waited):
-                engine.clock.set(position, rate: engine.rate, at: at)
+                engine.setClock(position, rate: engine.rate, at: at)
                 if let waited, let name = loadedName {
                     logger.info(
                         "the audio of \(name) moves again at \(position.clock), after \(Self.seconds(waited)) of waiting"
@@ -117,14 +117,14 @@ package final class ProgressFollow {
                 engine.reload(at: stall.heard)
             case .skip(let stall, let reason):
                 logger.debug("\(describe(stall))")
-                engine.run(engine.transport.failed(reason: reason, inOutput: false, position: stall.heard))
+                engine.run(engine.decide { $0.failed(reason: reason, inOutput: false, position: stall.heard) })
             case .loadNext(let stall):
                 logger.warning("\(describe(stall)), at its end: what follows never started; loading it afresh")
                 engine.noteFailure()
-                engine.run(engine.transport.endOfStream())
+                engine.run(engine.decide { $0.endOfStream() })
             case .outputFailed(let stall, let reason):
                 let name = loadedName
-                engine.run(engine.transport.failed(reason: reason, inOutput: true, position: stall.heard))
+                engine.run(engine.decide { $0.failed(reason: reason, inOutput: true, position: stall.heard) })
                 if let name {
                     logger.warning(
                         "the audio output failed (\(reason)); paused at \(stall.heard.clock) of \(name) until Play")

@@ -53,7 +53,7 @@ package final class StreamFollow {
         case .disarm: disarm()
         case .keep: break
         }
-        let actions = engine.transport.buffering(percent: percent)
+        let actions = engine.decide { $0.buffering(percent: percent) }
         if !actions.isEmpty {
             let name = engine.name(of: stream)
             logger.debug(
@@ -124,7 +124,7 @@ package final class StreamFollow {
             if case .loaded = place {
                 // Its source may still wait on the socket: the transport takes it all down.
                 let position = engine.clock.position()
-                engine.run(engine.transport.failed(reason: reason, inOutput: false, position: position))
+                engine.run(engine.decide { $0.failed(reason: reason, inOutput: false, position: position) })
                 return
             }
             // The track before it has ended: the stream is what the queue is at, and is

@@ -131,6 +131,10 @@ package struct Transport: Sendable, Equatable {
         /// Nothing is loaded to play or seek in: the command is the owner's (Play loads the
         /// selected entry).
         case refused
+        /// What clients see of the timing changed at once, with no state to settle (a position
+        /// or a rate asked for while a load or a seek is on its way): the owner is told once
+        /// the other actions ran. The engine's state (``EngineState``) adds it to a command's.
+        case timingChanged
     }
 
     /// Stopped, or where Play or Pause leads and what clients were told.

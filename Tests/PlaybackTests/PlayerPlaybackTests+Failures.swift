@@ -21,7 +21,7 @@ extension PlayerPlaybackTests {
         let probe = try await PlayerProbe.prerolled(files)
         let engine = probe.player.engine
         let asked = ContinuousClock.now
-        _ = engine.transport.play()  // its setState(.playing) is dropped
+        _ = engine.decide { $0.play() }  // its setState(.playing) is dropped
         engine.run([])
         #expect(engine.transport.awaitsState && probe.player.status == .paused)
         #expect(await probe.waitFor(.playing, entry: 0), "log: \(probe.log.messages)")

@@ -361,7 +361,7 @@ struct TransportPropertyTests {
             let actions = Self.apply(event, to: &transport)
             // Described only when a check fails: describing each step would cost more than the test.
             var context: String {
-                "seed \(seed), step \(step), \(event), from \(before.phase) [\(before.status)] to \(transport.phase) [\(transport.status)]: \(actions)"
+                "seed \(seed), step \(step), \(event), from \(before.state) [\(before.status)] to \(transport.state) [\(transport.status)]: \(actions)"
             }
 
             // At most one publication per transition, and one for every change clients see.

@@ -1,0 +1,232 @@
+/// Everything the engine decides with, as one value, and the pure steps that move it.
+///
+/// The ``Engine`` keeps this value private, beside the pipeline handle, its timers and its
+/// owner. A command or a pipeline report goes through one step here, which returns the
+/// ``Transport/Action``s to carry out (or a decision the engine logs and acts on); instants
+/// are handed in, so a test drives it without GStreamer or a clock. It holds the transport,
+/// the position clock and the facts of the loaded stream, the numbers that tell a current
+/// report from a stale one, whose STREAM_START comes next, and the watches the engine's
+/// decisions rest on (``SeeksInFlight``, ``ErrorAttribution``, ``PrerollWatch``,
+/// ``EarlyEnd``, ``PositionFollow``, ``VolumeEchoes``).
+struct EngineState: Sendable {
+    typealias Instant = ContinuousClock.Instant
+
+    /// The transport state: what is loaded, and what clients are told of it.
+    var transport = Transport()
+    /// Where playback is, extrapolated from the pipeline's last report.
+    var clock = PositionClock()
+    /// What the pipeline last said of the loaded stream (its duration, whether it seeks).
+    var facts = Pipeline.Facts()
+    /// The factory names of the elements the loaded stream plays through.
+    var elementNames: [String] = []
+    /// How many pipelines GStreamer got stuck in and were replaced.
+    var pipelinesReplaced = 0
+    /// The volume, on the cubic scale of desktop mixers (0...1).
+    var volume: Double = 1
+    /// Which pipeline's events are heard: a replaced one's are not.
+    var pipelineNumber = 0
+    /// Which load's events are heard: those of a stream taken down are not.
+    var loadNumber = 0
+    /// The next STREAM_START of this load is its own stream's, not a gapless switch.
+    var awaitingOwnStreamStart = false
+    var positionFollow = PositionFollow()
+    var seeks = SeeksInFlight()
+    var errors = ErrorAttribution()
+    var volumeEchoes = VolumeEchoes()
+    var prerollWatch = PrerollWatch()
+    var earlyEnd = EarlyEnd()
+
+    /// The rate the clock runs at while the transport plays, else 0.
+    private var runningRate: Double { transport.isPlaying ? transport.rate : 0 }
+
+    // MARK: - Pipelines and loads
+
+    /// A new pipeline is made: returns its number, whose events are heard from now on.
+    mutating func pipelineMade() -> Int {
+        pipelineNumber += 1
+        return pipelineNumber
+    }
+
+    /// The stuck pipeline was replaced: nothing it or its load says is heard any more.
+    mutating func pipelineReplaced() {
+        pipelinesReplaced += 1
+        loadNumber += 1
+    }
+
+    /// Whether a report of pipeline `pipeline` is heard: a replaced pipeline's is not.
+    func hears(pipeline: Int) -> Bool { pipeline == pipelineNumber }
+
+    /// Whether a report of pipeline `pipeline` about load `load` is about what is loaded now.
+    func hears(pipeline: Int, load: Int) -> Bool { hears(pipeline: pipeline) && load == loadNumber }
+
+    /// `load` starts loading at `now` (`isLocal`: a file): its own STREAM_START comes next,
+    /// and the clock stands where it starts. Returns how long its preroll may take (nil: not
+    /// timed, see ``PrerollWatch``).
+    mutating func loadStarted(_ load: Transport.Load, isLocal: Bool, now: Instant) -> Duration? {
+        loadNumber += 1
+        seeks.loaded()
+        awaitingOwnStreamStart = true
+        positionFollow.loaded()
+        facts = Pipeline.Facts()
+        clock.set(load.position ?? .zero, rate: 0, at: now)
+        return prerollWatch.loadStarted(load.entry, isLocal: isLocal)
+    }
+
+    /// What was loaded is taken down at `now`.
+    mutating func unloaded(now: Instant) {
+        loadNumber += 1
+        clock.set(.zero, rate: 0, at: now)
+    }
+
+    /// STREAM_START: true when it is a gapless switch to the stream handed over, false when
+    /// it is the loaded stream's own.
+    mutating func streamStarted() -> Bool {
+        guard awaitingOwnStreamStart else { return true }
+        awaitingOwnStreamStart = false
+        return false
+    }
+
+    /// playbin switched gaplessly to `load` at `now`: the clock starts again from zero.
+    mutating func switched(to load: Transport.Load, now: Instant) -> [Transport.Action] {
+        positionFollow.switched(at: now)
+        clock.set(.zero, rate: runningRate, at: now)
+        return transport.switched(to: load)
+    }
+
+    // MARK: - Commands
+
+    /// Seek: the clock stands at `target` until the pipeline says otherwise, and a position
+    /// asked for while loading is told at once. ``Transport/Action/refused`` when nothing is
+    /// loaded to seek in.
+    mutating func seek(to target: Duration, nextTaken: Bool, now: Instant) -> [Transport.Action] {
+        let actions = transport.seek(to: target, nextTaken: nextTaken)
+        guard !actions.contains(.refused) else { return actions }
+        positionFollow.loaded()
+        clock.set(target, rate: 0, at: now)
+        return actions.isEmpty ? [.timingChanged] : actions
+    }
+
+    /// Loads the current stream again at `position`.
+    mutating func reload(at position: Duration, now: Instant) -> [Transport.Action] {
+        clock.set(position, rate: 0, at: now)
+        return transport.seek(to: position, nextTaken: true)
+    }
+
+    /// Sets the rate, applied from `position` by a seek when a stream is loaded. Clients see
+    /// the rate asked for at once; the seek that applies it follows.
+    mutating func setRate(_ rate: Double, from position: Duration, now: Instant) -> [Transport.Action] {
+        let actions = transport.setRate(rate, position: position)
+        if actions.contains(where: { if case .seek = $0 { true } else { false } }) {
+            clock.set(position, rate: 0, at: now)
+        }
+        return actions.contains(.publish) ? actions : actions + [.timingChanged]
+    }
+
+    /// Sets the volume at `now` (its echo from the output is not a change).
+    mutating func setVolume(_ volume: Double, now: Instant) {
+        self.volume = volume
+        volumeEchoes.set(volume, at: now)
+    }
+
+    /// The position shown at `now`, and whether to ask the pipeline where it is (see
+    /// ``PositionFollow``): zero when nothing is loaded.
+    mutating func position(now: Instant) -> (position: Duration, query: Bool) {
+        if case .outputLost(_, let at) = transport.phase { return (at, false) }
+        guard transport.status != .stopped, transport.loadedEntry != nil else { return (.zero, false) }
+        let query = positionFollow.shouldQuery(now: now, isPlaying: transport.isPlaying)
+        let position = clock.position(at: now)
+        positionFollow.shown(position, load: loadNumber)
+        return (position, query)
+    }
+
+    // MARK: - What the pipeline reported
+
+    /// The pipeline as a whole reached `new`, at `position` as of `at`.
+    mutating func stateReached(_ new: Pipeline.State, position: Duration?, at: Instant) -> [Transport.Action] {
+        let actions = transport.stateReached(new)
+        // The clock takes the pipeline's word as of when it spoke, however late that is read.
+        if let position, transport.isSettledLoad, (new == .playing) == transport.isPlaying {
+            clock.set(position, rate: runningRate, at: at)
+        }
+        return actions
+    }
+
+    /// ASYNC_DONE with the pipeline's `facts`. Nil when it is an earlier seek's, overtaken by
+    /// one still on its way: nothing changes then.
+    mutating func asyncDone(_ facts: Pipeline.Facts) -> [Transport.Action]? {
+        prerollWatch.prerolled()
+        let seeking = transport.isSeeking
+        if seeking, !seeks.completed(landed: facts.position, target: transport.pendingPosition) { return nil }
+        self.facts = facts
+        let actions = transport.asyncDone(current: facts.current, pending: facts.pending)
+        if seeking || transport.isSettledLoad, let position = facts.position {
+            clock.set(position, rate: runningRate, at: facts.at)
+        }
+        return actions
+    }
+
+    /// The pipeline said it is at `reported` as of `at`; `holding`: the progress watch holds
+    /// the clock where the audio stands. Returns where the clock had it when the clock takes
+    /// the pipeline's word (clients are then told the new timing), else nil.
+    mutating func positionReported(_ reported: Duration?, at: Instant, holding: Bool) -> Duration? {
+        guard let reported, transport.isSettledLoad, !holding, at >= clock.stamp else { return nil }
+        let predicted = clock.position(at: at)
+        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return nil }
+        clock.set(reported, rate: runningRate, at: at)
+        return predicted
+    }
+
+    /// The loaded stream ended with the output at `reported` (nil: where the clock is at
+    /// `now`); `length`: the loaded entry's known length. A file that ended far before it is
+    /// loaded again there, once (see ``EarlyEnd``); otherwise what follows plays. The
+    /// decision is nil when the stream was not settled (a preroll or seek ended it).
+    mutating func endOfStream(at reported: Duration?, length: Duration?, now: Instant)
+        -> (decision: EarlyEnd.Decision?, actions: [Transport.Action])
+    {
+        guard let load = transport.loaded, transport.isSettledLoad else { return (nil, transport.endOfStream()) }
+        let position = reported ?? clock.position(at: now)
+        let decision = earlyEnd.ended(
+            load.entry, at: position, length: length, isLocal: MediaSources.isLocal(load.uri))
+        if case .reload(let at) = decision { return (decision, reload(at: at, now: now)) }
+        return (decision, transport.endOfStream())
+    }
+
+    /// The stream handed over for a gapless switch failed, with an error from `source`, while
+    /// the loaded one played: its later errors are echoes, the reload of the loaded one is
+    /// timed, and the loaded one is loaded again where it is at `now`.
+    mutating func handOverFailed(source: String, now: Instant) -> [Transport.Action] {
+        errors.handOverFailed(source: source)
+        prerollWatch.handOverFailed()
+        return transport.handOverFailed(position: clock.position(at: now))
+    }
+
+    /// The loaded stream failed (`inOutput`: the output did). Returns where it was, never
+    /// before what clients were shown of it when the output failed, and the actions.
+    mutating func failed(reason: String, inOutput: Bool, now: Instant)
+        -> (position: Duration, actions: [Transport.Action])
+    {
+        var position = transport.pendingPosition ?? clock.position(at: now)
+        if inOutput, let shown = positionFollow.furthestShown(load: loadNumber) { position = max(position, shown) }
+        return (position, transport.failed(reason: reason, inOutput: inOutput, position: position))
+    }
+
+    /// A call into GStreamer did not return in time (see ``Transport/stuck(position:)``).
+    mutating func stuck(now: Instant) -> [Transport.Action] {
+        transport.stuck(position: clock.position(at: now))
+    }
+
+    /// The output's volume is now `heard`: true when a mixer changed it, which the engine's
+    /// volume then follows; false for an echo of Quaver's own change.
+    mutating func outputVolumeChanged(_ heard: Double, now: Instant) -> Bool {
+        guard volumeEchoes.isChange(heard, current: volume, at: now) else { return false }
+        volume = min(max(heard, 0), 1)
+        return true
+    }
+
+    /// The transport settled (see ``Transport/Action/publish``): the clock runs at the rate
+    /// while the pipeline plays and the audio moves (`holding`: it stands).
+    mutating func settled(holding: Bool, now: Instant) {
+        guard transport.status == .playing || transport.status == .paused else { return }
+        clock.changeRate(to: transport.isPlaying && !holding ? transport.rate : 0, at: now)
+    }
+}
