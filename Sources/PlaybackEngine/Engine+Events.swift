@@ -36,9 +36,9 @@ extension Engine {
         case .warning(let message, let source):
             warned(message, source: source)
         case .buffering(let percent):
-            streams.buffering(percent)
+            streamBuffering(percent)
         case .tags(let tags):
-            streams.tagsArrived(tags)
+            streamTagsArrived(tags)
         case .clockLost:
             run(state.transport.clockLost())
         case .durationChanged(let facts):
@@ -46,7 +46,7 @@ extension Engine {
             state.facts.isSeekable = facts.isSeekable
             if let id = transport.loadedEntry { owner?.streamDurationChanged(id) }
         case .nextURITaken:
-            streams.handedOverTaken()
+            handedOverTaken()
         case .stateChangeFailed:
             run(state.transport.stateChangeFailed())
         case .seekRefused(let target):
@@ -107,7 +107,7 @@ extension Engine {
         else { return }
         let load = Transport.Load(entry: switched.entryID, uri: switched.uri, position: nil)
         let actions = state.switched(to: load, now: .now)
-        streams.began(switched.entryID, isStream: !MediaSources.isLocal(switched.uri), handedOver: true)
+        streamBegan(switched.entryID, isStream: !MediaSources.isLocal(switched.uri), handedOver: true)
         run(actions)
         if logger.logLevel <= .debug { pipeline.describeElements() }
     }

@@ -31,8 +31,8 @@ package final class Engine {
     let stateCheck = Countdown()
     /// How long the pipeline has to confirm a state before it is asked where it is.
     static let stateCheckDelay: Duration = .seconds(3)
-    /// Network streams: their buffering, their tags, and whether they stall.
-    package private(set) lazy var streams = StreamFollow(engine: self)
+    /// Runs while a network stream is waited for (see ``StreamWatch``).
+    let streamTimer = Countdown()
     /// While playing: whether the audio moves, and whether a sound server answers now.
     package private(set) lazy var progress = ProgressFollow(engine: self)
 
@@ -178,7 +178,7 @@ package final class Engine {
             case .load(let load, let target, let fresh):
                 let isLocal = MediaSources.isLocal(load.uri)
                 let limit = state.loadStarted(load, isLocal: isLocal, now: .now)
-                streams.began(load.entry, isStream: !isLocal, handedOver: false)
+                streamBegan(load.entry, isStream: !isLocal, handedOver: false)
                 let loudness = owner?.loudnessPlan(for: load.entry)
                 pipeline.load(load.uri, state: target, number: loadNumber, fresh: fresh, loudness: loudness)
                 if let limit {
@@ -191,7 +191,7 @@ package final class Engine {
                 owner?.prepareNext()
             case .unload(let fresh):
                 state.unloaded(now: .now)
-                streams.disarm()
+                disarmStreamWatch()
                 pipeline.unload(number: loadNumber, fresh: fresh)
             case .setState(let target):
                 pipeline.setState(target)
@@ -245,7 +245,7 @@ package final class Engine {
         if status != .stopped, let id = transport.settledEntry, let loaded = transport.loaded, loaded.entry == id,
             !MediaSources.isLocal(loaded.uri)
         {
-            streams.disarm()  // it played: the server sent what was awaited
+            disarmStreamWatch()  // it played: the server sent what was awaited
         }
         state.settled(holding: progress.isHolding, now: .now)
         if transport.isPlaying { checkPositionSoon() }

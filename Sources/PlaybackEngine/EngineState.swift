@@ -35,6 +35,10 @@ struct EngineState: Sendable {
     var volumeEchoes = VolumeEchoes()
     var prerollWatch = PrerollWatch()
     var earlyEnd = EarlyEnd()
+    /// The tags heard in the loaded network stream so far.
+    var streamTags = StreamTags()
+    /// When a network stream counts as stalled, and the wait in progress.
+    var streamWatch = StreamWatch()
 
     /// The rate the clock runs at while the transport plays, else 0.
     private var runningRate: Double { transport.isPlaying ? transport.rate : 0 }

@@ -46,7 +46,7 @@ final class Catalog {
     func fillInInfo(at index: Int) {
         let engine = player.engine
         if !MediaSources.isLocal(queue[index].uri) {
-            let info = engine.streams.tags.info(known: queue[index].info, facts: engine.facts)
+            let info = engine.streamTags.info(known: queue[index].info, facts: engine.facts)
             if info != queue[index].info {
                 player.queue[index].info = info
                 player.onChange?(.entryInfo(queue[index].id))
@@ -155,7 +155,7 @@ final class Catalog {
     private func updateStreamInfo(at index: Int, facts: TrackInfo? = nil) {
         let before = queue[index].info
         if let facts { player.queue[index].info = facts }
-        let info = player.engine.streams.tags.info(known: queue[index].info, facts: player.engine.facts)
+        let info = player.engine.streamTags.info(known: queue[index].info, facts: player.engine.facts)
         guard info != before else { return }
         let id = queue[index].id
         player.queue[index].info = info
@@ -174,11 +174,11 @@ final class Catalog {
             DispatchQueue.main.async {
                 MainActor.assumeIsolated {
                     guard let self, let url else { return }
-                    let streams = self.player.engine.streams
-                    guard self.player.transport.loadedEntry == id, streams.tags.artworkURL != url,
+                    let engine = self.player.engine
+                    guard self.player.transport.loadedEntry == id, engine.streamTags.artworkURL != url,
                         let index = self.queue.index(of: id)
                     else { return }
-                    streams.tags.artworkURL = url
+                    engine.keepStreamArtwork(url)
                     if self.isSettled(id) { self.updateStreamInfo(at: index) }
                 }
             }

@@ -88,8 +88,8 @@ public final class Player {
     var interruption = Interruption()
     /// How long a network stream may send nothing before it is reported and skipped.
     public var streamStallTimeout: Duration {
-        get { engine.streams.watch.stallLimit }
-        set { engine.streams.watch.stallLimit = newValue }
+        get { engine.stallLimit }
+        set { engine.stallLimit = newValue }
     }
 
     /// A load that waits for its entry's tags.
