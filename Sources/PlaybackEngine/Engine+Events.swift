@@ -65,7 +65,7 @@ extension Engine {
         case .position(let reported, let at):
             positionReported(reported, at: at)
         case .progress(let sample):
-            progress.sampled(sample)
+            progressSampled(sample)
         case .elements(let names):
             state.elementNames = names
             // Once per load, at debug level: what the stream plays through (tests read it to
@@ -151,9 +151,9 @@ extension Engine {
         case .noOutput:
             logger.warning(
                 "no sound server or audio device reachable (\(message)); playing into a null sink that keeps real time")
-            progress.fallbackInUse()
+            fallbackInUse()
         case .noOutputAgain:
-            progress.fallbackInUse()
+            fallbackInUse()
         case .notDecoded:
             logger.debug("not decoded, as intended: \(message)")
         case .other:
@@ -173,7 +173,7 @@ extension Engine {
     /// clients are told the new timing.
     private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
         // While the audio stands, the progress watch holds the clock where it is.
-        guard let reported, let predicted = state.positionReported(reported, at: at, holding: progress.isHolding)
+        guard let reported, let predicted = state.positionReported(reported, at: at, holding: isHoldingClock)
         else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
         owner?.engineChanged(.transport)

@@ -33,8 +33,10 @@ package final class Engine {
     static let stateCheckDelay: Duration = .seconds(3)
     /// Runs while a network stream is waited for (see ``StreamWatch``).
     let streamTimer = Countdown()
-    /// While playing: whether the audio moves, and whether a sound server answers now.
-    package private(set) lazy var progress = ProgressFollow(engine: self)
+    /// Runs while playing, until the next sample of the audio's progress.
+    let progressSampler = Countdown()
+    /// Runs while the fallback sink plays, until the next look for a sound server.
+    let serverCheck = Countdown()
 
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
@@ -219,7 +221,7 @@ package final class Engine {
             }
         }
         watchState()
-        progress.sync()
+        syncProgress()
         if timingChanged { owner?.engineChanged(.transport) }
         return accepted
     }
@@ -247,7 +249,7 @@ package final class Engine {
         {
             disarmStreamWatch()  // it played: the server sent what was awaited
         }
-        state.settled(holding: progress.isHolding, now: .now)
+        state.settled(holding: isHoldingClock, now: .now)
         if transport.isPlaying { checkPositionSoon() }
         owner?.settled()
     }

@@ -39,6 +39,8 @@ struct EngineState: Sendable {
     var streamTags = StreamTags()
     /// When a network stream counts as stalled, and the wait in progress.
     var streamWatch = StreamWatch()
+    /// While the transport plays: whether the audio moves, and what is watched.
+    var progress = ProgressFollow()
 
     /// The rate the clock runs at while the transport plays, else 0.
     private var runningRate: Double { transport.isPlaying ? transport.rate : 0 }

@@ -131,7 +131,7 @@ public final class Player {
 
     /// Playing, but the audio does not move (an output that takes none, a decoder that stopped):
     /// the position stands where the audio is, and clients are shown playback waiting.
-    public var isWaitingForAudio: Bool { engine.progress.isWaiting }
+    public var isWaitingForAudio: Bool { engine.isWaitingForAudio }
 
     /// The position, extrapolated from the pipeline's last report: zero when stopped. Reads
     /// never wait on GStreamer; while playing, one read a second asks the pipeline in the

@@ -186,6 +186,39 @@ struct EngineStateTests {
         #expect(limit == PrerollWatch.limit)
     }
 
+    /// The progress watches follow the transport: they start for each load and each gapless
+    /// switch that plays, and stop as soon as it does not play.
+    @Test func theProgressWatchStartsForEachLoadAndSwitchThatPlays() {
+        var state = EngineState()
+        let table: [(step: String, run: (inout EngineState) -> Void, change: ProgressFollow.Change)] = [
+            ("stopped", { _ in }, .unchanged),
+            ("a plays", { $0 = Self.playing() }, .started(Self.a, switched: false)),
+            ("still a", { _ in }, .unchanged),
+            ("switched to b", { _ = $0.switched(to: Self.b, now: Self.at(3)) }, .started(Self.b, switched: true)),
+            ("paused", { _ = $0.transport.pause() }, .stopped),
+            ("still paused", { _ in }, .unchanged),
+            (
+                "b plays again",
+                {
+                    _ = $0.transport.play()
+                    _ = $0.stateReached(.playing, position: .seconds(1), at: Self.at(5))
+                }, .started(Self.b, switched: false)
+            ),
+            (
+                "b loaded again",
+                {
+                    _ = $0.loadStarted(Self.b, isLocal: true, now: Self.at(6))
+                    $0.transport = Self.playing(Self.b).transport
+                }, .started(Self.b, switched: false)
+            ),
+        ]
+        for row in table {
+            row.run(&state)
+            let change = state.followProgress()
+            #expect(change == row.change, "\(row.step)")
+        }
+    }
+
     /// A mixer's change of the output volume is followed; Quaver's own, coming back, is not.
     @Test func theVolumeFollowsAMixerNotItsOwnEcho() {
         var state = EngineState()
