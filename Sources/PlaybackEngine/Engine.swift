@@ -12,10 +12,9 @@ package import Logging
 /// pipeline runs each command on its own queue and answers with events.
 @MainActor
 package final class Engine {
-    /// Everything the engine decides with. Only the engine's own files change it (the
-    /// engine's events are in an extension, which Swift's `private` would not reach); its
-    /// parts and owner read it through the accessors below and feed the transport through
-    /// ``decide(_:)``.
+    /// Everything the engine decides with. Only the engine's own files change it (its
+    /// events, streams and progress are extensions in files of their own, which Swift's
+    /// `private` would not reach); its owner reads it through the accessors below.
     var state = EngineState()
     package weak var owner: (any EngineOwner)?
 
@@ -146,17 +145,11 @@ package final class Engine {
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
     func noteFailure() { run(state.transport.failedElsewhere()) }
 
-    /// Feeds the transport an input, for a part of the engine that decides when (the stream
-    /// and progress watches), and returns its actions for ``run(_:)``. The input must not
+    /// Feeds the transport an input and returns its actions without carrying them out: a
+    /// test drops them to play a pipeline that never heard the command. The input must not
     /// read the engine: its arguments are worked out before.
     func decide(_ input: (inout Transport) -> [Transport.Action]) -> [Transport.Action] {
         input(&state.transport)
-    }
-
-    /// Sets the position clock: the progress watch holds it where the audio stands, and lets
-    /// it run again once the audio moves.
-    func setClock(_ position: Duration, rate: Double, at instant: ContinuousClock.Instant = .now) {
-        state.clock.set(position, rate: rate, at: instant)
     }
 
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
@@ -258,28 +251,24 @@ package final class Engine {
     private func watchPreroll(of load: Transport.Load, limit: Duration) {
         let number = loadNumber
         prerollTimer.start(after: limit) { [weak self] in
-            guard let self, loadNumber == number, case .prerolling = transport.phase,
-                let decision = state.prerollWatch.timedOut(decodedAudio: pipeline.hasDecodedAudio)
+            guard let self,
+                let (decision, actions) = state.prerollLimitPassed(
+                    load: number, limit: limit, decodedAudio: pipeline.hasDecodedAudio)
             else { return }
             let name = MediaSources.displayName(load.uri)
             let seconds = StreamWatch.seconds(limit)
             switch decision {
-            case .skip:
-                run(
-                    state.transport.failed(
-                        reason: "it did not start within \(seconds)", inOutput: false, position: .zero))
-            case .undecodable:
-                run(
-                    state.transport.failed(
-                        reason: "no audio was decoded from it within \(seconds)", inOutput: false, position: .zero))
             case .outputFailed:
-                streamFailed(
+                // The output's failure, as if it had said so: paused there until Play.
+                return streamFailed(
                     "it took no audio of \(name) within \(seconds), twice", debug: nil, source: "quaver-audio-sink",
                     uri: load.uri, inOutput: true)
             case .retry:
                 logger.warning("\(name) did not start within \(seconds); loading it again")
-                run(state.transport.prerollTimedOut())
+            case .skip, .undecodable:
+                break
             }
+            run(actions)
         }
     }
 

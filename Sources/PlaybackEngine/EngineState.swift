@@ -216,6 +216,31 @@ struct EngineState: Sendable {
         return (position, transport.failed(reason: reason, inOutput: inOutput, position: position))
     }
 
+    /// The preroll limit `limit` of load number `load` passed; `decodedAudio`: some of its
+    /// decoded audio reached the output. Nil when that load is gone or no longer prerolls;
+    /// else what ``PrerollWatch`` decided, with the transport's actions (none for a failed
+    /// output, which the engine treats as the output's error).
+    mutating func prerollLimitPassed(load: Int, limit: Duration, decodedAudio: Bool)
+        -> (decision: PrerollWatch.Decision, actions: [Transport.Action])?
+    {
+        guard load == loadNumber, case .prerolling = transport.phase,
+            let decision = prerollWatch.timedOut(decodedAudio: decodedAudio)
+        else { return nil }
+        let seconds = StreamWatch.seconds(limit)
+        switch decision {
+        case .skip:
+            let reason = "it did not start within \(seconds)"
+            return (decision, transport.failed(reason: reason, inOutput: false, position: .zero))
+        case .undecodable:
+            let reason = "no audio was decoded from it within \(seconds)"
+            return (decision, transport.failed(reason: reason, inOutput: false, position: .zero))
+        case .retry:
+            return (decision, transport.prerollTimedOut())
+        case .outputFailed:
+            return (decision, [])
+        }
+    }
+
     /// A call into GStreamer did not return in time (see ``Transport/stuck(position:)``).
     mutating func stuck(now: Instant) -> [Transport.Action] {
         transport.stuck(position: clock.position(at: now))

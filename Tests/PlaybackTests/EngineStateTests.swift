@@ -219,6 +219,39 @@ struct EngineStateTests {
         }
     }
 
+    /// A local file that does not preroll in time: with decoded audio waiting, it is loaded
+    /// again from NULL, then the output counts as failed; with none, it is the file's fault.
+    /// Only the load timed, while it still prerolls, is decided on.
+    @Test func aPrerollThatTakesTooLongIsRetriedThenTheOutputFails() {
+        let limit = PrerollWatch.outputLimit
+        var state = EngineState()
+        _ = state.transport.load(Self.a, intent: .playing)
+        let timed = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        #expect(timed == limit)
+        let number = state.loadNumber
+        let stale = state.prerollLimitPassed(load: number - 1, limit: limit, decodedAudio: true)
+        #expect(stale == nil, "an earlier load's limit")
+        let first = state.prerollLimitPassed(load: number, limit: limit, decodedAudio: true)
+        #expect(first?.decision == .retry && first?.actions == [.load(Self.a, .playing, fresh: true)])
+        let retried = state.loadStarted(Self.a, isLocal: true, now: Self.at(15))
+        #expect(retried == limit, "the retry is timed")
+        let second = state.prerollLimitPassed(load: state.loadNumber, limit: limit, decodedAudio: true)
+        #expect(second?.decision == .outputFailed && second?.actions == [])
+
+        var other = EngineState()
+        _ = other.transport.load(Self.b, intent: .playing)
+        _ = other.loadStarted(Self.b, isLocal: true, now: Self.t0)
+        _ = other.stateReached(.playing, position: .zero, at: Self.at(1))
+        let played = other.prerollLimitPassed(load: other.loadNumber, limit: limit, decodedAudio: false)
+        #expect(played == nil, "it prerolled: nothing is decided")
+        _ = other.transport.load(Self.a, intent: .playing)
+        _ = other.loadStarted(Self.a, isLocal: true, now: Self.at(2))
+        let none = other.prerollLimitPassed(load: other.loadNumber, limit: limit, decodedAudio: false)
+        let reason = "no audio was decoded from it within \(StreamWatch.seconds(limit))"
+        #expect(none?.decision == .undecodable)
+        #expect(none?.actions == [.unload(fresh: true), .skip(1, reason: reason)])
+    }
+
     /// A mixer's change of the output volume is followed; Quaver's own, coming back, is not.
     @Test func theVolumeFollowsAMixerNotItsOwnEcho() {
         var state = EngineState()
