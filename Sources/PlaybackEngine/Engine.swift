@@ -169,15 +169,15 @@ package final class Engine {
         var accepted = true
         var timingChanged = false
         for action in actions {
+            let prerollLimit = state.carryingOut(action, now: .now)
             switch action {
             case .load(let load, let target, let fresh):
                 let isLocal = MediaSources.isLocal(load.uri)
-                let limit = state.loadStarted(load, isLocal: isLocal, now: .now)
                 streamBegan(load.entry, isStream: !isLocal, handedOver: false)
                 let loudness = owner?.loudnessPlan(for: load.entry)
                 pipeline.load(load.uri, state: target, number: loadNumber, fresh: fresh, loudness: loudness)
-                if let limit {
-                    watchPreroll(of: load, limit: limit)
+                if let prerollLimit {
+                    watchPreroll(of: load, limit: prerollLimit)
                 } else {
                     prerollTimer.cancel()
                 }
@@ -185,17 +185,14 @@ package final class Engine {
                 // short file is during preroll: the answer is ready before it starts.
                 owner?.prepareNext()
             case .unload(let fresh):
-                state.unloaded(now: .now)
                 disarmStreamWatch()
                 pipeline.unload(number: loadNumber, fresh: fresh)
             case .setState(let target):
                 pipeline.setState(target)
-                if target == .paused { state.clock.changeRate(to: 0) }
             case .reselectClock:
                 pipeline.setState(.paused)
                 pipeline.setState(.playing)
             case .seek(let target):
-                state.seeks.sent()
                 pipeline.seek(to: target, rate: rate)
             case .awaitPreroll:
                 awaitPreroll()
@@ -314,7 +311,6 @@ package final class Engine {
     /// playing; the stuck one is freed if GStreamer ever lets go of it.
     private func replacePipeline() {
         let stuck = pipeline!
-        state.pipelineReplaced()
         logger.error(
             "GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)"
         )

@@ -65,6 +65,28 @@ struct EngineState: Sendable {
     /// Whether a report of pipeline `pipeline` about load `load` is about what is loaded now.
     func hears(pipeline: Int, load: Int) -> Bool { hears(pipeline: pipeline) && load == loadNumber }
 
+    /// The state's part of carrying out `action` at `now`, before the engine carries out the
+    /// rest: a load or unload makes the reports of what was loaded stale, a pause stops the
+    /// clock, a seek is counted in flight, a replaced pipeline is counted. Returns how long
+    /// a load's preroll may take (nil: not timed, or not a load).
+    mutating func carryingOut(_ action: Transport.Action, now: Instant) -> Duration? {
+        switch action {
+        case .load(let load, _, _):
+            return loadStarted(load, isLocal: MediaSources.isLocal(load.uri), now: now)
+        case .unload:
+            unloaded(now: now)
+        case .setState(.paused):
+            clock.changeRate(to: 0, at: now)
+        case .seek:
+            seeks.sent()
+        case .replacePipeline:
+            pipelineReplaced()
+        default:
+            break
+        }
+        return nil
+    }
+
     /// `load` starts loading at `now` (`isLocal`: a file): its own STREAM_START comes next,
     /// and the clock stands where it starts. Returns how long its preroll may take (nil: not
     /// timed, see ``PrerollWatch``).
