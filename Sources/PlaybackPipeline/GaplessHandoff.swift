@@ -36,11 +36,25 @@ package final class GaplessHandoff: Sendable {
         case item(Item)
     }
 
-    private struct State {
-        /// The load whose stream is in the pipeline (nil: none, or it is being taken down).
-        var load: Int?
+    /// The stream the handoff answers for.
+    private enum Stream: Equatable {
+        /// None: nothing is loaded yet, or the loaded stream is being taken down.
+        case none
+        /// The stream of load `number` is in the pipeline.
+        case loaded(Int)
         /// The pipeline was released: no load arms the handoff again.
-        var retired = false
+        case retired
+    }
+
+    /// What the handler hands playbin.
+    private enum Reply {
+        /// Nothing follows: the stream ends.
+        case nothing
+        case uri(String)
+    }
+
+    private struct State {
+        var stream = Stream.none
         /// The handler is waiting for an answer.
         var asking = false
         /// How many URIs playbin took during this load.
@@ -53,6 +67,12 @@ package final class GaplessHandoff: Sendable {
         /// one's (until its stream starts), then the one handed over. playbin can take the
         /// next URI before the loaded stream has reached the audio filter.
         var upcomingLoudness: [LoudnessPlan?] = []
+
+        /// The load whose stream is in the pipeline (nil: none, or it is being taken down).
+        var load: Int? {
+            if case .loaded(let number) = stream { return number }
+            return nil
+        }
 
         /// The answer given for what follows now, if any.
         var currentAnswer: Answer? {
@@ -87,23 +107,25 @@ package final class GaplessHandoff: Sendable {
     /// has not been given yet; nil when nothing follows, the stream is being taken down, or
     /// no answer came within ``answerWait``.
     func commit() -> String? {
-        let uri = state.withLock(waitingUpTo: answerWait) { state -> String?? in
+        // Nil from the body: no answer yet, so the handler waits for one.
+        let reply = state.withLock(waitingUpTo: answerWait) { state -> Reply? in
             state.asking = false
-            guard state.load != nil else { return .some(nil) }
+            guard state.load != nil else { return .nothing }
             switch state.currentAnswer {
             case nil, .pending?:
                 state.asking = true
                 return nil
-            case .nothing?: return .some(nil)
+            case .nothing?: return .nothing
             case .item(let item)?:
                 state.committed = item
                 state.taken += 1
                 state.upcomingLoudness.append(item.loudness)
-                return item.uri
+                return .uri(item.uri)
             }
         }
         state.withLock { $0.asking = false }
-        return uri ?? nil
+        guard case .uri(let uri)? = reply else { return nil }
+        return uri
     }
 
     /// Main actor, on stream start: the item that playbin switched to gaplessly, if any.
@@ -133,8 +155,7 @@ package final class GaplessHandoff: Sendable {
     /// stops waiting, and nothing is handed over until the next load, or ever after a release.
     func abandon(retiring: Bool = false) {
         state.withLockWakingWaiters { state in
-            if retiring { state.retired = true }
-            state.load = nil
+            state.stream = retiring || state.stream == .retired ? .retired : .none
             state.committed = nil
             state.upcomingLoudness = []
         }
@@ -144,8 +165,8 @@ package final class GaplessHandoff: Sendable {
     /// answer already given for it stands, and its loudness comes first.
     func loaded(_ number: Int, loudness: LoudnessPlan?) {
         state.withLockWakingWaiters { state in
-            guard !state.retired else { return }
-            state.load = number
+            guard state.stream != .retired else { return }
+            state.stream = .loaded(number)
             state.taken = 0
             state.committed = nil
             state.upcomingLoudness = [loudness]
