@@ -30,29 +30,15 @@ extension Engine {
         if isStream && !handedOver { armStreamWatch(for: id) } else { disarmStreamWatch() }
     }
 
-    /// The loaded network stream, if the loaded entry is one.
-    private var loadedStream: Transport.Load? {
-        guard let load = transport.loaded, transport.loadedEntry != nil, !MediaSources.isLocal(load.uri) else {
-            return nil
-        }
-        return load
-    }
-
-    /// The loaded stream has settled (Playing or Paused) and is the one shown.
-    private func isSettled(_ id: UInt64) -> Bool {
-        transport.settledEntry == id && transport.status != .stopped
-    }
-
-    /// Buffering of a network stream: only a stream pauses while its buffer fills (not a
-    /// file, nor the stream that follows it before it starts: playing on is right then).
+    /// Buffering of a network stream (see ``EngineState/streamBuffering(_:playing:)``).
     func streamBuffering(_ percent: Int) {
-        guard owner?.requestedStatus == .playing, let stream = loadedStream else { return }
-        switch state.streamWatch.buffering(percent, isSettled: isSettled(stream.entry)) {
+        guard let (stream, step, actions) = state.streamBuffering(percent, playing: owner?.requestedStatus == .playing)
+        else { return }
+        switch step {
         case .arm: armStreamWatch(for: stream.entry)
         case .disarm: disarmStreamWatch()
         case .keep: break
         }
-        let actions = state.transport.buffering(percent: percent)
         if !actions.isEmpty {
             let name = name(of: stream)
             logger.debug(
@@ -65,7 +51,7 @@ extension Engine {
     /// Tags of what is heard now: a stream's title and the like (a file's tags were read
     /// before it played: one Metadata per file).
     func streamTagsArrived(_ tags: StreamTags) {
-        guard let stream = loadedStream else { return }
+        guard let stream = state.loadedStream else { return }
         var tags = tags
         let picture = tags.takePicture()
         state.streamTags.merge(tags)
@@ -101,12 +87,12 @@ extension Engine {
         guard let wait = state.streamWatch.wait, let owner else { return }
         let id = wait.entry
         let bytes = pipeline.bytesFromSources
-        disarmStreamWatch()
+        streamTimer.cancel()
         let place: StreamWatch.Place
         if owner.entry(id: id) == nil {
             place = .elsewhere
         } else if transport.loadedEntry == id {
-            place = .loaded(isSettled: isSettled(id))
+            place = .loaded(isSettled: state.isSettled(id))
         } else if pipeline.handoff.committedEntryID == id,
             let playing = transport.loadedEntry.flatMap({ owner.entry(id: $0) })
         {
@@ -116,21 +102,17 @@ extension Engine {
             place = .elsewhere
         }
         let playing = owner.requestedStatus == .playing
-        switch state.streamWatch.verdict(on: wait, at: place, playing: playing, bytes: bytes, now: .now) {
+        let (verdict, actions) = state.streamStalled(wait, at: place, playing: playing, bytes: bytes, now: .now)
+        switch verdict {
         case .leave:
             break
         case .waitAgain(let since):
             armStreamWatch(for: id, since: since)
         case .stalled(let reason):
-            if case .loaded = place {
-                // Its source may still wait on the socket: the transport takes it all down.
-                let position = clock.position()
-                run(state.transport.failed(reason: reason, inOutput: false, position: position))
-                return
-            }
+            run(actions)
             // The track before it has ended: the stream is what the queue is at, and is
             // skipped from there (or stays current, when nothing follows it).
-            run(state.transport.failedElsewhere())
+            if case .loaded = place { return }
             owner.handedOverStalled(id, reason: reason)
         }
     }

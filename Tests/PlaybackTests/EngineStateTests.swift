@@ -408,3 +408,51 @@ struct EngineStatePropertyTests {
         }
     }
 }
+
+/// The network streams' decisions without GStreamer: buffering and a stall limit that passed.
+@Suite("Engine state: network streams")
+struct EngineStateStreamTests {
+    typealias Load = Transport.Load
+    static let t0 = ContinuousClock.now
+    static let radio = Load(entry: 5, uri: "http://example.org/radio")
+
+    /// Only the loaded stream that should play pauses for its buffer, and only once it plays.
+    @Test func onlyALoadedStreamThatShouldPlayPausesForItsBuffer() {
+        var file = EngineStateTests.playing()
+        #expect(file.streamBuffering(20, playing: true) == nil, "a file plays on")
+        var stream = EngineStateTests.playing(Self.radio)
+        #expect(stream.streamBuffering(20, playing: false) == nil, "not asked to play")
+        let low = stream.streamBuffering(20, playing: true)
+        #expect(low?.stream == Self.radio && low?.watch == .arm && low?.actions == [.setState(.paused)])
+        let lower = stream.streamBuffering(10, playing: true)
+        #expect(lower?.watch == .arm && lower?.actions == [], "armed already, but none waits yet")
+        stream.streamWatch.arm(5, bytes: 0, now: Self.t0)
+        let same = stream.streamBuffering(10, playing: true)
+        #expect(same?.watch == .keep, "no data came")
+        let full = stream.streamBuffering(100, playing: true)
+        #expect(full?.watch == .disarm && full?.actions == [.setState(.playing)], "it played: the watch ends")
+    }
+
+    /// The limit passed: a loaded stream that sent nothing is taken down and skipped; a
+    /// handed-over one is the owner's; one that sent is waited for again.
+    @Test func aStalledStreamIsTakenDownOrLeftToTheOwner() {
+        var stream = EngineStateTests.playing(Self.radio)
+        stream.streamWatch.arm(5, bytes: 100, now: Self.t0)
+        let wait = stream.streamWatch.wait!
+        let sent = stream.streamStalled(wait, at: .loaded(isSettled: true), playing: true, bytes: 200, now: Self.t0)
+        #expect(sent.verdict == .waitAgain(since: Self.t0) && sent.actions.isEmpty)
+        #expect(stream.streamWatch.wait == nil, "the wait ended; the engine arms it again")
+        let silent = stream.streamStalled(wait, at: .loaded(isSettled: true), playing: true, bytes: 100, now: Self.t0)
+        guard case .stalled(let reason) = silent.verdict else {
+            Issue.record("\(silent.verdict)")
+            return
+        }
+        #expect(silent.actions == [.unload(fresh: true), .skip(5, reason: reason)])
+        var before = EngineStateTests.playing()
+        let handedOver = before.streamStalled(
+            wait, at: .handedOver(previousPlays: false), playing: true, bytes: 100, now: Self.t0)
+        #expect(handedOver.actions.isEmpty && before.transport.pipelineFailed, "the next teardown goes to NULL")
+        let gone = before.streamStalled(wait, at: .elsewhere, playing: true, bytes: 100, now: Self.t0)
+        #expect(gone.verdict == .leave)
+    }
+}
