@@ -65,11 +65,20 @@ extension Engine {
             pipeline.queryPosition()
             run(transport.seekRefused())
         case .stateChecked(let current, let pending):
-            let actions = transport.stateChecked(current: current, pending: pending)
-            if !actions.isEmpty, let load = transport.loaded {
-                let asked = transport.intent == .playing ? "playing" : "paused"
+            let asked = transport.intent == .playing ? "playing" : "paused"
+            let checked = transport.loaded.map { name(of: $0) }
+            let position = clock.position()
+            let actions = transport.stateChecked(current: current, pending: pending, position: position)
+            if !actions.isEmpty, let checked {
+                let state = pending == .voidPending ? "with no change under way" : "heading for \(pending)"
+                let outcome: String =
+                    switch transport.phase {
+                    case .prerolling: ": loading it again at \(position.clock)"
+                    case .outputLost: ", again: paused at \(position.clock) until Play tries again"
+                    default: ""
+                    }
                 logger.info(
-                    "the pipeline had not confirmed \(asked) for \(name(of: load)) within \(StreamWatch.seconds(Self.stateCheckDelay)): it is \(current), \(pending == .voidPending ? "with no change under way" : "heading for \(pending)")"
+                    "the pipeline had not confirmed \(asked) for \(checked) within \(StreamWatch.seconds(Self.stateCheckDelay)): it is \(current), \(state)\(outcome)"
                 )
             }
             run(actions)
@@ -207,7 +216,8 @@ extension Engine {
         // While the audio stands, the progress watch holds the clock where it is.
         guard let reported, transport.isSettledLoad, !progress.isHolding, at >= clock.stamp else { return }
         let predicted = clock.position(at: at)
-        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return }
+        guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: pipeline.handoff.hasCommitted)
+        else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
         clock.set(reported, rate: transport.isPlaying ? rate : 0, at: at)
         owner?.engineChanged(.transport)

@@ -89,6 +89,9 @@ package struct Transport: Sendable, Equatable {
     /// so that clients hear of the new timing.
     private(set) var loads = 0
     private var settledLoad = 0
+    /// The load whose change toward `intent` a state check found still under way: found so
+    /// at the next check too, the change is taken for stalled.
+    private var changeUnderWay: Int?
 
     /// Loaded, and the pipeline confirmed PLAYING.
     var isPlaying: Bool {
@@ -309,10 +312,37 @@ package struct Transport: Sendable, Equatable {
 
     /// What the pipeline says its state is, when asked because it has not confirmed the one
     /// asked for within a while (see ``awaitsState``): settled if it is there, asked again if
-    /// it is not heading there. A change still under way is left to finish.
-    mutating func stateChecked(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
-        guard awaitsState else { return [] }
-        return settleIfReached(current: current, pending: pending)
+    /// it is not heading there. A change still under way is left to finish once; found under
+    /// way at the next check as well, it is taken for stalled (GStreamer can leave playbin's
+    /// change to PLAYING under way for good after a gapless switch, with nothing flowing and
+    /// no message to come): the entry is loaded again where it was, from NULL, as for a
+    /// pipeline that got stuck, and stalled once more it pauses there until Play.
+    mutating func stateChecked(
+        current: Pipeline.State, pending: Pipeline.State, position: Duration = .zero
+    ) -> [Action] {
+        guard awaitsState, case .loaded(let load, _) = phase else { return [] }
+        let wanted: Pipeline.State = intent == .playing ? .playing : .paused
+        guard pending == wanted, current != wanted else {
+            changeUnderWay = nil
+            return settleIfReached(current: current, pending: pending)
+        }
+        guard changeUnderWay == loads else {
+            changeUnderWay = loads
+            return []
+        }
+        changeUnderWay = nil
+        let restart = Load(entry: load.entry, uri: load.uri, position: position)
+        guard retryingAfterStuck != load.entry else {
+            retryingAfterStuck = nil
+            phase = .outputLost(restart, at: position)
+            intent = .paused
+            status = .paused
+            settledEntry = load.entry
+            return [.unload(fresh: true), .publish]
+        }
+        retryingAfterStuck = load.entry
+        pipelineFailed = true
+        return start(restart)
     }
 
     /// A state change GStreamer refused at once (the errors it queued were reported first).
