@@ -113,6 +113,9 @@ extension Engine {
                 logger.info(
                     "\(name(of: load)) ended at \(at.clock) of \((length ?? .zero).clock), before its end: loading it again there"
                 )
+                // From NULL: the pipeline that ended it keeps, through READY, what made it end
+                // (its next load ended again during its preroll, and the track was lost).
+                transport.noteFailure()
                 return reload(at: at)
             case .endedEarlyAgain:
                 logger.info("\(name(of: load)) ended early again, at \(position.clock): going on")
