@@ -89,17 +89,9 @@ extension Benchmark {
                 byRound[kind, default: []].append(run.latencies)
             }
         }
-        for (label, p) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
-            var row = Row(
-                figure: "PlayPause → PropertiesChanged(PlaybackStatus), \(label)", unit: "ms", better: .lower,
-                decimals: 2)
-            for kind in PlayerKind.allCases {
-                row[kind] = .success(
-                    Measure(
-                        value: (all[kind] ?? []).percentile(p), rounds: (byRound[kind] ?? []).map { $0.percentile(p) }))
-            }
-            report.add(row)
-        }
+        addLatencyRows(
+            "PlayPause → PropertiesChanged(PlaybackStatus)", [("p50", 50), ("p99", 99), ("max", 100)], all: all,
+            byRound: byRound)
         report.note(
             "PlayPause: \(count) toggles per player per round, \(settings.rounds) rounds (\(count * settings.rounds) per player), each sent after a random think time uniform in 0–\(Int(settings.thinkTime.inMilliseconds)) ms (the same sequence for both players) and timed from the call to the PropertiesChanged that carries the new PlaybackStatus. Percentiles are over all toggles; brackets give the per-round range. mpv-mpris sends property changes from a 100 ms timer (it batches them), so its latency is spread evenly over 0–100 ms by design."
         )
@@ -156,8 +148,23 @@ extension Benchmark {
                 cpuPerSeek[kind, default: []].append(run.cpu / Double(settings.seeks) * 1e3)
             }
         }
-        for (label, p) in [("p50", 50.0), ("p99", 99.0)] {
-            var row = Row(figure: "Seek → Seeked, \(label)", unit: "ms", better: .lower, decimals: 2)
+        addLatencyRows("Seek → Seeked", [("p50", 50), ("p99", 99)], all: all, byRound: byRound)
+        var cpuRow = Row(figure: "player CPU time per Seek (playing)", unit: "ms", better: .lower, decimals: 2)
+        for kind in PlayerKind.allCases { cpuRow[kind] = .success(Measure(rounds: cpuPerSeek[kind] ?? [])) }
+        report.add(cpuRow)
+        report.note(
+            "Seek: \(settings.seeks) seeks per player per round, \(settings.rounds) rounds, while playing: SetPosition to 20 s, then relative seeks of alternately +5 s and −5 s, each sent once the previous Seeked arrived."
+        )
+    }
+
+    /// A row of latencies in milliseconds for each percentile: of every sample of a player
+    /// pooled, with the range of each round's own percentile.
+    private func addLatencyRows(
+        _ figure: String, _ percentiles: [(label: String, p: Double)], all: [PlayerKind: [Double]],
+        byRound: [PlayerKind: [[Double]]]
+    ) {
+        for (label, p) in percentiles {
+            var row = Row(figure: "\(figure), \(label)", unit: "ms", better: .lower, decimals: 2)
             for kind in PlayerKind.allCases {
                 row[kind] = .success(
                     Measure(
@@ -165,11 +172,5 @@ extension Benchmark {
             }
             report.add(row)
         }
-        var cpuRow = Row(figure: "player CPU time per Seek (playing)", unit: "ms", better: .lower, decimals: 2)
-        for kind in PlayerKind.allCases { cpuRow[kind] = .success(Measure(rounds: cpuPerSeek[kind] ?? [])) }
-        report.add(cpuRow)
-        report.note(
-            "Seek: \(settings.seeks) seeks per player per round, \(settings.rounds) rounds, while playing: SetPosition to 20 s, then relative seeks of alternately +5 s and −5 s, each sent once the previous Seeked arrived."
-        )
     }
 }

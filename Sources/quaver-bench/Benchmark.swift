@@ -59,11 +59,7 @@ final class Benchmark {
 
     /// Finds the programs, empties the work folder and generates the tracks.
     private func setUp() async throws -> Programs {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
-        }
+        let quaver = try quaverBinary(settings.quaver)
         guard let mpv = Tools.find(settings.mpv)?.path else {
             throw HarnessError("mpv is not installed (apt-get install mpv mpv-mpris)")
         }

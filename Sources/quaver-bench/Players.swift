@@ -60,6 +60,17 @@ func touch(_ file: URL) -> URL {
     return file
 }
 
+/// The quaver binary: `path`, or the one beside quaver-bench; throws when no program is
+/// there.
+func quaverBinary(_ path: String?) throws -> String {
+    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let quaver = path ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+    guard FileManager.default.isExecutableFile(atPath: quaver) else {
+        throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+    }
+    return quaver
+}
+
 /// The work folder (`path`, or `name` in the temporary folder), emptied of the previous run
 /// (but never a folder quaver-bench did not make) and marked as quaver-bench's.
 func prepareWorkDir(_ path: String?, default name: String) throws -> URL {

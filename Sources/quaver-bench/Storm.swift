@@ -42,11 +42,7 @@ final class StormBenchmark {
 
     /// Finds the programs, empties the work folder and generates the queue.
     private func setUp() async throws {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
-        }
+        let quaver = try quaverBinary(settings.quaver)
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-storm")
         programs = Programs(
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
