@@ -60,6 +60,34 @@ func touch(_ file: URL) -> URL {
     return file
 }
 
+/// The quaver binary: `path`, or the one beside quaver-bench; throws when no program is
+/// there.
+func quaverBinary(_ path: String?) throws -> String {
+    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let quaver = path ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+    guard FileManager.default.isExecutableFile(atPath: quaver) else {
+        throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+    }
+    return quaver
+}
+
+/// The work folder (`path`, or `name` in the temporary folder), emptied of the previous run
+/// (but never a folder quaver-bench did not make) and marked as quaver-bench's.
+func prepareWorkDir(_ path: String?, default name: String) throws -> URL {
+    let workDir = URL(fileURLWithPath: path ?? FileManager.default.temporaryDirectory.appendingPathComponent(name).path)
+    let marker = workDir.appendingPathComponent(".quaver-bench")
+    let existing = (try? FileManager.default.contentsOfDirectory(atPath: workDir.path)) ?? []
+    if !existing.isEmpty {
+        guard FileManager.default.fileExists(atPath: marker.path) else {
+            throw HarnessError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
+        }
+        try FileManager.default.removeItem(at: workDir)
+    }
+    try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+    touch(marker)
+    return workDir
+}
+
 /// One player on its own private bus, with a client connection that stamps every signal the
 /// player sends as it arrives. At most one process of the player runs at a time.
 @MainActor
