@@ -60,11 +60,7 @@ final class LoudnessBenchmark {
 
     /// Measures every variant `loudnessRounds` times and returns the markdown table.
     func run() async throws -> String {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = quaverPath ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
-        }
+        let quaver = try quaverBinary(quaverPath)
         let workDir = try prepareWorkDir(workDirPath, default: "quaver-bench-loudness")
         var programs = Programs(
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
