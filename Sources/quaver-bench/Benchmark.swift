@@ -81,12 +81,7 @@ final class Benchmark {
             workDir: workDir)
 
         log("generating 3 tagged FLAC tracks of 60 s")
-        programs.tracks = try await Tools.makeTestTracks(
-            quaver, into: workDir.appendingPathComponent("tracks"), ["--track-count", "3", "--track-seconds", "60"],
-            registry: programs.gstRegistry)
-        guard programs.tracks.count == 3 else {
-            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
-        }
+        programs.tracks = try await programs.makeTracks(3, seconds: "60")
 
         let quaverVersion = try await Tools.run([quaver, "--version"]).output.trimmingCharacters(
             in: .whitespacesAndNewlines)

@@ -132,12 +132,7 @@ final class FootprintBenchmark {
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
         log("generating a tagged FLAC track of 60 s")
-        programs.tracks = try await Tools.makeTestTracks(
-            quaver, into: workDir.appendingPathComponent("tracks"), ["--track-count", "1", "--track-seconds", "60"],
-            registry: programs.gstRegistry)
-        guard programs.tracks.count == 1 else {
-            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
-        }
+        programs.tracks = try await programs.makeTracks(1, seconds: "60")
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
             let folder = workDir.appendingPathComponent("queue")

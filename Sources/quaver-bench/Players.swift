@@ -36,6 +36,18 @@ struct Programs: Sendable {
     /// One GStreamer plugin registry for every Quaver of the run, made by the first one.
     var gstRegistry: String { workDir.appendingPathComponent("gst-registry.bin").path }
 
+    /// Makes `count` generated FLAC tracks of `seconds` each in the work folder with
+    /// `quaver --make-test-tracks`: the tracks every player plays.
+    func makeTracks(_ count: Int, seconds: String) async throws -> [String] {
+        let made = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"),
+            ["--track-count", String(count), "--track-seconds", seconds], registry: gstRegistry)
+        guard made.count == count else {
+            throw HarnessError("quaver --make-test-tracks did not make \(count) tracks: \(made)")
+        }
+        return made
+    }
+
     /// The command line that starts `kind` as an ordinary daemon on its bus: silent output
     /// that keeps real time, the benchmark's tracks, paused or playing.
     func daemonCommand(_ kind: PlayerKind, paused: Bool) -> [String] {

@@ -48,12 +48,7 @@ final class StormBenchmark {
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
             workDir: workDir)
         log("generating \(settings.tracks) tagged FLAC tracks of 0.5 s")
-        programs.tracks = try await Tools.makeTestTracks(
-            quaver, into: workDir.appendingPathComponent("tracks"),
-            ["--track-count", String(settings.tracks), "--track-seconds", "0.5"], registry: programs.gstRegistry)
-        guard programs.tracks.count == settings.tracks else {
-            throw HarnessError("quaver --make-test-tracks did not make \(settings.tracks) tracks: \(programs.tracks)")
-        }
+        programs.tracks = try await programs.makeTracks(settings.tracks, seconds: "0.5")
         let version = try await Tools.run([quaver, "--version"]).output.trimmingCharacters(in: .whitespacesAndNewlines)
         let load = loadAverage()
         notes.append(
