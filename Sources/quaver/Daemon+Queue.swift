@@ -73,7 +73,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                         )
                     }
                     done?(count)
-                    saveState()
+                    session.saveNow()
                 }
             }
         }

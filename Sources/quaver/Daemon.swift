@@ -45,15 +45,8 @@ final class Daemon {
     /// Pauses before the system sleeps (nil without a system bus).
     private var sleepGuard: SleepGuard?
     let store: StateStore
-    /// What was last written, so that nothing is rewritten when nothing changed.
-    var savedState: SavedState?
-    var savedQueueRevision: Int?
-    private var saveScheduled = false
-    /// Writes the session in order, off the main queue.
-    let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
-    var isWritingSave = false
-    var queueSaveDue = false
-    var stateSaveDue: SavedState?
+    /// Writes the saved session when it changes, off the main actor.
+    let session: SessionSaver
     /// Media being expanded in the background; the session is saved once it is all in.
     var loadsInProgress = 0
     var loadGeneration = 0
@@ -81,6 +74,7 @@ final class Daemon {
         self.options = options
         self.logger = logger
         store = StateStore(folder: Paths.state, logger: logger)
+        session = SessionSaver(store: store, logger: logger)
         artwork = ArtworkCache(folder: Paths.artwork, logger: logger)
         artworkReader = Discoverer(artwork: artwork)
         player = try Player(
@@ -94,6 +88,7 @@ final class Daemon {
         mpris.quitHandler = { [weak self] in self?.shutdown(status: .success, reason: "asked to quit over D-Bus") }
         bindCommands()
         mpris.trackList = self
+        session.source = self
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -142,7 +137,7 @@ final class Daemon {
         let restored = options.items.isEmpty && options.resume ? store.load() : nil
         if let (state, queue) = restored {
             player.enqueue(queue)
-            savedQueueRevision = player.queueRevision
+            session.restored(queueRevision: player.queueRevision)
             if options.volume == nil { player.setVolume(state.volume) }
             player.setRate(state.rate)
             player.setRepeatMode(Player.RepeatMode(rawValue: state.loop) ?? .off)
@@ -326,23 +321,8 @@ final class Daemon {
         syncNowPlaying(republishTiming: change == .transport)
         if change == .transport, mpris.busName == nil, !isStarting { ownNameOrExit() }
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
-        if change != .metadata { setNeedsSave() }
+        if change != .metadata { session.setNeedsSave() }
         player.readInfoAhead(trackListWindow())
-    }
-
-    /// Saves the session after this turn of the main queue, so that the PropertiesChanged
-    /// and Seeked signals the change caused (queued the same way, earlier) go out before
-    /// the file is written and synced: clients are not kept waiting on the disk.
-    private func setNeedsSave() {
-        guard !saveScheduled else { return }
-        saveScheduled = true
-        DispatchQueue.main.async { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self else { return }
-                self.saveScheduled = false
-                self.saveState()
-            }
-        }
     }
 
     // MARK: - Lifecycle
@@ -362,17 +342,17 @@ final class Daemon {
         signalSources.append(makeReloadSource())
     }
 
-    /// Releases the bus name, stops the pipeline and exits.
+    /// Writes the session, releases the bus name, stops the pipeline and exits.
     func shutdown(status: ExitCode, reason: String) {
         logger.info("stopping: \(reason)")
         loadsInProgress = 0
-        saveState()
-        finishSaving()
-        player.gainCache?.flush()
-        mpris.unregister()
-        connection?.flush()
-        // Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
-        Exit.after({ [player] in player.shutdown(done: $0) }, status: status)
+        session.close { [self] in
+            player.gainCache?.flush()
+            mpris.unregister()
+            connection?.flush()
+            // Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
+            Exit.after({ [player] in player.shutdown(done: $0) }, status: status)
+        }
     }
 }
 
