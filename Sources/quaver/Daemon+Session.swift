@@ -3,7 +3,7 @@ import Playback
 /// The saved session as the player shows it: what ``SessionSaver`` writes.
 extension Daemon: SessionSource {
     func sessionSnapshot() -> SessionSave.Snapshot? {
-        guard connection != nil, loadsInProgress == 0 else { return nil }  // not before the session is restored
+        guard connection != nil, !loads.isLoading else { return nil }  // not before the session is restored
         let position = player.status == .stopped ? .zero : (player.position ?? .zero)
         let state = SavedState(
             queueCount: player.count, current: player.currentIndex,

@@ -129,6 +129,12 @@ struct SessionSave: Equatable {
         return [.writeLast(due)]
     }
 
+    /// The daemon ends without saving (another process owns the name, or the bus is gone):
+    /// nothing more is written.
+    mutating func abandon() {
+        phase = .closed
+    }
+
     /// What `snapshot` has that was not written, now counted as written.
     private mutating func takeDue(_ snapshot: Snapshot) -> Due {
         var due = Due()

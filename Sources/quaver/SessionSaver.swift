@@ -57,6 +57,11 @@ final class SessionSaver {
         run(save.close(source?.sessionSnapshot()), closed: done)
     }
 
+    /// Writes nothing more (the daemon ends without saving); a write under way finishes.
+    func abandon() {
+        save.abandon()
+    }
+
     private func run(_ actions: [SessionSave.Action], closed: (@MainActor @Sendable () -> Void)? = nil) {
         for action in actions {
             switch action {

@@ -14,6 +14,7 @@ struct SessionSaveTests {
         case save(SessionSave.Snapshot?)
         case writeFinished
         case close(SessionSave.Snapshot?)
+        case abandon
 
         var description: String {
             switch self {
@@ -23,6 +24,7 @@ struct SessionSaveTests {
             case .save(let snapshot): "save(\(Self.name(snapshot)))"
             case .writeFinished: "writeFinished"
             case .close(let snapshot): "close(\(Self.name(snapshot)))"
+            case .abandon: "abandon"
             }
         }
 
@@ -120,6 +122,12 @@ struct SessionSaveTests {
             name: "nothing is written after closing: the write under way ends",
             inputs: [.save(a), .save(b), .close(b), .writeFinished], actions: [], phase: .closed),
         Row(
+            name: "abandoned: nothing more is written", inputs: [.save(a), .abandon, .save(c)], actions: [],
+            phase: .closed),
+        Row(
+            name: "abandoned: the write under way ends, nothing after it",
+            inputs: [.save(a), .save(b), .abandon, .writeFinished], actions: [], phase: .closed),
+        Row(
             name: "closing twice writes nothing more", inputs: [.close(a), .close(c)], actions: [.writeLast(.init())],
             phase: .closed),
     ]
@@ -138,6 +146,9 @@ struct SessionSaveTests {
             case .save(let snapshot): actions = save.save(snapshot)
             case .writeFinished: actions = save.writeFinished()
             case .close(let snapshot): actions = save.close(snapshot)
+            case .abandon:
+                save.abandon()
+                actions = []
             }
         }
         #expect(actions == row.actions, "after \(row.inputs)")
