@@ -1,6 +1,4 @@
-import Dispatch
 import FoundationEssentials
-import Glibc
 import Logging
 import Playback
 
@@ -43,16 +41,6 @@ extension Daemon {
     /// SIGHUP reads `quaver.conf` again: its loudness keys apply from the next track (the
     /// one playing, and one already handed over for a gapless switch, keep their gain). A
     /// file with an error changes nothing, and says why.
-    func makeReloadSource() -> any DispatchSourceSignal {
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-        source.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.reloadLoudness() }
-        }
-        source.resume()
-        return source
-    }
-
     func reloadLoudness() {
         let config: Config
         do {

@@ -39,7 +39,8 @@ final class Daemon {
     let mpris: MPRISServer
     /// The session bus, from `start` on.
     private(set) var connection: Connection?
-    private var signalSources: [any DispatchSourceSignal] = []
+    /// SIGINT, SIGTERM and SIGHUP, answered from `start` on.
+    private let signals = Signals()
     /// Pauses before the system sleeps (nil without a system bus).
     private var sleepGuard: SleepGuard?
     let store: StateStore
@@ -184,19 +185,12 @@ final class Daemon {
 
     // MARK: - Lifecycle
 
+    /// SIGINT and SIGTERM end the daemon as Quit does (the session written, the name
+    /// released); SIGHUP reads `quaver.conf` again (see `reloadLoudness`).
     private func installSignalHandlers() {
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { [weak self] in
-                MainActor.assumeIsolated {
-                    self?.end(.asked(signalNumber == SIGINT ? "interrupted" : "terminated"))
-                }
-            }
-            source.resume()
-            signalSources.append(source)
-        }
-        signalSources.append(makeReloadSource())
+        signals.answer(SIGINT) { [weak self] in self?.end(.asked("interrupted")) }
+        signals.answer(SIGTERM) { [weak self] in self?.end(.asked("terminated")) }
+        signals.answer(SIGHUP) { [weak self] in self?.reloadLoudness() }
     }
 
     /// Ends the daemon for `ending`, once: see ``Startup/end(_:)``.
