@@ -26,16 +26,23 @@ extension Daemon {
             case .saveAndExit(let success):
                 loads.abandon()
                 session.close { [self] in
-                    player.gainCache?.flush()
-                    mpris.unregister()
-                    connection?.flush()
-                    exitAfterRelease(success: success)
+                    flushGainCache { [self] in
+                        mpris.unregister()
+                        connection?.flush()
+                        exitAfterRelease(success: success)
+                    }
                 }
             case .exit(let success):
                 session.abandon()
                 exitAfterRelease(success: success)
             }
         }
+    }
+
+    /// Calls `done` once the measured gains are on disk, without waiting on the main actor.
+    private func flushGainCache(then done: @escaping @MainActor @Sendable () -> Void) {
+        guard let cache = player.gainCache else { return done() }
+        cache.flush(then: done)
     }
 
     /// Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
