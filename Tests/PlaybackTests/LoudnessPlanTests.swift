@@ -179,9 +179,9 @@ struct GainCacheTests {
     /// lost.
     @MainActor
     @Test func aMeasurementStoredWhileTheFileIsReadIsKeptWithIt() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "quaver-gaincache-\(UUID().uuidString)/quaver")
-        defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.path("quaver")
         let logger = Logger(label: "test")
         let old = TrackSignature(path: "/music/old.flac", size: 10, modified: 20)
         let new = TrackSignature(path: "/music/new.flac", size: 30, modified: 40)

@@ -33,13 +33,7 @@ struct SessionSaveTests {
         }
     }
 
-    struct Row: CustomTestStringConvertible, Sendable {
-        var name: String
-        var inputs: [Input]
-        var actions: [SessionSave.Action]
-        var phase: SessionSave.Phase
-        var testDescription: String { name }
-    }
+    typealias Row = TableRow<Input, SessionSave.Action, SessionSave.Phase>
 
     static func state(_ position: Int64) -> SavedState {
         SavedState(queueCount: 3, current: 1, position: position, volume: 1, rate: 1, loop: "off", shuffle: false)

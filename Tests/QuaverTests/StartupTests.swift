@@ -22,13 +22,7 @@ struct StartupTests {
         }
     }
 
-    struct Row: CustomTestStringConvertible, Sendable {
-        var name: String
-        var inputs: [Input]
-        var actions: [Startup.Action]
-        var phase: Startup.Phase
-        var testDescription: String { name }
-    }
+    typealias Row = TableRow<Input, Startup.Action, Startup.Phase>
 
     static let finding = Startup.Phase.findingFirstState(deadline: Startup.nameOwnershipDeadline)
     static let findingDemo = Startup.Phase.findingFirstState(deadline: Startup.demoNameOwnershipDeadline)
