@@ -122,6 +122,8 @@ let package = Package(
                 "AudioCheck", "TestKit",
             ]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
+        // The daemon's pure decisions (the session save, the start-up), through `@testable import`.
+        .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom"]),
     ],
     swiftLanguageModes: [.v6]
 )
