@@ -200,18 +200,15 @@ public final class Discoverer: Sendable {
     private static func read(_ uri: String, timeout: Duration, artwork: ArtworkCache?) -> Result<TrackInfo, MediaError>
     {
         GStreamer.initialize()
-        var error: UnsafeMutablePointer<GError>?
-        guard let discoverer = gst_discoverer_new(GstClockTime(timeout.nanoseconds), &error) else {
-            defer { if let error { g_error_free(error) } }
-            return .failure(
-                MediaError("cannot create a discoverer: \(error.map { String(cString: $0.pointee.message) } ?? "?")"))
+        let made = GStreamerError.catching { gst_discoverer_new(GstClockTime(timeout.nanoseconds), &$0) }
+        guard let discoverer = made.value else {
+            return .failure(MediaError("cannot create a discoverer: \(made.error?.message ?? "?")"))
         }
         defer { g_object_unref(UnsafeMutableRawPointer(discoverer)) }
         cshims_discoverer_decode_audio_only(UnsafeMutableRawPointer(discoverer))
-        let info = gst_discoverer_discover_uri(discoverer, uri, &error)
+        let (info, error) = GStreamerError.catching { gst_discoverer_discover_uri(discoverer, uri, &$0) }
         defer { if let info { g_object_unref(UnsafeMutableRawPointer(info)) } }
-        let message = error.map { String(cString: $0.pointee.message) }
-        if let error { g_error_free(error) }
+        let message = error?.message
         guard let info else { return .failure(MediaError(message ?? "unreadable")) }
 
         switch gst_discoverer_info_get_result(info) {

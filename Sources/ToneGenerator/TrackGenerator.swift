@@ -220,13 +220,10 @@ public enum TrackGenerator {
     private static func run(
         _ description: String, what: String, configure: (UnsafeMutablePointer<GstBin>) throws -> Void
     ) throws {
-        var error: UnsafeMutablePointer<GError>?
-        guard let pipeline = gst_parse_launch(description, &error) else {
-            defer { if let error { g_error_free(error) } }
-            throw MediaError(
-                "cannot build the generator pipeline: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
+        let (parsed, error) = GStreamerError.catching { gst_parse_launch(description, &$0) }
+        guard let pipeline = parsed else {
+            throw MediaError("cannot build the generator pipeline: \(error?.message ?? "?")")
         }
-        if let error { g_error_free(error) }
         defer {
             gst_element_set_state(pipeline, GST_STATE_NULL)
             gst_object_unref(pipeline)
@@ -243,10 +240,7 @@ public enum TrackGenerator {
         }
         defer { gst_message_unref(message) }
         if message.pointee.type == GST_MESSAGE_ERROR {
-            var gerror: UnsafeMutablePointer<GError>?
-            gst_message_parse_error(message, &gerror, nil)
-            defer { if let gerror { g_error_free(gerror) } }
-            throw MediaError("rendering \(what) failed: \(gerror.map { String(cString: $0.pointee.message) } ?? "?")")
+            throw MediaError("rendering \(what) failed: \(GStreamerError.of(message).error?.message ?? "?")")
         }
     }
 }
