@@ -9,13 +9,12 @@ extension Conductor {
     func loudnessPlan(for id: UInt64) -> LoudnessPlan? {
         guard let index = queue.index(of: id) else { return nil }
         let entry = queue[index]
-        let loudness = host.loudness
         let tags = entry.info?.replayGain
         var signature: TrackSignature?
         var measured: MeasuredGain?
         if loudness.mode != .off, tags == nil, let known = entry.info?.signature {
             signature = known
-            measured = host.gainCache?.gain(for: known)
+            measured = gainCache?.gain(for: known)
         }
         let albumGain = Loudness.usesAlbumGain(
             loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
@@ -62,6 +61,6 @@ extension Conductor {
         logger.debug(
             "measured \(MediaSources.displayName(signature.path)): gain \(Loudness.describe(gain.gain)), peak \(gain.peak)"
         )
-        host.gainCache?.store(gain, for: signature)
+        gainCache?.store(gain, for: signature)
     }
 }

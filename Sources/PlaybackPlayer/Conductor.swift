@@ -20,6 +20,12 @@ final class Conductor: EngineOwner {
     private var consecutiveFailures = 0
     /// Whether the end of the sound server's interruption resumes playback.
     private var interruption = Interruption()
+    /// Playback stopped because the queue ran out, not because someone stopped it.
+    var ranOut = false
+    /// How loudness is levelled.
+    var loudness = LoudnessSettings()
+    /// The gains measured for tracks without tags (nil: none are kept).
+    var gainCache: GainCache?
 
     init(host: any PlayerHost, engine: Engine, catalog: Catalog, logger: Logger) {
         self.host = host
@@ -49,7 +55,7 @@ final class Conductor: EngineOwner {
             host.setCurrent(host.selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil })
         } else if let id = transport.settledEntry, let index = queue.index(of: id) {
             consecutiveFailures = 0
-            host.setRanOut(false)
+            ranOut = false
             if !host.isReadingBeforeLoad, transport.upcomingEntry == id { host.select(index) }
             catalog.fillInInfo(at: index)
             host.setCurrent(queue[index])
@@ -83,7 +89,7 @@ final class Conductor: EngineOwner {
                 host.select(index)
                 host.announce(.entryInfo(id))
             }
-            host.setRanOut(true)  // before clients hear of the stop, so that they see why
+            ranOut = true  // before clients hear of the stop, so that they see why
             engine.stop()
             return
         }
@@ -108,7 +114,7 @@ final class Conductor: EngineOwner {
             return
         }
         logger.debug("end of the queue")
-        host.setRanOut(true)
+        ranOut = true
         engine.stop()
     }
 

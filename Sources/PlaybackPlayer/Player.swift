@@ -47,15 +47,22 @@ public final class Player {
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
-    /// How loudness is levelled: a change applies from the next track on.
-    public var loudness = LoudnessSettings() {
-        didSet {
+    /// How loudness is levelled: a change applies from the next track on. The conductor
+    /// keeps it, with the loudness plans it makes.
+    public var loudness: LoudnessSettings {
+        get { conductor.loudness }
+        set {
+            guard newValue != conductor.loudness else { return }
+            conductor.loudness = newValue
             // The track handed over already keeps the gain it was given.
-            if loudness != oldValue, !engine.hasHandedOver { conductor.prepareNext() }
+            if !engine.hasHandedOver { conductor.prepareNext() }
         }
     }
-    /// The gains measured for tracks without tags (nil: none are kept).
-    public var gainCache: GainCache?
+    /// The gains measured for tracks without tags (nil: none are kept), kept by the conductor.
+    public var gainCache: GainCache? {
+        get { conductor.gainCache }
+        set { conductor.gainCache = newValue }
+    }
 
     /// Plays one entry at a time: the only owner of the pipeline.
     let engine: Engine
@@ -81,8 +88,9 @@ public final class Player {
     var pendingRead: PendingRead?
     var readGeneration = 0
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
-    /// because someone stopped it: tracks queued now may go on from there.
-    public private(set) var ranOut = false
+    /// because someone stopped it: tracks queued now may go on from there. The conductor,
+    /// which stops there, keeps it.
+    public var ranOut: Bool { conductor.ranOut }
     /// The factory names of the elements the loaded stream plays through.
     public var pipelineElementNames: [String] { engine.pipelineElementNames }
     /// How many pipelines GStreamer got stuck in and were replaced.
@@ -128,11 +136,6 @@ public final class Player {
     /// ``current`` is assigned.
     func setCurrent(_ entry: Entry?) {
         current = entry
-    }
-
-    /// Playback stopped because the queue ran out (true), or goes on (false).
-    func setRanOut(_ ranOut: Bool) {
-        self.ranOut = ranOut
     }
 
     /// The index of the selected entry in `entries`.
@@ -233,7 +236,7 @@ public final class Player {
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
         conductor.userActed()
-        ranOut = false
+        conductor.ranOut = false
         pendingRead = nil
         engine.stop()
     }

@@ -22,15 +22,9 @@ protocol PlayerHost: AnyObject {
     var requestedPosition: Duration { get }
     /// Whether a load waits for its entry's tags (the selected entry loads once they are in).
     var isReadingBeforeLoad: Bool { get }
-    /// How loudness is levelled.
-    var loudness: LoudnessSettings { get }
-    /// The gains measured for tracks without tags.
-    var gainCache: GainCache? { get }
 
     /// Makes `entry` the one clients are shown (nil: none).
     func setCurrent(_ entry: QueueEntry?)
-    /// Playback stopped because the queue ran out (true), or plays on (false).
-    func setRanOut(_ ranOut: Bool)
     /// Changes the queued entry at `index` (what was read of it, its failure).
     func updateEntry(at index: Int, _ change: (inout QueueEntry) -> Void)
     /// Selects the entry at `index`.

@@ -18,8 +18,6 @@ final class FakeHost: PlayerHost {
     var requestedStatus = PlaybackStatus.stopped
     var requestedPosition = Duration.zero
     var isReadingBeforeLoad = false
-    var loudness = LoudnessSettings()
-    var gainCache: GainCache?
     /// The commands asked for, in order.
     var asked: [String] = []
     /// The changes announced, in order.
@@ -33,7 +31,6 @@ final class FakeHost: PlayerHost {
 
     func entry(id: UInt64) -> QueueEntry? { queue.index(of: id).map { queue[$0] } }
     func setCurrent(_ entry: QueueEntry?) { current = entry }
-    func setRanOut(_ ranOut: Bool) { asked.append("ran out: \(ranOut)") }
     func updateEntry(at index: Int, _ change: (inout QueueEntry) -> Void) { change(&queue[index]) }
     func select(_ index: Int) { selection.index = index }
     func moveSelection(from: UInt64?, to target: Int, forward: Bool) {
@@ -92,6 +89,18 @@ struct PlayerHostTests {
         catalog.showIfCurrent(0)
         #expect(host.current?.info?.title == "A")
         #expect(host.announced.suffix(2) == [.entryInfo(host.queue[0].id), .metadata])
+        engine.shutdown(done: nil)
+    }
+
+    @Test func theEndOfTheQueueIsTheConductorsToTell() {
+        let conductor = Conductor(host: host, engine: engine, catalog: catalog, logger: log.logger)
+        host.requestedStatus = .playing
+        conductor.advance(from: host.queue[0].id)
+        #expect(host.asked == ["load 1"], "what follows plays")
+        #expect(!conductor.ranOut)
+        conductor.advance(from: host.queue[1].id)
+        #expect(host.asked == ["load 1"], "nothing follows the last entry")
+        #expect(conductor.ranOut, "stopped because the queue ran out")
         engine.shutdown(done: nil)
     }
 
