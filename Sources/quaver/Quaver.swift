@@ -5,6 +5,7 @@ import FoundationEssentials
 import Glibc
 public import Logging
 import Playback
+import ToneGenerator
 
 import class DBus.Connection
 
