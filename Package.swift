@@ -81,10 +81,16 @@ let package = Package(
         ),
         // All the layers, re-exported: what the daemon, the bench and the tests import.
         .target(name: "Playback", dependencies: ["PlaybackPlayer"]),
+        // Renders tagged tones with GStreamer: the demo playlist of `quaver` with no music, and
+        // the media the tests play. Not part of the library: nothing that plays needs it.
+        .target(
+            name: "ToneGenerator",
+            dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims"]
+        ),
         .executableTarget(
             name: "quaver",
             dependencies: [
-                "DBus", "NowPlaying", "Playback", "CSystem",
+                "DBus", "NowPlaying", "Playback", "ToneGenerator", "CSystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -118,10 +124,12 @@ let package = Package(
         .testTarget(
             name: "PlaybackTests",
             dependencies: [
-                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "SeededRandom",
-                "AudioCheck", "TestKit",
+                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "ToneGenerator",
+                "SeededRandom", "AudioCheck", "TestKit",
             ]),
         .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
+        // The daemon's pure decisions (the session save, the start-up), through `@testable import`.
+        .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -32,10 +32,9 @@ public enum GStreamer {
         initialize()
         let sink: UnsafeMutablePointer<GstElement>
         if let description {
-            var error: UnsafeMutablePointer<GError>?
-            guard let parsed = gst_parse_bin_from_description(description, 1, &error) else {
-                let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
-                if let error { g_error_free(error) }
+            let (parsed, error) = GStreamerError.catching { gst_parse_bin_from_description(description, 1, &$0) }
+            guard let parsed else {
+                let reason = error?.message ?? "unknown error"
                 return .failure(MediaError("'\(description)' is not a valid sink: \(reason)"))
             }
             sink = UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: GstElement.self)
@@ -86,5 +85,56 @@ extension OpaquePointer {
     package var bin: UnsafeMutablePointer<GstBin> { UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstBin.self) }
     package var object: UnsafeMutablePointer<GstObject> {
         UnsafeMutableRawPointer(self).assumingMemoryBound(to: GstObject.self)
+    }
+}
+
+/// An error GStreamer or GLib reported (a `GError`), read into Swift: its text, domain and
+/// code. The one owner of every `GError` Quaver receives: each is read here and freed here,
+/// at once, so that no other code frees one (or forgets to).
+package struct GStreamerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, in GStreamer's words.
+    package var message: String
+    /// The name of the error's domain, such as `gst-stream-error-quark`.
+    package var domain: String
+    /// The error's code within its domain.
+    package var code: Int32
+
+    package var description: String { message }
+
+    /// Reads `error` and frees it; nil when there is none.
+    package init?(taking error: UnsafeMutablePointer<GError>?) {
+        guard let error else { return nil }
+        defer { g_error_free(error) }
+        message = error.pointee.message.map { String(cString: $0) } ?? ""
+        domain = g_quark_to_string(error.pointee.domain).map { String(cString: $0) } ?? ""
+        code = error.pointee.code
+    }
+
+    /// Calls `body` with the place for an error that GLib's functions fill in, and gives what
+    /// it returned with the error it reported, read and freed. A call that succeeds may
+    /// report an error too (a warning): that one is freed all the same.
+    package static func catching<Value>(
+        _ body: (inout UnsafeMutablePointer<GError>?) -> Value
+    ) -> (value: Value, error: GStreamerError?) {
+        var error: UnsafeMutablePointer<GError>?
+        let value = body(&error)
+        return (value, GStreamerError(taking: error))
+    }
+
+    /// The error, warning or information a bus message carries, with its debug text, both
+    /// freed; nil and nil for a message of another type.
+    package static func of(
+        _ message: UnsafeMutablePointer<GstMessage>
+    ) -> (error: GStreamerError?, debug: String?) {
+        var error: UnsafeMutablePointer<GError>?
+        var debug: UnsafeMutablePointer<gchar>?
+        switch message.pointee.type {
+        case GST_MESSAGE_ERROR: gst_message_parse_error(message, &error, &debug)
+        case GST_MESSAGE_WARNING: gst_message_parse_warning(message, &error, &debug)
+        case GST_MESSAGE_INFO: gst_message_parse_info(message, &error, &debug)
+        default: return (nil, nil)
+        }
+        defer { g_free(debug) }
+        return (GStreamerError(taking: error), debug.map { String(cString: $0) })
     }
 }

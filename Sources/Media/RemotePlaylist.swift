@@ -39,10 +39,9 @@ enum RemotePlaylist {
     /// be read within `timeout`.
     static func fetch(_ uri: String, limit: Int, timeout: Duration = timeout) -> LocalFiles.Contents {
         GStreamer.initialize()
-        var error: UnsafeMutablePointer<GError>?
-        guard let source = gst_element_make_from_uri(GST_URI_SRC, uri, nil, &error) else {
-            defer { if let error { g_error_free(error) } }
-            return .refused(error.map { String(cString: $0.pointee.message) } ?? "no GStreamer source for it")
+        let (made, error) = GStreamerError.catching { gst_element_make_from_uri(GST_URI_SRC, uri, nil, &$0) }
+        guard let source = made else {
+            return .refused(error?.message ?? "no GStreamer source for it")
         }
         guard let pipeline = gst_pipeline_new(nil), let sink = gst_element_factory_make("fakesink", nil) else {
             gst_object_unref(source)
@@ -81,10 +80,7 @@ enum RemotePlaylist {
             guard let message = gst_bus_timed_pop_filtered(bus, 50_000_000, types) else { continue }
             defer { gst_message_unref(message) }
             guard message.pointee.type == GST_MESSAGE_ERROR else { break }
-            var failure: UnsafeMutablePointer<GError>?
-            gst_message_parse_error(message, &failure, nil)
-            defer { if let failure { g_error_free(failure) } }
-            return .refused(failure.map { String(cString: $0.pointee.message) } ?? "unreadable")
+            return .refused(GStreamerError.of(message).error?.message ?? "unreadable")
         }
         let data = received.state.withLock { $0.data }
         return data.count > limit ? .start(data.prefix(limit), size: nil) : .data(data)

@@ -4,8 +4,9 @@
 /// played: a gapless switch into a file, after one that decoded to nothing (libav's ALAC of
 /// half a second), passes on the EOS of the stream before, and playbin ends the new one at
 /// its first sample. A local file that ends more than ``margin`` before its known length is
-/// loaded again, once, where it ended; ending early again, it has ended (a file shorter than
-/// its header says), and what follows plays.
+/// loaded again, once, where it ended, from NULL (the engine's part: a reload through READY
+/// can end at once again); ending early again, it has ended (a file shorter than its header
+/// says), and what follows plays.
 struct EarlyEnd: Sendable, Equatable {
     /// How far before its known length a stream may end and still have played to its end
     /// (the position clock and a header's duration disagree by a fraction of a second).

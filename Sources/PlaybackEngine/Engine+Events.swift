@@ -54,11 +54,20 @@ extension Engine {
             pipeline.queryPosition()
             run(state.transport.seekRefused())
         case .stateChecked(let current, let pending):
-            let actions = state.transport.stateChecked(current: current, pending: pending)
-            if !actions.isEmpty, let load = transport.loaded {
-                let asked = transport.intent == .playing ? "playing" : "paused"
+            let asked = transport.intent == .playing ? "playing" : "paused"
+            let checked = transport.loaded.map { name(of: $0) }
+            let position = clock.position()
+            let actions = state.transport.stateChecked(current: current, pending: pending, position: position)
+            if !actions.isEmpty, let checked {
+                let change = pending == .voidPending ? "with no change under way" : "heading for \(pending)"
+                let outcome: String =
+                    switch transport.phase {
+                    case .prerolling: ": loading it again at \(position.clock)"
+                    case .outputLost: ", again: paused at \(position.clock) until Play tries again"
+                    default: ""
+                    }
                 logger.info(
-                    "the pipeline had not confirmed \(asked) for \(name(of: load)) within \(StreamWatch.seconds(Self.stateCheckDelay)): it is \(current), \(pending == .voidPending ? "with no change under way" : "heading for \(pending)")"
+                    "the pipeline had not confirmed \(asked) for \(checked) within \(StreamWatch.seconds(Self.stateCheckDelay)): it is \(current), \(change)\(outcome)"
                 )
             }
             run(actions)
@@ -173,7 +182,9 @@ extension Engine {
     /// clients are told the new timing.
     private func positionReported(_ reported: Duration?, at: ContinuousClock.Instant) {
         // While the audio stands, the progress watch holds the clock where it is.
-        guard let reported, let predicted = state.positionReported(reported, at: at, holding: isHoldingClock)
+        let nextTaken = pipeline.handoff.hasCommitted
+        guard let reported,
+            let predicted = state.positionReported(reported, at: at, holding: isHoldingClock, nextTaken: nextTaken)
         else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
         owner?.engineChanged(.transport)

@@ -194,19 +194,24 @@ struct EngineState: Sendable {
     }
 
     /// The pipeline said it is at `reported` as of `at`; `holding`: the progress watch holds
-    /// the clock where the audio stands. Returns where the clock had it when the clock takes
-    /// the pipeline's word (clients are then told the new timing), else nil.
-    mutating func positionReported(_ reported: Duration?, at: Instant, holding: Bool) -> Duration? {
+    /// the clock where the audio stands; `nextTaken`: playbin holds the next stream's URI
+    /// (see ``PositionFollow/follows(_:predicted:at:nextTaken:)``). Returns where the clock
+    /// had it when the clock takes the pipeline's word (clients are then told the new
+    /// timing), else nil.
+    mutating func positionReported(_ reported: Duration?, at: Instant, holding: Bool, nextTaken: Bool = false)
+        -> Duration?
+    {
         guard let reported, transport.isSettledLoad, !holding, at >= clock.stamp else { return nil }
         let predicted = clock.position(at: at)
-        guard positionFollow.follows(reported, predicted: predicted, at: at) else { return nil }
+        guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else { return nil }
         clock.set(reported, rate: runningRate, at: at)
         return predicted
     }
 
     /// The loaded stream ended with the output at `reported` (nil: where the clock is at
     /// `now`); `length`: the loaded entry's known length. A file that ended far before it is
-    /// loaded again there, once (see ``EarlyEnd``); otherwise what follows plays. The
+    /// loaded again there, once, from NULL: the pipeline that ended it keeps, through READY,
+    /// what made it end (see ``EarlyEnd``); otherwise what follows plays. The
     /// decision is nil when the stream was not settled (a preroll or seek ended it).
     mutating func endOfStream(at reported: Duration?, length: Duration?, now: Instant)
         -> (decision: EarlyEnd.Decision?, actions: [Transport.Action])
@@ -215,7 +220,10 @@ struct EngineState: Sendable {
         let position = reported ?? clock.position(at: now)
         let decision = earlyEnd.ended(
             load.entry, at: position, length: length, isLocal: MediaSources.isLocal(load.uri))
-        if case .reload(let at) = decision { return (decision, reload(at: at, now: now)) }
+        if case .reload(let at) = decision {
+            let failed = transport.failedElsewhere()
+            return (decision, failed + reload(at: at, now: now))
+        }
         return (decision, transport.endOfStream())
     }
 

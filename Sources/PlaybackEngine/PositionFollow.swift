@@ -40,10 +40,14 @@ struct PositionFollow: Sendable {
 
     /// Whether the clock takes the pipeline's answer `reported`, given `at`, where the clock
     /// puts the stream at that moment (`predicted`): only a drift beyond ``tolerance``, and
-    /// never an answer about the stream a gapless switch just left.
-    func follows(_ reported: Duration, predicted: Duration, at: Instant) -> Bool {
+    /// never an answer about the stream a gapless switch just left. `nextTaken`: playbin
+    /// holds the next stream's URI, so it may already play it while its STREAM_START is on
+    /// its way to the main actor: an answer further back than ``switchSettling`` is that
+    /// stream's, and taking it would show its position beside the current track's metadata.
+    func follows(_ reported: Duration, predicted: Duration, at: Instant, nextTaken: Bool = false) -> Bool {
         if let switchedAt, at - switchedAt < Self.switchSettling { return false }
         let drift = reported - predicted
+        if nextTaken, drift < .zero - Self.switchSettling { return false }
         return drift > Self.tolerance || drift < .zero - Self.tolerance
     }
 

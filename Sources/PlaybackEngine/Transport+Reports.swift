@@ -44,10 +44,33 @@ extension Transport {
 
     /// What the pipeline says its state is, when asked because it has not confirmed the one
     /// asked for within a while (see ``awaitsState``): settled if it is there, asked again if
-    /// it is not heading there. A change still under way is left to finish.
-    mutating func stateChecked(current: Pipeline.State, pending: Pipeline.State) -> [Action] {
-        guard awaitsState else { return [] }
-        return settleIfReached(current: current, pending: pending)
+    /// it is not heading there. A change still under way is left to finish once; found under
+    /// way at the next check as well, it is taken for stalled (GStreamer can leave playbin's
+    /// change to PLAYING under way for good after a gapless switch, with nothing flowing and
+    /// no message to come): the entry is loaded again at `position`, from NULL, as for a
+    /// pipeline that got stuck, and stalled once more it pauses there until Play.
+    mutating func stateChecked(
+        current: Pipeline.State, pending: Pipeline.State, position: Duration = .zero
+    ) -> [Action] {
+        guard awaitsState, case .loaded(let load, let heading, _) = phase else { return [] }
+        guard pending == heading.pipelineState, current != heading.pipelineState else {
+            changeUnderWay = false
+            return settleIfReached(current: current, pending: pending)
+        }
+        guard changeUnderWay else {
+            changeUnderWay = true
+            return []
+        }
+        changeUnderWay = false
+        let restart = load.at(position)
+        guard retryingAfterStuck != load.entry else {
+            retryingAfterStuck = nil
+            state = .active(.outputLost(restart, at: position), shown: Shown(status: .paused, entry: load.entry))
+            return [.unload(fresh: true), .publish]
+        }
+        retryingAfterStuck = load.entry
+        pipelineFailed = true
+        return start(restart, toward: heading)
     }
 
     /// A state change GStreamer refused at once (the errors it queued were reported first).

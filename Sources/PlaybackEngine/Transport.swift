@@ -7,9 +7,9 @@
 /// a failed output and the end of the queue), never for a preroll, a seek's flush, a gapless
 /// switch or buffering.
 ///
-/// The whole of it is ``state``, one value whose cases carry their data, beside two facts
-/// about the pipeline rather than the entry (``rate`` and ``pipelineFailed``) and the entry a
-/// stuck pipeline is being retried with.
+/// The whole of it is ``state``, one value whose cases carry their data, beside facts about
+/// the pipeline rather than the entry: ``rate``, ``pipelineFailed``, the entry a stuck
+/// pipeline is being retried with, and whether a state check found a change under way.
 package struct Transport: Sendable, Equatable {
     package typealias EntryID = UInt64
 
@@ -146,6 +146,9 @@ package struct Transport: Sendable, Equatable {
     var pipelineFailed = false
     /// The entry GStreamer got stuck on and that is being tried once more.
     var retryingAfterStuck: EntryID?
+    /// A state check found the change toward the heading still under way, during the load in
+    /// progress: found so at the next check too, the change is taken for stalled.
+    var changeUnderWay = false
 
     /// A transport that is stopped, at rate 1.
     package init() {}
@@ -257,6 +260,7 @@ package struct Transport: Sendable, Equatable {
         let seek = load.position ?? (rate != 1 ? .zero : nil)
         var shown = self.shown
         shown?.reloaded = true
+        changeUnderWay = false
         state = .active(.prerolling(load, seek: seek, queued: nil, toward: heading), shown: shown)
         let target: Pipeline.State = heading == .playing && seek == nil ? .playing : .paused
         return [.load(load, target, fresh: takeFailure())]

@@ -63,12 +63,9 @@ final class LoudnessChain: @unchecked Sendable {
             ! scaletempo name=loudness-tempo \
             loudness-split. ! audioconvert name=loudness-measure ! audioresample ! rganalysis name=loudness-analysis
             """
-        var error: UnsafeMutablePointer<GError>?
-        guard let parsed = gst_parse_bin_from_description(description, 0, &error) else {
-            if let error { g_error_free(error) }
-            return nil
-        }
-        if let error { g_error_free(error) }
+        // The chain is optional: why it cannot be made (a missing element) is not worth a line.
+        guard let parsed = GStreamerError.catching({ gst_parse_bin_from_description(description, 0, &$0) }).value
+        else { return nil }
         let bin = UnsafeMutableRawPointer(parsed).assumingMemoryBound(to: GstElement.self)
         func element(_ name: String) -> UnsafeMutablePointer<GstElement>? {
             guard let found = gst_bin_get_by_name(OpaquePointer(bin).bin, name) else { return nil }

@@ -73,13 +73,7 @@ extension Pipeline {
         case GST_MESSAGE_EOS:
             return .endOfStream(position: Self.position(of: playbin))
         case GST_MESSAGE_ERROR:
-            var error: UnsafeMutablePointer<GError>?
-            var debug: UnsafeMutablePointer<gchar>?
-            gst_message_parse_error(message, &error, &debug)
-            defer {
-                if let error { g_error_free(error) }
-                g_free(debug)
-            }
+            let (error, debugText) = GStreamerError.of(message)
             var source = "?"
             var uri = loadedURI
             if let object = cshims_message_source(message) {
@@ -92,24 +86,13 @@ extension Pipeline {
                     g_free(decoderURI)
                 }
             }
-            let debugText = debug.map { String(cString: $0) }
             return .error(
-                message: Self.reason(
-                    error.map { String(cString: $0.pointee.message) } ?? "unknown error", debug: debugText,
-                    source: source),
+                message: Self.reason(error?.message ?? "unknown error", debug: debugText, source: source),
                 debug: debugText, source: source, uri: uri, inOutput: Self.isOutput(source))
         case GST_MESSAGE_WARNING:
-            var error: UnsafeMutablePointer<GError>?
-            var debug: UnsafeMutablePointer<gchar>?
-            gst_message_parse_warning(message, &error, &debug)
-            defer {
-                if let error { g_error_free(error) }
-                g_free(debug)
-            }
             let source =
                 cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
-            return .warning(
-                message: error.map { String(cString: $0.pointee.message) } ?? "unknown warning", source: source)
+            return .warning(message: GStreamerError.of(message).error?.message ?? "unknown warning", source: source)
         case GST_MESSAGE_STREAM_START:
             return .streamStart
         case GST_MESSAGE_DURATION_CHANGED:

@@ -78,11 +78,9 @@ package final class Pipeline: @unchecked Sendable {
                 description: "the GStreamer element 'playbin' is missing (install gstreamer1.0-plugins-base)")
         }
         guard let audioSink else { return }
-        var error: UnsafeMutablePointer<GError>?
-        guard let parsed = gst_parse_bin_from_description(audioSink, 1, &error) else {
-            let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
-            if let error { g_error_free(error) }
-            throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(reason)")
+        let (parsed, error) = GStreamerError.catching { gst_parse_bin_from_description(audioSink, 1, &$0) }
+        guard let parsed else {
+            throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(error?.message ?? "unknown error")")
         }
         gst_object_unref(UnsafeMutableRawPointer(parsed))
     }
@@ -118,13 +116,10 @@ package final class Pipeline: @unchecked Sendable {
         }
         let sink: UnsafeMutablePointer<GstElement>?
         if let audioSink {
-            var error: UnsafeMutablePointer<GError>?
-            sink = gst_parse_bin_from_description(audioSink, 1, &error).map {
-                UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstElement.self)
-            }
+            let (parsed, error) = GStreamerError.catching { gst_parse_bin_from_description(audioSink, 1, &$0) }
+            sink = parsed.map { UnsafeMutableRawPointer($0).assumingMemoryBound(to: GstElement.self) }
             if sink == nil {
-                let reason = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
-                if let error { g_error_free(error) }
+                let reason = error?.message ?? "unknown error"
                 gst_object_unref(element)
                 throw SetupError(description: "invalid --audio-sink '\(audioSink)': \(reason)")
             }

@@ -9,13 +9,12 @@ extension Conductor {
     func loudnessPlan(for id: UInt64) -> LoudnessPlan? {
         guard let index = queue.index(of: id) else { return nil }
         let entry = queue[index]
-        let loudness = player.loudness
         let tags = entry.info?.replayGain
         var signature: TrackSignature?
         var measured: MeasuredGain?
         if loudness.mode != .off, tags == nil, let known = entry.info?.signature {
             signature = known
-            measured = player.gainCache?.gain(for: known)
+            measured = gainCache?.gain(for: known)
         }
         let albumGain = Loudness.usesAlbumGain(
             loudness.mode, albumInOrder: loudness.mode == .auto && playsAlbumInOrder(index))
@@ -27,10 +26,10 @@ extension Conductor {
     /// Auto mode: whether the entry at `index` is part of an album played in order (see
     /// ``Loudness/playsAlbumInOrder(shuffle:track:previous:next:)``).
     private func playsAlbumInOrder(_ index: Int) -> Bool {
-        guard !player.shuffle else { return false }
+        guard !host.selection.order.shuffle else { return false }
         // Without Shuffle the play order is the queue's, and reading it draws no random number.
-        let previous = player.neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
-        let next = player.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
+        let previous = host.neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
+        let next = host.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
         func other(_ at: Int?) -> Loudness.AlbumIdentity? { at.flatMap { $0 == index ? nil : albumIdentity(at: $0) } }
         return Loudness.playsAlbumInOrder(
             shuffle: false, track: albumIdentity(at: index), previous: other(previous), next: other(next))
@@ -62,6 +61,6 @@ extension Conductor {
         logger.debug(
             "measured \(MediaSources.displayName(signature.path)): gain \(Loudness.describe(gain.gain)), peak \(gain.peak)"
         )
-        player.gainCache?.store(gain, for: signature)
+        gainCache?.store(gain, for: signature)
     }
 }

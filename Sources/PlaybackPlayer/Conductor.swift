@@ -7,44 +7,61 @@ import Logging
 /// terms of the queue. It tells clients once the transport settles, skips an entry that
 /// cannot play (in the direction of travel), goes on at the end of one, follows playbin's
 /// gapless switches, hands the next entry over ahead of time with its loudness plan, and
-/// pauses for the sound server's interruptions. A part of the ``Player``, whose queue and
-/// selection it moves.
+/// pauses for the sound server's interruptions. A part of the ``Player``: it reads the
+/// queue and the selection through ``PlayerHost``, and asks the player for each change.
 @MainActor
 final class Conductor: EngineOwner {
-    unowned let player: Player
+    /// The player, as its parts see it.
+    unowned let host: any PlayerHost
+    let engine: Engine
+    let catalog: Catalog
+    let logger: Logger
     /// Failures in a row: once every entry has failed, playback stops.
     private var consecutiveFailures = 0
+    /// Whether the end of the sound server's interruption resumes playback.
+    private var interruption = Interruption()
+    /// Playback stopped because the queue ran out, not because someone stopped it.
+    var ranOut = false
+    /// How loudness is levelled.
+    var loudness = LoudnessSettings()
+    /// The gains measured for tracks without tags (nil: none are kept).
+    var gainCache: GainCache?
 
-    init(player: Player) {
-        self.player = player
+    init(host: any PlayerHost, engine: Engine, catalog: Catalog, logger: Logger) {
+        self.host = host
+        self.engine = engine
+        self.catalog = catalog
+        self.logger = logger
     }
 
-    var queue: PlayQueue { player.queue }
-    var engine: Engine { player.engine }
-    var catalog: Catalog { player.catalog }
-    var logger: Logger { player.logger }
+    var queue: PlayQueue { host.queue }
 
-    var requestedStatus: Player.Status { player.requestedStatus }
+    var requestedStatus: Player.Status { host.requestedStatus }
 
-    func entry(id: UInt64) -> Player.Entry? { player.entry(id: id) }
+    func entry(id: UInt64) -> Player.Entry? { host.entry(id: id) }
+
+    /// A command came: the end of an interruption no longer resumes playback.
+    func userActed() {
+        interruption.userActed()
+    }
 
     // MARK: - The transport settled, or an entry ended or failed
 
     /// Tells the observer what the transport settled in.
     func settled() {
         let transport = engine.transport
-        if player.status == .stopped {
+        if host.status == .stopped {
             // An entry found unplayable is never shown as the current one.
-            player.current = player.selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil }
+            host.setCurrent(host.selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil })
         } else if let id = transport.settledEntry, let index = queue.index(of: id) {
             consecutiveFailures = 0
-            player.ranOut = false
-            if player.pendingRead == nil, transport.upcomingEntry == id { player.selectedIndex = index }
+            ranOut = false
+            if !host.isReadingBeforeLoad, transport.upcomingEntry == id { host.select(index) }
             catalog.fillInInfo(at: index)
-            player.current = queue[index]
+            host.setCurrent(queue[index])
         }
         prepareNext()
-        player.onChange?(.transport)
+        host.announce(.transport)
     }
 
     /// Skips an entry that cannot play: one log line naming it and why, then the next one
@@ -53,50 +70,51 @@ final class Conductor: EngineOwner {
     /// received so far do).
     func skip(_ id: UInt64, reason: String, intent: Player.Status?) {
         if let index = queue.index(of: id) { catalog.recordFailure(reason, at: index) }
-        guard player.pendingRead == nil, player.selectedEntry?.id == id || engine.transport.upcomingEntry == nil else {
+        let selectedID = host.selectedIndex.map { queue[$0].id }
+        guard !host.isReadingBeforeLoad, selectedID == id || engine.transport.upcomingEntry == nil else {
             return
         }
         let intent = intent ?? requestedStatus
         consecutiveFailures += 1
-        let forward = player.selection.travelsForward
+        let forward = host.selection.travelsForward
         guard intent != .stopped, consecutiveFailures <= queue.count,
-            let index = queue.index(of: id) ?? player.selectedIndex,
-            let target = player.neighbour(of: index, forward: forward, automatic: true, allowRepeatOne: false)
+            let index = queue.index(of: id) ?? host.selectedIndex,
+            let target = host.neighbour(of: index, forward: forward, automatic: true, allowRepeatOne: false)
         else {
             if consecutiveFailures > queue.count { logger.error("nothing in the queue can be played") }
             if let index = queue.index(of: id), !MediaSources.isLocal(queue[index].uri) {
                 // A network stream stays current when nothing follows it: its server may answer
                 // next time, so it is shown, and Play tries it again.
-                player.queue[index].failure = nil
-                player.selectedIndex = index
-                player.onChange?(.entryInfo(id))
+                host.updateEntry(at: index) { $0.failure = nil }
+                host.select(index)
+                host.announce(.entryInfo(id))
             }
-            player.ranOut = true  // before clients hear of the stop, so that they see why
+            ranOut = true  // before clients hear of the stop, so that they see why
             engine.stop()
             return
         }
         if let index = queue.index(of: id) {
-            player.selection.recordMove(from: queue[index].id, to: queue[target].id, forward: forward)
+            host.recordMove(from: queue[index].id, to: queue[target].id, forward: forward)
         }
-        player.load(target, intent: intent)
+        host.load(target, at: nil, intent: intent)
     }
 
     /// The loaded stream ended: what follows plays, or playback stops at the end of the queue.
     func advance(from id: UInt64) {
         catalog.reportEndIfStream(id)
-        guard player.pendingRead == nil else { return }  // the selected entry loads once read
-        if requestedStatus == .playing, let index = queue.index(of: id) ?? player.selectedIndex,
-            let next = player.neighbour(of: index, forward: true, automatic: true)
+        guard !host.isReadingBeforeLoad else { return }  // the selected entry loads once read
+        if requestedStatus == .playing, let index = queue.index(of: id) ?? host.selectedIndex,
+            let next = host.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: true)
         {
             // playbin asked for the next track before there was one (a short first track
             // while the rest of a folder was still being read): it plays now.
             logger.debug("\(MediaSources.displayName(queue[index].uri)) ended; loading what follows")
-            player.selection.move(from: queue[index].id, to: next, in: queue, forward: true)
-            player.load(next, intent: .playing)
+            host.moveSelection(from: queue[index].id, to: next, forward: true)
+            host.load(next, at: nil, intent: .playing)
             return
         }
         logger.debug("end of the queue")
-        player.ranOut = true
+        ranOut = true
         engine.stop()
     }
 
@@ -106,9 +124,9 @@ final class Conductor: EngineOwner {
         logger.debug("gapless switch to \(MediaSources.displayName(queue[index].uri))")
         if let previous {
             catalog.reportEndIfStream(previous)
-            player.selection.recordMove(from: previous, to: next, forward: true)
+            host.recordMove(from: previous, to: next, forward: true)
         }
-        player.selectedIndex = index
+        host.select(index)
         return true
     }
 
@@ -128,7 +146,7 @@ final class Conductor: EngineOwner {
     /// stream, and it is skipped from there (or stays current, when nothing follows it).
     func handedOverStalled(_ id: UInt64, reason: String) {
         guard let index = queue.index(of: id) else { return }
-        player.selection.move(from: engine.transport.loadedEntry, to: index, in: queue, forward: true)
+        host.moveSelection(from: engine.transport.loadedEntry, to: index, forward: true)
         skip(id, reason: reason, intent: requestedStatus)
     }
 
@@ -139,17 +157,19 @@ final class Conductor: EngineOwner {
     /// gapless switch (it asks early, during preroll for a short track), the current entry
     /// is loaded again where it is, so that the change applies to its end.
     func nextMayHaveChanged() {
-        guard let committed = engine.pipeline.handoff.committedEntryID, let index = player.selectedIndex,
+        guard let committed = engine.pipeline.handoff.committedEntryID, let index = host.selectedIndex,
             engine.transport.loadedEntry != nil
         else {
             return prepareNext()
         }
-        let wanted = player.neighbour(of: index, forward: true, automatic: true).map { queue[$0].id }
+        let wanted = host.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: true).map {
+            queue[$0].id
+        }
         guard wanted != committed else { return }
         logger.debug(
             "what follows \(MediaSources.displayName(queue[index].uri)) changed after playbin took the next track; reloading it"
         )
-        engine.reload(at: player.requestedPosition)
+        engine.reload(at: host.requestedPosition)
     }
 
     /// Tells the pipeline which URI follows the current one, for a gapless switch (see
@@ -157,15 +177,15 @@ final class Conductor: EngineOwner {
     /// While they are read, playbin is told to wait for the answer (for a while: see
     /// ``GaplessHandoff``), so that a short track does not end for want of it.
     func prepareNext() {
-        let selected = player.selectedIndex
+        let selected = host.selectedIndex
         // What follows the selection is the answer only for the selection's own stream: while
         // another one is still in the pipeline (the selection's tags are read, or its load
         // waits for a preroll), that one ends, and the selection's load answers for itself.
         let selectionLoaded =
-            player.pendingRead == nil && selected.map { queue[$0].id } == engine.transport.loadedEntry
+            !host.isReadingBeforeLoad && selected.map { queue[$0].id } == engine.transport.loadedEntry
         let next =
             requestedStatus == .stopped || !selectionLoaded
-            ? nil : selected.flatMap { player.neighbour(of: $0, forward: true, automatic: true) }
+            ? nil : selected.flatMap { host.neighbour(of: $0, forward: true, automatic: true, allowRepeatOne: true) }
         let plan = selected.map { HandOverPlan(current: queue[$0], next: next.map { queue[$0] }) } ?? .nothing
         switch plan {
         case .nothing:
@@ -182,21 +202,21 @@ final class Conductor: EngineOwner {
     // MARK: - What else the engine reports
 
     func engineChanged(_ change: Player.Change) {
-        player.onChange?(change)
+        host.announce(change)
     }
 
     /// The sound server asks for a state: it corks a music stream (PAUSED) while a call or an
     /// alarm plays, and uncorks it (PLAYING) when that ends. Quaver pauses, and plays again
     /// only when it was playing when corked and nobody acted since.
     func stateRequested(_ state: Pipeline.State) {
-        switch player.interruption.response(to: state, requested: requestedStatus) {
+        switch interruption.response(to: state, requested: requestedStatus) {
         case .pause:
             logger.info("the sound server asked to pause (another stream, such as a call, takes priority)")
-            player.pause()
-            player.interruption.interrupted()
+            host.pause()
+            interruption.interrupted()
         case .resume:
             logger.info("the interruption is over; playing again")
-            player.play()
+            host.play()
         case .nothing:
             logger.debug("the sound server asked for state \(state); nothing to do")
         }

@@ -10,6 +10,11 @@ public import Logging
 /// a file changed since is measured again. At most ``maximumEntries`` are kept, the least
 /// recently played going first. The file is replaced whole, atomically; one that cannot be
 /// read as the format below is ignored (and replaced at the next measurement), never fatal.
+///
+/// The main actor never waits for the file: it is read in the background from the start,
+/// and taken on the main actor once read. A gain asked for before that is not known (the
+/// track plays at the fallback gain and is measured again); a measurement stored before
+/// that is kept over the file's, and the file is written once both are in.
 @MainActor
 public final class GainCache {
     /// The most measurements kept: the file stays small however large the library.
@@ -31,9 +36,10 @@ public final class GainCache {
     private let folder: PrivateFolder?
     private let logger: Logger
     private let writer = DispatchQueue(label: "quaver.loudness-cache")
-    /// The file as read in the background, taken at the first use: a large cache does not
-    /// hold up the start.
-    private let read = Locked<[String: Entry]>([:])
+    /// The file as read in the background (nil until it is), taken on the main actor: a
+    /// large cache does not hold up the start, nor anything after it.
+    private let read = Locked<[String: Entry]?>(nil)
+    /// Whether the file's measurements are in `entries` (or there is no file).
     private var adopted = false
     private let limit: Int
 
@@ -43,9 +49,16 @@ public final class GainCache {
         self.folder = folder
         self.limit = max(limit, 1)
         self.logger = logger
-        guard let folder else { return }
+        guard let folder else {
+            adopted = true
+            return
+        }
         let read = self.read
-        writer.async { read.withLock { $0 = Self.entries(in: folder, logger: logger) } }
+        writer.async {
+            let found = Self.entries(in: folder, logger: logger)
+            read.withLock { $0 = found }
+            DispatchQueue.main.async { [weak self] in MainActor.assumeIsolated { self?.adopt() } }
+        }
     }
 
     private nonisolated static func entries(in folder: PrivateFolder, logger: Logger) -> [String: Entry] {
@@ -71,16 +84,25 @@ public final class GainCache {
         }
     }
 
-    /// Takes what the background read found, waiting for it if need be.
+    /// Takes what the background read found, if it is done; never waits for it. What was
+    /// stored before is kept over it, as the most recently used, and written with it.
     private func adopt() {
-        guard !adopted else { return }
+        guard !adopted,
+            let found = read.withLock({ found in
+                defer { found = nil }
+                return found
+            })
+        else { return }
         adopted = true
-        writer.sync {}
-        entries = read.withLock { found in
-            defer { found = [:] }
-            return found
+        let stored = entries.values.sorted { $0.used < $1.used }
+        entries = found
+        uses = found.count
+        for entry in stored {
+            uses += 1
+            entries[entry.signature.path] = Entry(signature: entry.signature, gain: entry.gain, used: uses)
         }
-        uses = entries.count
+        dropLeastRecent()
+        if !stored.isEmpty { save() }
     }
 
     /// How many measurements are kept.
@@ -103,17 +125,22 @@ public final class GainCache {
         adopt()
         uses += 1
         entries[signature.path] = Entry(signature: signature, gain: gain, used: uses)
-        if entries.count > limit {
-            let excess = entries.count - limit
-            for entry in entries.values.sorted(by: { $0.used < $1.used }).prefix(excess) {
-                entries[entry.signature.path] = nil
-            }
-        }
+        dropLeastRecent()
         save()
     }
 
+    /// Keeps the cache to its limit, the least recently played going first.
+    private func dropLeastRecent() {
+        guard entries.count > limit else { return }
+        let excess = entries.count - limit
+        for entry in entries.values.sorted(by: { $0.used < $1.used }).prefix(excess) {
+            entries[entry.signature.path] = nil
+        }
+    }
+
+    /// Writes the file in the background, once the file's own measurements are in.
     private func save() {
-        guard let folder else { return }
+        guard let folder, adopted else { return }
         let data = Self.encode(entries.values.sorted { $0.used < $1.used }.map { ($0.signature, $0.gain) })
         let logger = self.logger
         writer.async {
@@ -127,8 +154,36 @@ public final class GainCache {
         }
     }
 
-    /// Waits for the writes started so far (tests, and before exit).
-    public func flush() { writer.sync {} }
+    /// Calls `done` on the main actor once the file is read and taken, and the writes
+    /// started so far (one of measurements stored before it was read among them) are on
+    /// disk: before exit. The main actor does not wait meanwhile.
+    public func flush(then done: @escaping @MainActor @Sendable () -> Void) {
+        afterWrites { [weak self] in
+            guard let self else { return done() }
+            adopt()
+            afterWrites(done)
+        }
+    }
+
+    /// Returns once the file is read and taken, and the writes started so far are on disk.
+    public func flush() async {
+        await withCheckedContinuation { finished in flush { finished.resume() } }
+    }
+
+    /// Returns once the file is read and its measurements taken.
+    public func waitUntilRead() async {
+        await withCheckedContinuation { finished in
+            afterWrites { [weak self] in
+                self?.adopt()
+                finished.resume()
+            }
+        }
+    }
+
+    /// Calls `body` on the main actor after what is on the writer queue now (the read first).
+    private func afterWrites(_ body: @escaping @MainActor @Sendable () -> Void) {
+        writer.async { DispatchQueue.main.async { MainActor.assumeIsolated { body() } } }
+    }
 
     // MARK: - Format
 

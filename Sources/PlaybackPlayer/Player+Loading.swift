@@ -9,7 +9,7 @@ extension Player {
         let intent = requestedStatus
         guard intent != .stopped else {
             pendingRead = nil
-            current = queue[index]
+            setCurrent(queue[index])
             catalog.discoverSelectedIfNeeded()
             onChange?(.transport)
             return

@@ -37,7 +37,7 @@ extension Player {
         if selection.inserted(new, at: position, in: queue) {
             // A local file becomes `current` once its tags are read, so that clients see
             // one Metadata for it, not a file name followed by the real title.
-            if let selectedIndex, !queue[selectedIndex].needsRead { current = queue[selectedIndex] }
+            if let selectedIndex, !queue[selectedIndex].needsRead { setCurrent(queue[selectedIndex]) }
             catalog.discoverSelectedIfNeeded()
         }
         conductor.nextMayHaveChanged()
@@ -57,7 +57,7 @@ extension Player {
             onChange?(.queue)
             return true
         }
-        interruption.userActed()  // the track an interruption paused is gone
+        conductor.userActed()  // the track an interruption paused is gone
         let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
         queue.remove(at: index)
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
@@ -69,7 +69,7 @@ extension Player {
         }
         pendingRead = nil
         selectedIndex = queue.isEmpty ? nil : min(index, queue.count - 1)
-        current = nil
+        setCurrent(nil)
         onChange?(.queue)
         engine.stop()
         catalog.discoverSelectedIfNeeded()
@@ -85,16 +85,16 @@ extension Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with items: [MediaItem], play shouldPlay: Bool) {
-        interruption.userActed()
+        conductor.userActed()
         pendingRead = nil
         queue.removeAll()
         selection.reset()
-        current = nil
+        setCurrent(nil)
         engine.stop()
         // The first entry is shown at once, as Play would start it, while its tags are read:
         // clients hear of the new list and of its current entry together.
         let added = insert(items, at: 0, announce: false)
-        current = selectedEntry.flatMap { $0.failure == nil ? $0 : nil }
+        setCurrent(selectedEntry.flatMap { $0.failure == nil ? $0 : nil })
         if !added.isEmpty { onChange?(.queue) }
         onChange?(.transport)
         if shouldPlay { play() }

@@ -8,9 +8,10 @@ public import Logging
 /// (``Selection``, over ``PlayOrder``); the engine that plays one entry at a time and alone
 /// owns the pipeline (``Engine``, over the ``Transport`` state machine); the ``Conductor``,
 /// which answers the engine in terms of the queue (what follows, what is skipped, the
-/// gapless hand-over and its loudness plan); the ``Catalog`` of what is known of each entry;
-/// tag reads (``TagPrefetch``) and the interruptions a sound server asks for
-/// (``Interruption``). Commands return at once;
+/// gapless hand-over, its loudness plan and the sound server's interruptions); the
+/// ``Catalog`` of what is known of each entry; tag reads (``TagPrefetch``). The conductor
+/// and the catalog see the player through ``PlayerHost`` and ask it for every change to its
+/// state: the queue's entries, the selection, the current entry. Commands return at once;
 /// `status` is the settled truth, changed only when the pipeline confirms it (or at once for
 /// stop, errors and the end of the queue). The observer is told after each settled change,
 /// never about transient pipeline states (a seek's flush, a gapless switch, buffering).
@@ -25,8 +26,9 @@ public final class Player {
     var queue = PlayQueue()
     /// What clients are told: changes only once the pipeline confirms it.
     public var status: Status { engine.status }
-    /// The entry the pipeline plays (or, when stopped, the one Play would start).
-    public internal(set) var current: Entry? {
+    /// The entry the pipeline plays (or, when stopped, the one Play would start): a copy of
+    /// the queued entry as clients were last shown it, assigned in ``setCurrent(_:)`` alone.
+    public private(set) var current: Entry? {
         didSet {
             if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil {
                 catalog.trimHeapSoon()
@@ -45,15 +47,22 @@ public final class Player {
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
-    /// How loudness is levelled: a change applies from the next track on.
-    public var loudness = LoudnessSettings() {
-        didSet {
+    /// How loudness is levelled: a change applies from the next track on. The conductor
+    /// keeps it, with the loudness plans it makes.
+    public var loudness: LoudnessSettings {
+        get { conductor.loudness }
+        set {
+            guard newValue != conductor.loudness else { return }
+            conductor.loudness = newValue
             // The track handed over already keeps the gain it was given.
-            if loudness != oldValue, !engine.hasHandedOver { conductor.prepareNext() }
+            if !engine.hasHandedOver { conductor.prepareNext() }
         }
     }
-    /// The gains measured for tracks without tags (nil: none are kept).
-    public var gainCache: GainCache?
+    /// The gains measured for tracks without tags (nil: none are kept), kept by the conductor.
+    public var gainCache: GainCache? {
+        get { conductor.gainCache }
+        set { conductor.gainCache = newValue }
+    }
 
     /// Plays one entry at a time: the only owner of the pipeline.
     let engine: Engine
@@ -61,9 +70,9 @@ public final class Player {
     var transport: Transport { engine.transport }
     var selection = Selection()
     /// What the queue knows of its entries (see ``Catalog``).
-    private(set) lazy var catalog = Catalog(player: self)
+    private(set) lazy var catalog = Catalog(host: self, engine: engine, prefetch: prefetch, logger: logger)
     /// What follows in the queue: the engine's owner (see ``Conductor``).
-    private(set) lazy var conductor = Conductor(player: self)
+    private(set) lazy var conductor = Conductor(host: self, engine: engine, catalog: catalog, logger: logger)
     /// Reads the tags of entries off the main actor.
     let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
@@ -79,13 +88,13 @@ public final class Player {
     var pendingRead: PendingRead?
     var readGeneration = 0
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
-    /// because someone stopped it: tracks queued now may go on from there.
-    public internal(set) var ranOut = false
+    /// because someone stopped it: tracks queued now may go on from there. The conductor,
+    /// which stops there, keeps it.
+    public var ranOut: Bool { conductor.ranOut }
     /// The factory names of the elements the loaded stream plays through.
     public var pipelineElementNames: [String] { engine.pipelineElementNames }
     /// How many pipelines GStreamer got stuck in and were replaced.
     public var pipelinesReplaced: Int { engine.pipelinesReplaced }
-    var interruption = Interruption()
     /// How long a network stream may send nothing before it is reported and skipped.
     public var streamStallTimeout: Duration {
         get { engine.stallLimit }
@@ -117,7 +126,16 @@ public final class Player {
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri
         }
-        prefetch.finished = { [weak self] id, result, kind in self?.catalog.read(id, result, kind) }
+        prefetch.finished = { [weak self] id, result, kind in
+            guard let self, catalog.read(id, result, kind) else { return }
+            conductor.prepareNext()
+        }
+    }
+
+    /// Makes `entry` the current one, the one clients are shown (nil: none): the one place
+    /// ``current`` is assigned.
+    func setCurrent(_ entry: Entry?) {
+        current = entry
     }
 
     /// The index of the selected entry in `entries`.
@@ -169,7 +187,7 @@ public final class Player {
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
     public func play() -> Bool {
-        interruption.userActed()
+        conductor.userActed()
         guard let index = selectedIndex ?? firstIndex() else { return false }
         selectedIndex = index
         let id = queue[index].id
@@ -185,7 +203,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        interruption.userActed()
+        conductor.userActed()
         guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex()
         else { return false }
         load(index, at: position, intent: .paused)
@@ -195,7 +213,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        interruption.userActed()
+        conductor.userActed()
         guard queue.indices.contains(index) else { return false }
         load(index, at: position, intent: .playing)
         return true
@@ -203,7 +221,7 @@ public final class Player {
 
     /// Pauses; nothing to do when not playing nor about to.
     public func pause() {
-        interruption.userActed()
+        conductor.userActed()
         if pendingRead != nil, pendingRead?.intent == .playing { pendingRead?.intent = .paused }
         guard transport.intent == .playing || status == .playing else { return }
         engine.pause()
@@ -217,15 +235,15 @@ public final class Player {
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
-        interruption.userActed()
-        ranOut = false
+        conductor.userActed()
+        conductor.ranOut = false
         pendingRead = nil
         engine.stop()
     }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
     public func next() {
-        interruption.userActed()
+        conductor.userActed()
         guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false),
             target != index
         else {
@@ -237,7 +255,7 @@ public final class Player {
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     /// Both as the commands received so far leave it (a seek or a load may not have landed).
     public func previous() {
-        interruption.userActed()
+        conductor.userActed()
         if requestedStatus != .stopped, requestedPosition > .seconds(3) {
             seek(to: .zero)
             return
@@ -254,7 +272,7 @@ public final class Player {
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
     public func goTo(id: UInt64) -> Bool {
-        interruption.userActed()
+        conductor.userActed()
         guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
@@ -316,7 +334,7 @@ public final class Player {
     @discardableResult
     public func open(_ items: [MediaItem]) -> Bool {
         guard !items.isEmpty else { return false }
-        interruption.userActed()
+        conductor.userActed()
         let added = enqueue(items, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         if let selected = selectedEntry { selection.recordMove(from: selected.id, to: first.id, forward: true) }

@@ -123,9 +123,12 @@ final class TagPrefetch {
         let artwork = self.artwork
         started &+= 1
         Self.queues[started % Self.queues.count].async { [weak self] in
-            let result = Discoverer.discoverNow(uri, timeout: timeout, artwork: artwork)
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { self?.deliver(id, result, kind) }
+            // A file another reader reads now is not read again: its result comes when that
+            // reading ends, and this queue goes on meanwhile.
+            Discoverer.discover(uri, timeout: timeout, artwork: artwork) { result in
+                DispatchQueue.main.async {
+                    MainActor.assumeIsolated { self?.deliver(id, result, kind) }
+                }
             }
         }
     }

@@ -167,3 +167,47 @@ enum Callgrind {
         throw HarnessError("no summary line in \(file.lastPathComponent)")
     }
 }
+
+extension Benchmark {
+    /// Figure 8: instructions per PlayPause round trip under callgrind.
+    func callgrind() async throws {
+        let folder = programs.workDir.appendingPathComponent("callgrind")
+        let preparation = try await Callgrind.prepare(programs: programs, folder: folder)
+        var perToggle = Row(
+            figure: "instructions per PlayPause round trip (callgrind)", unit: "instructions", better: .lower,
+            decimals: 0)
+        var playing = Row(
+            figure: "instructions per second of playback (callgrind)", unit: "instructions/s", better: .lower,
+            decimals: 0)
+        for kind in PlayerKind.allCases {
+            do {
+                let session = try await PlayerSession(kind, programs: programs, label: "callgrind")
+                defer { session.close() }
+                let result: Callgrind.Result
+                do {
+                    result = try await Callgrind.measure(
+                        session, programs: programs, preparation: preparation, folder: folder,
+                        toggles: settings.callgrindToggles)
+                } catch {
+                    await session.stop(timeout: .seconds(60))
+                    throw error
+                }
+                await session.stop(timeout: .seconds(60))
+                perToggle[kind] = .success(Measure(result.perToggle))
+                playing[kind] = .success(Measure(result.playingPerSecond))
+                report.note(
+                    "Callgrind, \(kind.title): \(result.toggles) toggles in \(String(format: "%.1f", result.window.inSeconds)) s (\(String(format: "%.1f", result.playing.inSeconds)) s of it playing): \(report.format(Double(result.withToggles), 0)) instructions, the same window paused \(report.format(Double(result.idle), 0)), playing \(report.format(result.playingPerSecond, 0)) per second; dump \(result.toggleDump.path)."
+                )
+            } catch let error as HarnessError {
+                perToggle[kind] = .failure(error)
+                playing[kind] = .failure(error)
+                report.problem("callgrind, \(kind.title): \(error)")
+            }
+        }
+        report.add(perToggle)
+        report.add(playing)
+        report.note(
+            "Callgrind: each player under valgrind --tool=callgrind on its own bus, 10 warm-up toggles, then counters zeroed (callgrind_control -z), \(settings.callgrindToggles) toggles back to back, dumped (-d); zeroed again, the same window paused, dumped; (with toggles − paused) / toggles. The toggles run back to back, so the player hardly plays in between (the time it did is given above; at the rate of the playing row it is negligible). The second row is a further window with the player playing. Quaver runs as a copy without debug info (valgrind 3.19 cannot read Swift's DWARF 5) with a sigsuspend shim preloaded (valgrind 3.19 writes into the read-only signal mask dispatch_main passes to rt_sigsuspend and crashes)."
+        )
+    }
+}

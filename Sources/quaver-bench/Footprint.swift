@@ -110,8 +110,7 @@ final class FootprintBenchmark {
         let began = ContinuousClock.now
         try await setUp()
         rows.append(await floor())
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let main = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+        let main = try quaverBinary(settings.quaver)
         for (label, path) in [("Quaver", main)] + settings.builds.map({ ("Quaver (\($0.0))", $0.1) }) {
             rows.append(await quaver(label: label, binary: path))
         }
@@ -124,8 +123,7 @@ final class FootprintBenchmark {
     // MARK: Set-up
 
     private func setUp() async throws {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+        let quaver = try quaverBinary(settings.quaver)
         guard let gstLaunch = Tools.find("gst-launch-1.0")?.path else {
             throw HarnessError("gst-launch-1.0 is not installed (gstreamer1.0-tools)")
         }
@@ -134,12 +132,7 @@ final class FootprintBenchmark {
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
         log("generating a tagged FLAC track of 60 s")
-        programs.tracks = try await Tools.makeTestTracks(
-            quaver, into: workDir.appendingPathComponent("tracks"), ["--track-count", "1", "--track-seconds", "60"],
-            registry: programs.gstRegistry)
-        guard programs.tracks.count == 1 else {
-            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
-        }
+        programs.tracks = try await programs.makeTracks(1, seconds: "60")
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
             let folder = workDir.appendingPathComponent("queue")

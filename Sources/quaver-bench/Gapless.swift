@@ -67,3 +67,44 @@ extension Gapless {
         }
     }
 }
+
+extension Benchmark {
+    /// Figure 7: two halves of one sine rendered back to back; samples inserted or lost.
+    func gapless() async throws {
+        let folder = programs.workDir.appendingPathComponent("gapless")
+        let source = try await Gapless.prepare(programs: programs, folder: folder)
+        var joint = Row(
+            figure: "gapless: samples inserted (+) or lost (−) at the joint", unit: "samples", better: .neither,
+            decimals: 0, ratioOverride: "–")
+        var length = Row(
+            figure: "gapless: rendered length − expected length", unit: "samples", better: .neither, decimals: 0,
+            ratioOverride: "–")
+        for kind in PlayerKind.allCases {
+            let output = folder.appendingPathComponent("rendered-\(kind.rawValue).wav")
+            do {
+                let session = try await PlayerSession(kind, programs: programs, label: "gapless")
+                defer { session.close() }
+                if kind == .quaver {
+                    try await Gapless.renderQuaver(session, programs: programs, source: source, output: output)
+                } else {
+                    try await Gapless.renderMPV(
+                        programs: programs, environment: session.environment, source: source, output: output,
+                        log: session.logFile)
+                }
+                let analysis = try Gapless.analyseRendering(output, source: source)
+                joint[kind] = .success(Measure(Double(analysis.inserted)))
+                length[kind] = .success(Measure(Double(analysis.renderedSamples - analysis.expectedSamples)))
+                report.note("Gapless, \(kind.title): \(analysis.summary).")
+            } catch let error as HarnessError {
+                joint[kind] = .failure(error)
+                length[kind] = .failure(error)
+                report.problem("gapless, \(kind.title): \(error)")
+            }
+        }
+        report.add(joint)
+        report.add(length)
+        report.note(
+            "Gapless: a \(Gapless.frequency) Hz sine with quiet white noise mixed in (so that aligning it is unambiguous), \(source.reference.count) samples (44.1 kHz mono, S16LE) made by gst-launch-1.0 audiotestsrc, split at sample \(source.splitAt) into two FLAC files (each checked to decode back to exactly its samples), rendered by Quaver into audioconvert ! wavenc ! filesink and by mpv with --ao=pcm --gapless-audio=yes; the rendered file is aligned with the sine near its start and near its end, and the difference of the two alignments is what was inserted or lost at the joint (the analysis is first checked on copies damaged on purpose: silence inserted, samples dropped, padding at the start). Whether each rendered WAV header was finalized is given above."
+        )
+    }
+}

@@ -60,11 +60,7 @@ final class LoudnessBenchmark {
 
     /// Measures every variant `loudnessRounds` times and returns the markdown table.
     func run() async throws -> String {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = quaverPath ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
-        }
+        let quaver = try quaverBinary(quaverPath)
         let workDir = try prepareWorkDir(workDirPath, default: "quaver-bench-loudness")
         var programs = Programs(
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: "", tracks: [],
@@ -72,13 +68,7 @@ final class LoudnessBenchmark {
         // Long enough that the window never reaches its end (which would store a measurement).
         let seconds = Int(options.loudnessSeconds.rounded(.up)) + 30
         log("generating an untagged FLAC track of \(seconds) s")
-        programs.tracks = try await Tools.makeTestTracks(
-            quaver, into: workDir.appendingPathComponent("tracks"),
-            ["--track-count", "1", "--track-seconds", "\(seconds)"],
-            registry: programs.gstRegistry)
-        guard programs.tracks.count == 1 else {
-            throw HarnessError("quaver --make-test-tracks made \(programs.tracks)")
-        }
+        programs.tracks = try await programs.makeTracks(1, seconds: "\(seconds)")
 
         var ticks = [[UInt64]](repeating: [], count: Self.variants.count)
         for round in 0..<options.loudnessRounds {

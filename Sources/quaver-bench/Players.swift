@@ -36,6 +36,18 @@ struct Programs: Sendable {
     /// One GStreamer plugin registry for every Quaver of the run, made by the first one.
     var gstRegistry: String { workDir.appendingPathComponent("gst-registry.bin").path }
 
+    /// Makes `count` generated FLAC tracks of `seconds` each in the work folder with
+    /// `quaver --make-test-tracks`: the tracks every player plays.
+    func makeTracks(_ count: Int, seconds: String) async throws -> [String] {
+        let made = try await Tools.makeTestTracks(
+            quaver, into: workDir.appendingPathComponent("tracks"),
+            ["--track-count", String(count), "--track-seconds", seconds], registry: gstRegistry)
+        guard made.count == count else {
+            throw HarnessError("quaver --make-test-tracks did not make \(count) tracks: \(made)")
+        }
+        return made
+    }
+
     /// The command line that starts `kind` as an ordinary daemon on its bus: silent output
     /// that keeps real time, the benchmark's tracks, paused or playing.
     func daemonCommand(_ kind: PlayerKind, paused: Bool) -> [String] {
@@ -58,6 +70,34 @@ func touch(_ file: URL) -> URL {
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
     }
     return file
+}
+
+/// The quaver binary: `path`, or the one beside quaver-bench; throws when no program is
+/// there.
+func quaverBinary(_ path: String?) throws -> String {
+    let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    let quaver = path ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
+    guard FileManager.default.isExecutableFile(atPath: quaver) else {
+        throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
+    }
+    return quaver
+}
+
+/// The work folder (`path`, or `name` in the temporary folder), emptied of the previous run
+/// (but never a folder quaver-bench did not make) and marked as quaver-bench's.
+func prepareWorkDir(_ path: String?, default name: String) throws -> URL {
+    let workDir = URL(fileURLWithPath: path ?? FileManager.default.temporaryDirectory.appendingPathComponent(name).path)
+    let marker = workDir.appendingPathComponent(".quaver-bench")
+    let existing = (try? FileManager.default.contentsOfDirectory(atPath: workDir.path)) ?? []
+    if !existing.isEmpty {
+        guard FileManager.default.fileExists(atPath: marker.path) else {
+            throw HarnessError("\(workDir.path) is not empty and was not made by quaver-bench; pass another --work-dir")
+        }
+        try FileManager.default.removeItem(at: workDir)
+    }
+    try FileManager.default.createDirectory(at: workDir, withIntermediateDirectories: true)
+    touch(marker)
+    return workDir
 }
 
 /// One player on its own private bus, with a client connection that stamps every signal the

@@ -47,11 +47,7 @@ final class ScaleBenchmark {
     // MARK: Set-up
 
     func setUp() async throws {
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let quaver = settings.quaver ?? me.deletingLastPathComponent().appendingPathComponent("quaver").path
-        guard FileManager.default.isExecutableFile(atPath: quaver) else {
-            throw HarnessError("no quaver binary at \(quaver) (build it, or pass --quaver)")
-        }
+        let quaver = try quaverBinary(settings.quaver)
         log("emptying the work folder")
         let workDir = try prepareWorkDir(settings.workDir, default: "quaver-bench-scale")
         programs = Programs(

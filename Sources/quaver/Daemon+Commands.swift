@@ -28,16 +28,14 @@ extension Daemon {
             if player.play() { return .success }
             // Asked to play while the first tracks are still being found (an activation
             // call): they start playing as soon as they are in.
-            guard loadsInProgress > 0 else { return .noActionableNowPlayingItem }
-            playWhenLoaded = true
-            return .success
+            return loads.askToPlay() ? .success : .noActionableNowPlayingItem
         }
         handle(commands.pauseCommand) { [unowned self] _ in
             player.pause()
             return .success
         }
         handle(commands.togglePlayPauseCommand) { [unowned self] _ in
-            if player.count == 0 && loadsInProgress > 0 { playWhenLoaded.toggle() }
+            if player.count == 0 { _ = loads.askToPlay(toggle: true) }
             player.togglePlayPause()
             return .success
         }

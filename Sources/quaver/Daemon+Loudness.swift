@@ -1,6 +1,5 @@
 import Dispatch
 import FoundationEssentials
-import Glibc
 import Logging
 import Playback
 
@@ -42,21 +41,21 @@ extension Daemon {
 
     /// SIGHUP reads `quaver.conf` again: its loudness keys apply from the next track (the
     /// one playing, and one already handed over for a gapless switch, keep their gain). A
-    /// file with an error changes nothing, and says why.
-    func makeReloadSource() -> any DispatchSourceSignal {
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-        source.setEventHandler { [weak self] in
-            MainActor.assumeIsolated { self?.reloadLoudness() }
+    /// file with an error changes nothing, and says why. The file is read on the loader
+    /// queue (after a load under way), not on the main actor, which goes on answering.
+    func reloadLoudness() {
+        Self.loadQueue.async {
+            let result = Result { try Config.load() }
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in self?.configReadAgain(result) }
+            }
         }
-        source.resume()
-        return source
     }
 
-    func reloadLoudness() {
+    private func configReadAgain(_ result: Result<Config, any Error>) {
         let config: Config
         do {
-            config = try Config.load()
+            config = try result.get()
         } catch {
             logger.warning("SIGHUP: quaver.conf not read again: \(error); the loudness settings stay as they were")
             return

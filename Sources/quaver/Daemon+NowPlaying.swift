@@ -13,7 +13,7 @@ extension Daemon {
     /// elapsed time is republished only at transport moments (play, pause, seek, rate,
     /// track change), as Apple's model asks; clients extrapolate in between.
     func syncNowPlaying(republishTiming: Bool) {
-        commands.playCommand.isEnabled = player.count > 0 || loadsInProgress > 0
+        commands.playCommand.isEnabled = player.count > 0 || loads.isLoading
         commands.pauseCommand.isEnabled = player.current != nil
         commands.togglePlayPauseCommand.isEnabled = player.current != nil
         commands.stopCommand.isEnabled = player.current != nil

@@ -22,20 +22,19 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     /// Expands `sources` (files, folders, playlists, URIs) on a background queue and hands
     /// the items to `batch` on the main queue, in order: the first as soon as it is known,
     /// then in batches. `done` gets the count, and the session is saved, once all are in.
-    /// A later `replaceLoads()` makes the batches of this load be dropped.
+    /// A later `loads.replace()` makes the batches of this load be dropped.
     func load(
         _ sources: [String], quietly: Bool = false,
         batch: @escaping @MainActor ([MediaItem]) -> Void,
         done: (@MainActor (Int) -> Void)? = nil
     ) {
         let logger = self.logger
-        let generation = loadGeneration
+        let generation = loads.begin()
         let started = ContinuousClock.now
-        loadsInProgress += 1
         let deliver: @Sendable ([MediaItem]) -> Void = { uris in
             DispatchQueue.main.async {
                 MainActor.assumeIsolated { [weak self] in
-                    guard let self, generation == loadGeneration else { return }
+                    guard let self, loads.isCurrent(generation) else { return }
                     batch(uris)
                 }
             }
@@ -62,9 +61,10 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             DispatchQueue.main.async {
                 MainActor.assumeIsolated { [weak self] in
                     guard let self else { return }
-                    loadsInProgress -= 1
+                    let current = loads.end(generation)
                     syncNowPlaying(republishTiming: false)
-                    guard generation == loadGeneration else { return }
+                    defer { progressed() }
+                    guard current else { return }
                     let elapsed = ContinuousClock.now - started
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                     if !quietly || count > 0 {
@@ -73,7 +73,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                         )
                     }
                     done?(count)
-                    saveState()
+                    session.saveNow()
                 }
             }
         }
@@ -93,11 +93,6 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             placed = true
             lastID = added.last?.id ?? lastID
         }
-    }
-
-    /// Drops the batches still to come from earlier loads (the queue is being replaced).
-    func replaceLoads() {
-        loadGeneration += 1
     }
 
     // MARK: - TrackList
@@ -172,7 +167,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     /// Replaces the queue with the playlist's tracks and plays them from the first.
     private func activatePlaylist(_ playlist: PlaylistItem) {
         logger.info("playing the playlist \(playlist.title) (\(playlist.url.path))")
-        replaceLoads()
+        loads.replace()
         activePlaylistID = playlist.id
         var first = true
         load([playlist.url.path]) { [unowned self] uris in

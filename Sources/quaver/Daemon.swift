@@ -6,6 +6,7 @@ import Glibc
 import Logging
 import NowPlaying
 import Playback
+import ToneGenerator
 
 /// Wires the player to the now-playing library and the bus: the one owner of state, on the
 /// main actor.
@@ -31,36 +32,27 @@ final class Daemon {
         var startLoudness = LoudnessSettings()
     }
 
-    /// Keeps the running daemon alive for the life of the process.
-    static var current: Daemon?
-
     let options: Options
     let logger: Logger
     let player: Player
     let commands = RemoteCommandCenter()
     let info = NowPlayingInfoCenter()
     let mpris: MPRISServer
-    var connection: Connection?
-    private var signalSources: [any DispatchSourceSignal] = []
+    /// The session bus, from `start` on.
+    private(set) var connection: Connection?
+    /// SIGINT, SIGTERM and SIGHUP, answered from `start` on.
+    private let signals = Signals()
     /// Pauses before the system sleeps (nil without a system bus).
     private var sleepGuard: SleepGuard?
     let store: StateStore
-    /// What was last written, so that nothing is rewritten when nothing changed.
-    var savedState: SavedState?
-    var savedQueueRevision: Int?
-    private var saveScheduled = false
-    /// Writes the session in order, off the main queue.
-    let saveQueue = DispatchQueue(label: "quaver.state", qos: .utility)
-    var isWritingSave = false
-    var queueSaveDue = false
-    var stateSaveDue: SavedState?
-    /// Media being expanded in the background; the session is saved once it is all in.
-    var loadsInProgress = 0
-    var loadGeneration = 0
+    /// Writes the saved session when it changes, off the main actor.
+    let session: SessionSaver
+    /// How far the start is, with the bus name, and how the daemon ends.
+    var startup = Startup()
+    /// Media being expanded in the background.
+    var loads = Loads()
     var playlistFolder: PlaylistFolder?
     var activePlaylistID: UInt64?
-    /// Play was asked for before anything was queued.
-    var playWhenLoaded = false
     /// Where cover images are kept for clients to show.
     let artwork: ArtworkCache
     /// Reads a current track again when its artwork was not found with its tags (the cached
@@ -68,19 +60,17 @@ final class Daemon {
     let artworkReader: Discoverer
     /// The entry whose artwork was last looked for again: once per entry, never in a loop.
     var artworkLookedForAgain: UInt64?
-    private var nameRequested = false
-    /// The demo playlist is being rendered (see `demoNameOwnershipDeadline`).
-    private var makingDemo = false
     /// When the daemon was made: how long the first state took is logged with the name.
-    private let startedAt = ContinuousClock.now
+    let startedAt = ContinuousClock.now
     /// Owns the name should the start take long (cancelled once it is owned: an idle daemon
     /// wakes for nothing).
-    private var nameDeadline: (any DispatchSourceTimer)?
+    var nameDeadline: (any DispatchSourceTimer)?
 
     init(options: Options, logger: Logger) throws {
         self.options = options
         self.logger = logger
         store = StateStore(folder: Paths.state, logger: logger)
+        session = SessionSaver(store: store, logger: logger)
         artwork = ArtworkCache(folder: Paths.artwork, logger: logger)
         artworkReader = Discoverer(artwork: artwork)
         player = try Player(
@@ -91,9 +81,10 @@ final class Daemon {
         configuration.supportedMIMETypes = MediaTypes.supported()
         configuration.errorNamespace = "org.mpris.MediaPlayer2.quaver.Error"
         mpris = MPRISServer(commandCenter: commands, infoCenter: info, configuration: configuration, logger: logger)
-        mpris.quitHandler = { [weak self] in self?.shutdown(status: .success, reason: "asked to quit over D-Bus") }
+        mpris.quitHandler = { [weak self] in self?.end(.asked("asked to quit over D-Bus")) }
         bindCommands()
         mpris.trackList = self
+        session.source = self
         info.positionProvider = { [weak self] in self?.player.position }
         player.onChange = { [weak self] change in self?.playerDidChange(change) }
         if let volume = options.volume { player.setVolume(volume) }
@@ -121,7 +112,7 @@ final class Daemon {
     /// Queues the media, connects to the bus, exports MPRIS, owns the name and starts playing.
     /// - Parameter connection: the session bus connection to use (the one that asked whether
     ///   Quaver already runs), or nil to connect now.
-    func start(on existing: Connection? = nil) throws {
+    func start(on existing: Connection? = nil) throws(ExitError) {
         let connection: Connection
         if let existing {
             connection = existing
@@ -135,14 +126,13 @@ final class Daemon {
         self.connection = connection
         connection.onDisconnect = { [weak self] in
             self?.logger.critical("lost the connection to the D-Bus session bus; exiting")
-            self?.player.shutdown()
-            Exit.now(.failure)
+            self?.end(.busLost)
         }
 
         let restored = options.items.isEmpty && options.resume ? store.load() : nil
         if let (state, queue) = restored {
             player.enqueue(queue)
-            savedQueueRevision = player.queueRevision
+            session.restored(queueRevision: player.queueRevision)
             if options.volume == nil { player.setVolume(state.volume) }
             player.setRate(state.rate)
             player.setRepeatMode(Player.RepeatMode(rawValue: state.loop) ?? .off)
@@ -156,6 +146,7 @@ final class Daemon {
             return wasPlaying
         }
 
+        var makingDemo = false
         if let (state, _) = restored, let index = state.current {
             let position = Duration.microseconds(state.position)
             logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(position.clock)")
@@ -167,148 +158,11 @@ final class Daemon {
         } else if restored != nil {
             if options.startPlaying { player.play() }
         } else {
-            loadStartupMedia()
+            makingDemo = loadStartupMedia()
         }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
-        // The name is owned once the first state is true (a track prerolled or playing, or
-        // nothing to play), so that no client reads a Stopped with no track that is about to
-        // change. A start that takes long owns it all the same, and publishes what is true then.
-        if !isStarting {
-            try ownName()
-        } else {
-            let deadline = DispatchSource.makeTimerSource(queue: .main)
-            deadline.schedule(
-                deadline: .now() + (makingDemo ? Self.demoNameOwnershipDeadline : Self.nameOwnershipDeadline))
-            deadline.setEventHandler { [weak self] in MainActor.assumeIsolated { self?.ownNameOrExit() } }
-            deadline.resume()
-            nameDeadline = deadline
-        }
-    }
-
-    private func ownNameOrExit() {
-        do throws(BusError) {
-            try ownName()
-        } catch {
-            logger.critical("cannot own the MPRIS name: \(error.message)")
-            Exit.now(.failure)
-        }
-    }
-
-    /// How long the start may take before the name is owned whatever the state.
-    static let nameOwnershipDeadline: Double = 2
-    /// The same when the demo playlist is rendered first (a first run with no music): three
-    /// tracks take seconds to render on a busy machine, and a client that reads the state
-    /// meanwhile would see Stopped with no track.
-    static let demoNameOwnershipDeadline: Double = 15
-
-    /// Whether what plays first is still being found or loaded.
-    private var isStarting: Bool {
-        guard player.status == .stopped, !player.ranOut else { return false }
-        return player.requestedStatus != .stopped || loadsInProgress > 0
-    }
-
-    /// Owns the MPRIS name (once).
-    private func ownName() throws(BusError) {
-        guard let connection, mpris.busName == nil, !nameRequested else { return }
-        nameRequested = true
-        nameDeadline?.cancel()
-        nameDeadline = nil
-        syncNowPlaying(republishTiming: true)
-        guard
-            let name = try mpris.register(
-                on: connection, processID: getpid(), instanceFallback: options.instance == .new)
-        else {
-            logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
-            Exit.now(.success)
-        }
-        let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
-        logger.info(
-            "Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start"
-        )
-
-    }
-
-    /// Queues what to play when started, in the background: the arguments, else the music
-    /// folder, else the demo. Playback starts with the first tracks found.
-    private func loadStartupMedia() {
-        let fromArguments = !options.items.isEmpty
-        guard fromArguments || FileManager.default.fileExists(atPath: options.musicFolder.path) else {
-            return playDemo(startPaused: options.startPaused)
-        }
-        let sources = fromArguments ? options.items : [options.musicFolder.path]
-        let startPaused = options.startPaused
-        var started = false
-        load(sources, quietly: !fromArguments) { [unowned self] uris in
-            let added = player.enqueue(uris)
-            // The first tracks were all unplayable and playback ran out before these came:
-            // go on with them.
-            if started, player.ranOut, !(startPaused && !playWhenLoaded), !added.isEmpty {
-                player.play(index: player.count - added.count, at: nil)
-            }
-            if !started {
-                started = true
-                if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
-                playWhenLoaded = false
-            }
-        } done: { [unowned self] count in
-            if count > 0 {
-                if !fromArguments { logger.info("playing \(count) tracks from \(options.musicFolder.path)") }
-            } else if fromArguments {
-                logger.warning("nothing playable among the arguments; waiting for OpenUri")
-            } else {
-                playDemo(startPaused: startPaused)
-            }
-            if mpris.busName == nil, !isStarting { ownNameOrExit() }
-        }
-    }
-
-    /// Makes the built-in demo playlist on the loader queue (it renders its tracks through
-    /// GStreamer, which can take seconds on a busy machine) and plays it once it is made. It
-    /// counts as a load in progress meanwhile, so the bus name waits for the first true state
-    /// as it does for the music folder. Dropped when something was queued by then: the demo
-    /// stands in for an empty queue only.
-    private func playDemo(startPaused: Bool) {
-        let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
-        let generation = loadGeneration
-        loadsInProgress += 1
-        makingDemo = true
-        Self.loadQueue.async {
-            let result = Result { () throws -> [String] in
-                // The cache folder is Quaver's own: never written through a symbolic link.
-                close(try PrivateFolder(demoFolder, ownedComponents: 2).open())
-                return try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder).map(\.absoluteString)
-            }
-            .mapError { MediaError(MediaError.reason($0)) }
-            DispatchQueue.main.async {
-                MainActor.assumeIsolated { [weak self] in
-                    self?.demoMade(result, in: demoFolder, startPaused: startPaused, generation: generation)
-                }
-            }
-        }
-    }
-
-    private func demoMade(
-        _ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int
-    ) {
-        loadsInProgress -= 1
-        makingDemo = false
-        defer {
-            syncNowPlaying(republishTiming: false)
-            if mpris.busName == nil, !isStarting { ownNameOrExit() }
-        }
-        switch result {
-        case .success(let demo) where generation == loadGeneration && player.count == 0:
-            logger.info(
-                "no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
-            player.enqueue(demo)
-            if startPaused && !playWhenLoaded { player.preroll() } else { player.play() }
-            playWhenLoaded = false
-        case .success:
-            logger.debug("the demo playlist was made after something was queued; not queued")
-        case .failure(let error):
-            logger.error("could not create the demo playlist in \(demoFolder.path): \(error.reason)")
-        }
+        run(startup.connected(starting: isStarting, makingDemo: makingDemo))
     }
 
     // MARK: - Player to now-playing info
@@ -324,55 +178,26 @@ final class Daemon {
             break
         }
         syncNowPlaying(republishTiming: change == .transport)
-        if change == .transport, mpris.busName == nil, !isStarting { ownNameOrExit() }
+        if change == .transport { progressed() }
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
-        if change != .metadata { setNeedsSave() }
+        if change != .metadata { session.setNeedsSave() }
         player.readInfoAhead(trackListWindow())
-    }
-
-    /// Saves the session after this turn of the main queue, so that the PropertiesChanged
-    /// and Seeked signals the change caused (queued the same way, earlier) go out before
-    /// the file is written and synced: clients are not kept waiting on the disk.
-    private func setNeedsSave() {
-        guard !saveScheduled else { return }
-        saveScheduled = true
-        DispatchQueue.main.async { [weak self] in
-            MainActor.assumeIsolated {
-                guard let self else { return }
-                self.saveScheduled = false
-                self.saveState()
-            }
-        }
     }
 
     // MARK: - Lifecycle
 
+    /// SIGINT and SIGTERM end the daemon as Quit does (the session written, the name
+    /// released); SIGHUP reads `quaver.conf` again (see `reloadLoudness`).
     private func installSignalHandlers() {
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler { [weak self] in
-                MainActor.assumeIsolated {
-                    self?.shutdown(status: .success, reason: signalNumber == SIGINT ? "interrupted" : "terminated")
-                }
-            }
-            source.resume()
-            signalSources.append(source)
-        }
-        signalSources.append(makeReloadSource())
+        signals.answer(SIGINT) { [weak self] in self?.end(.asked("interrupted")) }
+        signals.answer(SIGTERM) { [weak self] in self?.end(.asked("terminated")) }
+        signals.answer(SIGHUP) { [weak self] in self?.reloadLoudness() }
     }
 
-    /// Releases the bus name, stops the pipeline and exits.
-    func shutdown(status: ExitCode, reason: String) {
-        logger.info("stopping: \(reason)")
-        loadsInProgress = 0
-        saveState()
-        finishSaving()
-        player.gainCache?.flush()
-        mpris.unregister()
-        connection?.flush()
-        // Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
-        Exit.after({ [player] in player.shutdown(done: $0) }, status: status)
+    /// Ends the daemon for `ending`, once: see ``Startup/end(_:)``.
+    func end(_ ending: Startup.Ending) {
+        if case .asked(let reason) = ending { logger.info("stopping: \(reason)") }
+        run(startup.end(ending))
     }
 }
 

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Glibc
 public import Logging
 import Playback
+import ToneGenerator
 
 import class DBus.Connection
 
@@ -241,21 +242,21 @@ struct Play: ParsableCommand {
             MainActor.assumeIsolated { print(Daemon.introspectionXML(options: options), terminator: "") }
             return
         }
-        let started = try MainActor.assumeIsolated { () throws -> Bool in
+        let daemon = try MainActor.assumeIsolated { () throws -> Daemon? in
             var connection: Connection?
             if options.instance != .new {
                 switch HandOver.run(items: items, name: name, policy: options.instance, play: !paused, logger: logger) {
-                case .done: return false
+                case .done: return nil
                 case .refused: throw ExitCode.failure
                 case .start(let asked): connection = asked
                 }
             }
             let daemon = try Daemon(options: options, logger: logger)
             try daemon.start(on: connection)
-            Daemon.current = daemon
-            return true
+            return daemon
         }
-        if started { dispatchMain() }
+        // The daemon lives as long as the process: the main queue runs until it exits.
+        if let daemon { withExtendedLifetime(daemon) { dispatchMain() } }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import TestKit
 import Testing
+import ToneGenerator
 
 @testable import Media
 @testable import Playback

@@ -1,6 +1,7 @@
 import Foundation
 import TestKit
 import Testing
+import ToneGenerator
 
 @testable import Media
 @testable import Playback

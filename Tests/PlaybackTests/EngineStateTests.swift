@@ -148,7 +148,8 @@ struct EngineStateTests {
         let first = state.endOfStream(at: .seconds(30), length: .seconds(100), now: Self.at(30))
         #expect(first.decision == .reload(at: .seconds(30)))
         #expect(
-            first.actions == [.load(Load(entry: 1, uri: Self.a.uri, position: .seconds(30)), .paused, fresh: false)])
+            first.actions == [.load(Load(entry: 1, uri: Self.a.uri, position: .seconds(30)), .paused, fresh: true)],
+            "from NULL")
         #expect(state.clock.position(at: Self.at(31)) == .seconds(30))
         _ = state.loadStarted(Load(entry: 1, uri: Self.a.uri, position: .seconds(30)), isLocal: true, now: Self.at(30))
         _ = state.asyncDone(Self.facts(at: .seconds(30), .paused, now: Self.at(30)))

@@ -148,7 +148,7 @@ struct GainCacheTests {
     }
 
     @MainActor
-    @Test func keepsMeasurementsPrivatelyAcrossInstancesAndDropsChangedFiles() throws {
+    @Test func keepsMeasurementsPrivatelyAcrossInstancesAndDropsChangedFiles() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "quaver-gaincache-\(UUID().uuidString)/quaver")
         defer { try? FileManager.default.removeItem(at: folder.deletingLastPathComponent()) }
@@ -156,18 +156,45 @@ struct GainCacheTests {
         let signature = TrackSignature(path: "/music/a.flac", size: 10, modified: 20)
         let cache = GainCache(folder: PrivateFolder(folder), logger: logger)
         cache.store(MeasuredGain(gain: -3, peak: 0.5), for: signature)
-        cache.flush()
+        await cache.flush()
         let file = folder.appendingPathComponent(GainCache.fileName)
         #expect(try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int == 0o600)
         #expect(try FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? Int == 0o700)
 
         let reread = GainCache(folder: PrivateFolder(folder), logger: logger)
+        await reread.waitUntilRead()
         #expect(reread.gain(for: signature) == MeasuredGain(gain: -3, peak: 0.5))
         var changed = signature
         changed.modified += 1
         #expect(reread.gain(for: changed) == nil, "a file changed since it was measured")
 
         try Data("garbage".utf8).write(to: file)
-        #expect(GainCache(folder: PrivateFolder(folder), logger: logger).count == 0)
+        let garbage = GainCache(folder: PrivateFolder(folder), logger: logger)
+        await garbage.waitUntilRead()
+        #expect(garbage.count == 0)
+    }
+
+    /// A measurement stored while the file is still being read (or just after) is kept with
+    /// the file's, and both are written: whichever comes first, nothing waits and nothing is
+    /// lost.
+    @MainActor
+    @Test func aMeasurementStoredWhileTheFileIsReadIsKeptWithIt() async throws {
+        let temporary = try TemporaryFolder()
+        defer { temporary.remove() }
+        let folder = temporary.path("quaver")
+        let logger = Logger(label: "test")
+        let old = TrackSignature(path: "/music/old.flac", size: 10, modified: 20)
+        let new = TrackSignature(path: "/music/new.flac", size: 30, modified: 40)
+        let first = GainCache(folder: PrivateFolder(folder), logger: logger)
+        first.store(MeasuredGain(gain: -3, peak: 0.5), for: old)
+        await first.flush()
+
+        let second = GainCache(folder: PrivateFolder(folder), logger: logger)
+        second.store(MeasuredGain(gain: -5, peak: 0.7), for: new)
+        await second.flush()
+        #expect(second.count == 2)
+        let written = try GainCache.decode(Data(contentsOf: folder.appendingPathComponent(GainCache.fileName)))
+        #expect(Set(written.map(\.signature.path)) == [old.path, new.path])
+        #expect(written.last?.signature == new, "the newer measurement is the most recently used")
     }
 }

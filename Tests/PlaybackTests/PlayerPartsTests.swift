@@ -146,6 +146,12 @@ struct PlayerPartsTests {
         #expect(follow.follows(.seconds(9), predicted: .zero, at: start + .seconds(5)))
         #expect(!follow.follows(.milliseconds(200), predicted: .zero, at: start + .seconds(5)), "within the tolerance")
         #expect(follow.follows(.zero, predicted: .milliseconds(300), at: start + .seconds(5)), "behind")
+        #expect(
+            !follow.follows(.milliseconds(100), predicted: .seconds(41), at: start + .seconds(5), nextTaken: true),
+            "the next stream's answer, before its STREAM_START is heard")
+        #expect(
+            follow.follows(.seconds(40), predicted: .seconds(41), at: start + .seconds(5), nextTaken: true),
+            "a drift of the current one")
     }
 
     @Test func theFurthestShownPositionIsPerLoad() {

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import TestKit
 import Testing
+import ToneGenerator
 
 @testable import Media
 @testable import Playback

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import TestKit
 import Testing
+import ToneGenerator
 
 @testable import Playback
 

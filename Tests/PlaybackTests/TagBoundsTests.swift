@@ -2,6 +2,7 @@ import CGStreamer
 import Foundation
 import TestKit
 import Testing
+import ToneGenerator
 
 @testable import Media
 @testable import Playback

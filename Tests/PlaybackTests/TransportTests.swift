@@ -186,6 +186,35 @@ struct TransportTraceTests {
         #expect(transport.stateChecked(current: .paused, pending: .voidPending).isEmpty, "asked only while waiting")
     }
 
+    /// A change to PLAYING that GStreamer leaves under way for good, with nothing flowing
+    /// (seen after a gapless switch out of a file that decodes to nothing): under way at two
+    /// checks in a row, the entry is loaded again where it was, from NULL; stalled again
+    /// there, it pauses until Play. A check that finds no change under way starts the count
+    /// again.
+    @Test func aChangeLeftUnderWayIsLoadedAgainThenPaused() {
+        var transport = Transport()
+        _ = transport.load(a, intent: .playing)
+        #expect(transport.switched(to: b) == [.publish], "switched while a prerolled")
+        #expect(transport.awaitsState && transport.status == .playing)
+        #expect(transport.stateChecked(current: .paused, pending: .playing).isEmpty, "on its way, once")
+        #expect(transport.stateChecked(current: .paused, pending: .voidPending) == [.setState(.playing)])
+        #expect(transport.stateChecked(current: .paused, pending: .playing).isEmpty, "the count starts again")
+        let reload = Transport.Load(entry: b.entry, uri: b.uri, position: .milliseconds(300))
+        #expect(
+            transport.stateChecked(current: .paused, pending: .playing, position: .milliseconds(300))
+                == [.load(reload, .paused, fresh: true)])
+        #expect(transport.asyncDone(current: .paused, pending: .voidPending) == [.seek(.milliseconds(300))])
+        #expect(
+            transport.asyncDone(current: .paused, pending: .voidPending) == [.publish, .setState(.playing)],
+            "the new timing, then on to PLAYING")
+        #expect(transport.stateChecked(current: .paused, pending: .playing).isEmpty)
+        #expect(
+            transport.stateChecked(current: .paused, pending: .playing, position: .milliseconds(300))
+                == [.unload(fresh: true), .publish], "stalled again: paused there")
+        #expect(transport.status == .paused && transport.phase == .outputLost(reload, at: .milliseconds(300)))
+        #expect(transport.play() == [.load(reload, .paused, fresh: false)], "Play tries again")
+    }
+
     @Test func aGaplessSwitchPublishesTheNewEntryAndReappliesTheRate() {
         var transport = playing(a)
         #expect(transport.switched(to: b) == [.publish])

@@ -55,8 +55,13 @@ public final class PipeWireSession {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "quaver-pipewire-\(UUID().uuidString.prefix(8))")
         runtime = directory.appendingPathComponent("rt")
+        // pipewire-pulse makes `pulse` in the runtime folder when a stat finds none, and gives
+        // up when its mkdir then meets one that another process of the session made in the
+        // meantime ("mkdir() …/pulse failed: File exists"): made here first, it is only found.
         try FileManager.default.createDirectory(
-            at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            at: runtime.appendingPathComponent("pulse"), withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: runtime.path)
         let config = directory.appendingPathComponent("config")
         try Self.write(
             """

@@ -1,6 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
 public import FoundationEssentials
+internal import Media
 
 /// Renders short tagged FLAC tracks with GStreamer: the built-in demo playlist, and the
 /// media the tests play.
@@ -19,6 +20,7 @@ public enum TrackGenerator {
         /// Opus in Ogg, pictures in METADATA_BLOCK_PICTURE comments.
         case opus
 
+        /// The file name extension of a track in this format.
         public var fileExtension: String { rawValue }
 
         /// The encoding part of the pipeline; the element named `tagger` takes the tags.
@@ -35,8 +37,14 @@ public enum TrackGenerator {
 
     /// An image to embed in a track.
     public struct Picture: Sendable {
+        /// What the picture shows, as its tag says.
         public enum Kind: Sendable {
-            case frontCover, backCover, other
+            /// The album's front cover, the one players show.
+            case frontCover
+            /// The back cover.
+            case backCover
+            /// A picture of no stated kind.
+            case other
 
             var imageType: GstTagImageType {
                 switch self {
@@ -47,28 +55,42 @@ public enum TrackGenerator {
             }
         }
 
+        /// The image's bytes (PNG or JPEG).
         public var data: Data
+        /// What it shows.
         public var kind: Kind
 
+        /// A picture of `kind` made of the image bytes `data`.
         public init(_ data: Data, kind: Kind = .frontCover) {
             self.data = data
             self.kind = kind
         }
     }
 
+    /// One track to render: a sine tone and its tags.
     public struct Track: Sendable {
+        /// The file's name in the folder it is written to.
         public var fileName: String
+        /// The title tag.
         public var title: String
+        /// The artist tag.
         public var artist: String
+        /// The album tag.
         public var album: String
+        /// The genre tag.
         public var genre: String
+        /// The track number tag.
         public var trackNumber: Int
+        /// The tone's pitch in Hz.
         public var frequency: Double
+        /// The track's length.
         public var seconds: Double
+        /// The container and codec it is written in.
         public var format: Format
         /// Embedded in this order.
         public var pictures: [Picture]
 
+        /// A track of `seconds` of a `frequency` Hz tone, tagged with the rest.
         public init(
             fileName: String, title: String, artist: String, album: String, genre: String = "Test Tones",
             trackNumber: Int, frequency: Double, seconds: Double, format: Format = .flac, pictures: [Picture] = []
@@ -198,13 +220,10 @@ public enum TrackGenerator {
     private static func run(
         _ description: String, what: String, configure: (UnsafeMutablePointer<GstBin>) throws -> Void
     ) throws {
-        var error: UnsafeMutablePointer<GError>?
-        guard let pipeline = gst_parse_launch(description, &error) else {
-            defer { if let error { g_error_free(error) } }
-            throw MediaError(
-                "cannot build the generator pipeline: \(error.map { String(cString: $0.pointee.message) } ?? "?")")
+        let (parsed, error) = GStreamerError.catching { gst_parse_launch(description, &$0) }
+        guard let pipeline = parsed else {
+            throw MediaError("cannot build the generator pipeline: \(error?.message ?? "?")")
         }
-        if let error { g_error_free(error) }
         defer {
             gst_element_set_state(pipeline, GST_STATE_NULL)
             gst_object_unref(pipeline)
@@ -221,64 +240,7 @@ public enum TrackGenerator {
         }
         defer { gst_message_unref(message) }
         if message.pointee.type == GST_MESSAGE_ERROR {
-            var gerror: UnsafeMutablePointer<GError>?
-            gst_message_parse_error(message, &gerror, nil)
-            defer { if let gerror { g_error_free(gerror) } }
-            throw MediaError("rendering \(what) failed: \(gerror.map { String(cString: $0.pointee.message) } ?? "?")")
-        }
-    }
-}
-
-/// What the installed GStreamer plugins can decode.
-public enum MediaTypes {
-    /// MIME types of every audio format a decoder, demuxer or parser accepts.
-    public static func supported() -> [String] {
-        GStreamer.initialize()
-        var types = Set<String>()
-        guard
-            let factories = gst_element_factory_list_get_elements(
-                cshims_factory_type_audio_decodable(), GST_RANK_MARGINAL)
-        else {
-            return []
-        }
-        defer { gst_plugin_feature_list_free(factories) }
-        var node: UnsafeMutablePointer<GList>? = factories
-        while let current = node {
-            if let data = current.pointee.data {
-                let factory = OpaquePointer(data)
-                var template = gst_element_factory_get_static_pad_templates(factory)
-                while let item = template {
-                    if let raw = item.pointee.data {
-                        let padTemplate = raw.assumingMemoryBound(to: GstStaticPadTemplate.self)
-                        if padTemplate.pointee.direction == GST_PAD_SINK,
-                            let caps = gst_static_pad_template_get_caps(padTemplate)
-                        {
-                            for index in 0..<gst_caps_get_size(caps) {
-                                if let name = gst_structure_get_name(gst_caps_get_structure(caps, index)) {
-                                    types.formUnion(aliases(String(cString: name)))
-                                }
-                            }
-                            gst_caps_unref(caps)
-                        }
-                    }
-                    template = item.pointee.next.map { UnsafePointer($0) }
-                }
-            }
-            node = current.pointee.next
-        }
-        return types.sorted()
-    }
-
-    static func aliases(_ name: String) -> [String] {
-        switch name {
-        case "audio/x-raw", "audio/x-unaligned-raw": []
-        case "application/ogg", "application/x-ogg": ["application/ogg", "audio/ogg"]
-        case "video/quicktime": ["audio/mp4", "audio/x-m4a"]
-        case "audio/x-flac": ["audio/flac", "audio/x-flac"]
-        case "audio/x-wav": ["audio/wav", "audio/x-wav"]
-        case "audio/x-matroska", "video/x-matroska": ["audio/x-matroska"]
-        case "video/webm": ["audio/webm"]
-        default: name.hasPrefix("audio/") ? [name] : []
+            throw MediaError("rendering \(what) failed: \(GStreamerError.of(message).error?.message ?? "?")")
         }
     }
 }

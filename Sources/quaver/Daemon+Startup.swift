@@ -1,0 +1,171 @@
+import DBus
+import Dispatch
+import FoundationEssentials
+import Glibc
+import Logging
+import NowPlaying
+import Playback
+import ToneGenerator
+
+/// The start: what plays first, the bus name once it is true, and every way the daemon ends
+/// (``Startup`` decides; this carries it out).
+extension Daemon {
+    /// Carries out the start-up's actions.
+    func run(_ actions: [Startup.Action]) {
+        for action in actions {
+            switch action {
+            case .ownName:
+                ownName()
+            case .armDeadline(let seconds):
+                let deadline = DispatchSource.makeTimerSource(queue: .main)
+                deadline.schedule(deadline: .now() + seconds)
+                deadline.setEventHandler { [weak self] in
+                    MainActor.assumeIsolated { self?.nameDeadlinePassed() }
+                }
+                deadline.resume()
+                nameDeadline = deadline
+            case .saveAndExit(let success):
+                loads.abandon()
+                session.close { [self] in
+                    flushGainCache { [self] in
+                        mpris.unregister()
+                        connection?.flush()
+                        exitAfterRelease(success: success)
+                    }
+                }
+            case .exit(let success):
+                session.abandon()
+                exitAfterRelease(success: success)
+            }
+        }
+    }
+
+    /// Calls `done` once the measured gains are on disk, without waiting on the main actor.
+    private func flushGainCache(then done: @escaping @MainActor @Sendable () -> Void) {
+        guard let cache = player.gainCache else { return done() }
+        cache.flush(then: done)
+    }
+
+    /// Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
+    private func exitAfterRelease(success: Bool) {
+        nameDeadline?.cancel()
+        Exit.after({ [player] in player.shutdown(done: $0) }, status: success ? .success : .failure)
+    }
+
+    private func nameDeadlinePassed() {
+        run(startup.deadlinePassed())
+    }
+
+    /// The player, a load or the demo moved on: the name is owned once nothing is starting.
+    func progressed() {
+        run(startup.progressed(starting: isStarting))
+    }
+
+    /// Whether what plays first is still being found or loaded.
+    var isStarting: Bool {
+        guard player.status == .stopped, !player.ranOut else { return false }
+        return player.requestedStatus != .stopped || loads.isLoading
+    }
+
+    /// Owns the MPRIS name; the daemon ends when it cannot.
+    private func ownName() {
+        guard let connection else { return }
+        nameDeadline?.cancel()
+        nameDeadline = nil
+        syncNowPlaying(republishTiming: true)
+        let name: String?
+        do throws(BusError) {
+            name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new)
+        } catch {
+            logger.critical("cannot own the MPRIS name: \(error.message)")
+            return end(.nameRefused(error.message))
+        }
+        guard let name else {
+            logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
+            return end(.nameTaken)
+        }
+        let waited = Int(((ContinuousClock.now - startedAt) / .milliseconds(1)).rounded())
+        logger.info(
+            "Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start"
+        )
+    }
+
+    /// Queues what to play when started, in the background: the arguments, else the music
+    /// folder, else the demo. Playback starts with the first tracks found. Returns whether
+    /// the demo is being made.
+    func loadStartupMedia() -> Bool {
+        let fromArguments = !options.items.isEmpty
+        guard fromArguments || FileManager.default.fileExists(atPath: options.musicFolder.path) else {
+            playDemo(startPaused: options.startPaused)
+            return true
+        }
+        let sources = fromArguments ? options.items : [options.musicFolder.path]
+        let startPaused = options.startPaused
+        var started = false
+        load(sources, quietly: !fromArguments) { [unowned self] uris in
+            let added = player.enqueue(uris)
+            // The first tracks were all unplayable and playback ran out before these came:
+            // go on with them.
+            if started, player.ranOut, loads.playsLateTracks(startPaused: startPaused), !added.isEmpty {
+                player.play(index: player.count - added.count, at: nil)
+            }
+            if !started {
+                started = true
+                if loads.takePlay(startPaused: startPaused) { player.play() } else { player.preroll() }
+            }
+        } done: { [unowned self] count in
+            if count > 0 {
+                if !fromArguments { logger.info("playing \(count) tracks from \(options.musicFolder.path)") }
+            } else if fromArguments {
+                logger.warning("nothing playable among the arguments; waiting for OpenUri")
+            } else {
+                playDemo(startPaused: startPaused)
+            }
+        }
+        return false
+    }
+
+    /// Makes the built-in demo playlist on the loader queue (it renders its tracks through
+    /// GStreamer, which can take seconds on a busy machine) and plays it once it is made. It
+    /// counts as a load in progress meanwhile, so the bus name waits for the first true state
+    /// as it does for the music folder. Dropped when something was queued by then: the demo
+    /// stands in for an empty queue only.
+    private func playDemo(startPaused: Bool) {
+        let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
+        let generation = loads.begin()
+        Self.loadQueue.async {
+            let result = Result { () throws -> [String] in
+                // The cache folder is Quaver's own: never written through a symbolic link.
+                close(try PrivateFolder(demoFolder, ownedComponents: 2).open())
+                return try TrackGenerator.generate(TrackGenerator.demo, into: demoFolder).map(\.absoluteString)
+            }
+            .mapError { MediaError(MediaError.reason($0)) }
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in
+                    self?.demoMade(result, in: demoFolder, startPaused: startPaused, generation: generation)
+                }
+            }
+        }
+    }
+
+    private func demoMade(
+        _ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int
+    ) {
+        let current = loads.end(generation)
+        defer {
+            syncNowPlaying(republishTiming: false)
+            progressed()
+        }
+        switch result {
+        case .success(let demo) where current && player.count == 0:
+            logger.info(
+                "no audio in \(options.musicFolder.path); playing the built-in demo playlist from \(demoFolder.path)")
+            player.enqueue(demo)
+            if loads.takePlay(startPaused: startPaused) { player.play() } else { player.preroll() }
+        case .success:
+            logger.debug("the demo playlist was made after something was queued; not queued")
+        case .failure(let error):
+            logger.error("could not create the demo playlist in \(demoFolder.path): \(error.reason)")
+        }
+    }
+}

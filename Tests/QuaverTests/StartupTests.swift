@@ -1,0 +1,179 @@
+import Testing
+
+@testable import quaver
+
+/// The start-up's decisions, input by input: each row drives a fresh `Startup` through its
+/// inputs and checks what the last one asked for and where it left the daemon.
+@Suite("start-up: the bus name and how the daemon ends")
+struct StartupTests {
+    enum Input: CustomStringConvertible, Sendable {
+        case connected(starting: Bool, demo: Bool)
+        case progressed(starting: Bool)
+        case deadlinePassed
+        case end(Startup.Ending)
+
+        var description: String {
+            switch self {
+            case .connected(let starting, let demo): "connected(starting: \(starting), demo: \(demo))"
+            case .progressed(let starting): "progressed(starting: \(starting))"
+            case .deadlinePassed: "deadlinePassed"
+            case .end(let ending): "end(\(ending))"
+            }
+        }
+    }
+
+    typealias Row = TableRow<Input, Startup.Action, Startup.Phase>
+
+    static let finding = Startup.Phase.findingFirstState(deadline: Startup.nameOwnershipDeadline)
+    static let findingDemo = Startup.Phase.findingFirstState(deadline: Startup.demoNameOwnershipDeadline)
+
+    static let rows: [Row] = [
+        Row(
+            name: "nothing to find: the name at once", inputs: [.connected(starting: false, demo: false)],
+            actions: [.ownName], phase: .named),
+        Row(
+            name: "a first state to find: the name waits, 2 s at most",
+            inputs: [.connected(starting: true, demo: false)], actions: [.armDeadline(seconds: 2)], phase: finding),
+        Row(
+            name: "the demo being made: the name waits 15 s at most", inputs: [.connected(starting: true, demo: true)],
+            actions: [.armDeadline(seconds: 15)], phase: findingDemo),
+        Row(
+            name: "still starting: the name still waits",
+            inputs: [.connected(starting: true, demo: false), .progressed(starting: true)], actions: [],
+            phase: finding),
+        Row(
+            name: "the first state found: the name",
+            inputs: [.connected(starting: true, demo: false), .progressed(starting: false)], actions: [.ownName],
+            phase: .named),
+        Row(
+            name: "the deadline: the name, whatever the state",
+            inputs: [.connected(starting: true, demo: false), .deadlinePassed], actions: [.ownName], phase: .named),
+        Row(
+            name: "the name is asked for once: a late deadline",
+            inputs: [.connected(starting: true, demo: false), .progressed(starting: false), .deadlinePassed],
+            actions: [], phase: .named),
+        Row(
+            name: "the name is asked for once: progress after it",
+            inputs: [.connected(starting: false, demo: false), .progressed(starting: false)], actions: [],
+            phase: .named),
+        Row(
+            name: "nothing is owned before the start", inputs: [.progressed(starting: false), .deadlinePassed],
+            actions: [], phase: .made),
+        Row(
+            name: "connected once",
+            inputs: [.connected(starting: false, demo: false), .connected(starting: true, demo: true)],
+            actions: [], phase: .named),
+        Row(
+            name: "asked to quit while running: save, release, exit 0",
+            inputs: [.connected(starting: false, demo: false), .end(.asked("terminated"))],
+            actions: [.saveAndExit(success: true)], phase: .ending),
+        Row(
+            name: "asked to quit while starting: save, release, exit 0",
+            inputs: [.connected(starting: true, demo: false), .end(.asked("interrupted"))],
+            actions: [.saveAndExit(success: true)], phase: .ending),
+        Row(
+            name: "asked to quit before connecting: nothing to save", inputs: [.end(.asked("terminated"))],
+            actions: [.exit(success: true)], phase: .ending),
+        Row(
+            name: "the name is another's: exit 0, nothing saved",
+            inputs: [.connected(starting: false, demo: false), .end(.nameTaken)], actions: [.exit(success: true)],
+            phase: .ending),
+        Row(
+            name: "the name refused: exit 1, nothing saved",
+            inputs: [.connected(starting: false, demo: false), .end(.nameRefused("denied"))],
+            actions: [.exit(success: false)], phase: .ending),
+        Row(
+            name: "the bus lost: exit 1, nothing saved",
+            inputs: [.connected(starting: false, demo: false), .end(.busLost)], actions: [.exit(success: false)],
+            phase: .ending),
+        Row(
+            name: "ended once: a second signal",
+            inputs: [
+                .connected(starting: false, demo: false), .end(.asked("terminated")), .end(.asked("interrupted")),
+            ],
+            actions: [], phase: .ending),
+        Row(
+            name: "ended once: the bus lost while stopping",
+            inputs: [.connected(starting: false, demo: false), .end(.asked("terminated")), .end(.busLost)],
+            actions: [], phase: .ending),
+        Row(
+            name: "nothing is owned while ending: the deadline",
+            inputs: [.connected(starting: true, demo: false), .end(.asked("terminated")), .deadlinePassed],
+            actions: [], phase: .ending),
+        Row(
+            name: "nothing is owned while ending: the first state",
+            inputs: [
+                .connected(starting: true, demo: false), .end(.asked("terminated")), .progressed(starting: false),
+            ],
+            actions: [], phase: .ending),
+    ]
+
+    @Test(arguments: rows)
+    func decides(_ row: Row) {
+        var startup = Startup()
+        var actions: [Startup.Action] = []
+        for input in row.inputs {
+            switch input {
+            case .connected(let starting, let demo): actions = startup.connected(starting: starting, makingDemo: demo)
+            case .progressed(let starting): actions = startup.progressed(starting: starting)
+            case .deadlinePassed: actions = startup.deadlinePassed()
+            case .end(let ending): actions = startup.end(ending)
+            }
+        }
+        #expect(actions == row.actions, "after \(row.inputs)")
+        #expect(startup.phase == row.phase, "after \(row.inputs)")
+    }
+}
+
+/// The loads under way and what waits for them.
+@Suite("start-up: loads in the background")
+struct LoadsTests {
+    @Test func aReplacedLoadNoLongerCounts() {
+        var loads = Loads()
+        let first = loads.begin()
+        #expect(loads.isLoading && loads.isCurrent(first))
+        loads.replace()
+        let second = loads.begin()
+        #expect(!loads.isCurrent(first) && loads.isCurrent(second))
+        let firstCounts = loads.end(first)
+        #expect(!firstCounts)
+        #expect(loads.isLoading, "the second is still under way")
+        let secondCounts = loads.end(second)
+        #expect(secondCounts)
+        #expect(!loads.isLoading)
+    }
+
+    @Test func playAskedWhileLoadingPlaysTheFirstTracksOnce() {
+        var loads = Loads()
+        let waited = loads.askToPlay()
+        #expect(!waited, "nothing loading: nothing to wait for")
+        _ = loads.begin()
+        let waits = loads.askToPlay()
+        #expect(waits)
+        #expect(loads.playsLateTracks(startPaused: true))
+        let plays = loads.takePlay(startPaused: true)
+        #expect(plays)
+        let playsAgain = loads.takePlay(startPaused: true)
+        #expect(!playsAgain, "the wish is spent")
+        let playsUnpaused = loads.takePlay(startPaused: false)
+        #expect(playsUnpaused)
+    }
+
+    @Test func playPauseWhileLoadingToggles() {
+        var loads = Loads()
+        _ = loads.begin()
+        _ = loads.askToPlay(toggle: true)
+        #expect(loads.playWhenLoaded)
+        _ = loads.askToPlay(toggle: true)
+        #expect(!loads.playWhenLoaded)
+    }
+
+    @Test func endingAbandonsWhatIsUnderWay() {
+        var loads = Loads()
+        let generation = loads.begin()
+        loads.abandon()
+        #expect(!loads.isLoading)
+        _ = loads.end(generation)
+        #expect(!loads.isLoading && loads.inProgress == 0)
+    }
+}
