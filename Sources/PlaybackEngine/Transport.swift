@@ -154,11 +154,15 @@ package struct Transport: Sendable, Equatable {
     package init() {}
 
     /// A transport in `state` (the tests start from each of the type's cases).
-    init(_ state: State, rate: Double = 1, pipelineFailed: Bool = false, retryingAfterStuck: EntryID? = nil) {
+    init(
+        _ state: State, rate: Double = 1, pipelineFailed: Bool = false, retryingAfterStuck: EntryID? = nil,
+        changeUnderWay: Bool = false
+    ) {
         self.state = state
         self.rate = rate
         self.pipelineFailed = pipelineFailed
         self.retryingAfterStuck = retryingAfterStuck
+        self.changeUnderWay = changeUnderWay
     }
 
     /// What the pipeline is doing (nil when stopped).

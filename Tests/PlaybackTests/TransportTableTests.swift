@@ -67,7 +67,11 @@ struct TransportTableTests {
         [
             stopped, failed, prerolling, prerollingToSeek, prerollingQueued, prerollingPauseAsked, playing, paused,
             pausing, resuming, seeking, seekingPauseAsked, buffering, outputLost,
-        ].map { Transport($0) } + [Transport(retrying, retryingAfterStuck: 1)]
+        ].map { Transport($0) } + [
+            Transport(retrying, retryingAfterStuck: 1),
+            // Resuming, and a state check found the change to PLAYING under way already.
+            Transport(resuming, changeUnderWay: true),
+        ]
 
     static let prerolls = [prerolling, prerollingToSeek, prerollingQueued, prerollingPauseAsked, retrying]
     static let loaded = [playing, paused, pausing, resuming, seeking, seekingPauseAsked, buffering]
@@ -298,6 +302,12 @@ struct TransportTableTests {
         // for again (a report GStreamer never sent); one under way is left to finish. Only a
         // transport that waits for a confirmation asks.
         case (Self.resuming, .checkedPaused): return to([.setState(.playing)])
+        // Found under way at a second check in a row: taken for stalled, the entry is loaded
+        // again where it was, from NULL (issue 27).
+        case (Self.resuming, .checkedPausedPendingPlaying) where row.changeUnderWay:
+            return to(
+                .active(preroll(aAt(0), seek: 0), shown: restarted), loads(aAt(0), .paused, fresh: true),
+                failed: false)
         case (Self.pausing, .checkedPlaying), (Self.pausing, .checkedPausedPendingPlaying):
             return to([.setState(.paused)])
         // A seek done: clients hear of the new timing once.
@@ -392,7 +402,8 @@ struct TransportTableTests {
     @Test("each state the table starts from is one a session reaches")
     func rowsAreReached() {
         for row in Self.rows where row.state != .stopped {
-            let reached = Self.reach(row.state)
+            var reached = Self.reach(row.state)
+            if row.changeUnderWay { _ = reached.stateChecked(current: .paused, pending: .playing) }
             #expect(reached == row, "\(row.state): reached \(reached.state)")
         }
     }
