@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import NowPlaying
 import Playback
+import ToneGenerator
 
 /// The start: what plays first, the bus name once it is true, and every way the daemon ends
 /// (``Startup`` decides; this carries it out).
