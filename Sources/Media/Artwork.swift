@@ -29,6 +29,7 @@ public enum ImageFormat: String, Sendable, CaseIterable {
         }
     }
 
+    /// The extension a cached file of this format gets (`jpg`, `png`...), without the dot.
     public var fileExtension: String {
         switch self {
         case .jpeg: "jpg"
@@ -47,7 +48,9 @@ public enum ImageFormat: String, Sendable, CaseIterable {
 ///
 /// Safe to use from any thread: the discoverer's queues store what they find while reading.
 public final class ArtworkCache: Sendable {
+    /// The folder the cached images are in (made on the first image stored).
     public let folder: URL
+    /// How many bytes the cached images may take in all before the oldest-used go.
     public let maximumBytes: Int
     /// A picture larger than this is not kept (a tag can hold anything).
     public static let maximumImageBytes = 16 << 20
@@ -68,6 +71,8 @@ public final class ArtworkCache: Sendable {
         var oversizedLogged = Set<String>()
     }
 
+    /// A cache in `folder`, kept under `maximumBytes`; what it cannot store or remove is
+    /// logged to `logger`, once each.
     public init(folder: URL, maximumBytes: Int = 64 << 20, logger: Logger) {
         self.folder = folder
         self.maximumBytes = maximumBytes

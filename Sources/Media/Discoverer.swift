@@ -5,7 +5,7 @@ import Dispatch
 ///
 /// Each instance has one owner: the player's tag prefetch keeps the one that reads before
 /// loads and ahead of the current entry, and the daemon keeps one that reads for artwork.
-/// The readings themselves are shared by every reader in the process (``SharedReadings``):
+/// The readings themselves are shared by every reader in the process (`SharedReadings`):
 /// a file being read is not read again alongside.
 public final class Discoverer: Sendable {
     /// The queue the readings run on, one at a time (tests hold it to queue requests).
@@ -25,7 +25,7 @@ public final class Discoverer: Sendable {
     /// Reads `uri` in the background and calls `completion` on the main actor. A request for
     /// a file this discoverer is reading, or has queued, gets that reading's result; so does
     /// one for a file another reader began reading after the request (see
-    /// ``SharedReadings``), and the queue goes on with the next file meanwhile.
+    /// `SharedReadings`), and the queue goes on with the next file meanwhile.
     public func discover(
         _ uri: String, completion: @escaping @MainActor @Sendable (Result<TrackInfo, MediaError>) -> Void
     ) {

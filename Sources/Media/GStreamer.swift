@@ -7,6 +7,7 @@ import Glibc
 public enum GStreamer {
     private static let started: Void = gst_init(nil, nil)
 
+    /// Starts GStreamer if it is not started yet; call it before any other GStreamer use.
     public static func initialize() { _ = started }
 
     /// The GStreamer version in use, e.g. "1.22.0".

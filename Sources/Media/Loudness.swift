@@ -245,6 +245,7 @@ public enum Loudness {
 
     /// The plan for one track.
     /// - Parameters:
+    ///   - settings: the mode, preamp, clipping and fallback gain the user chose.
     ///   - tags: its ReplayGain tags, if any.
     ///   - albumGain: whether the album's gain is preferred (see ``usesAlbumGain(_:albumInOrder:)``).
     ///   - measured: what an earlier play measured, for a track without tags.

@@ -38,6 +38,7 @@ public enum MediaSources {
     ]
     /// The extensions of playlists, lower case: `.m3u` and `.m3u8` are M3U, `.pls` is PLS.
     public static let playlistExtensions: Set<String> = ["m3u", "m3u8", "pls"]
+    /// The URI schemes Quaver plays: local files, and streams over HTTP and HTTPS.
     public static let supportedSchemes = ["file", "http", "https"]
 
     /// Whether a file name or path ends in one of `mediaExtensions` (in any case).

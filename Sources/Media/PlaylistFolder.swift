@@ -13,6 +13,7 @@ public import Logging
 /// and logged once.
 @MainActor
 public final class PlaylistFolder {
+    /// The folder whose playlists are offered (standardized).
     public let folder: URL
     /// The current playlists, in alphabetical order (as `sorted(by: .alphabetical, reversed: false)`).
     public private(set) var playlists: [PlaylistItem] = []
@@ -37,6 +38,8 @@ public final class PlaylistFolder {
     private var watch: Watch?
     private var rescanScheduled = false
 
+    /// Offers the playlists of `folder` once ``start()`` is called; problems with its files
+    /// are logged to `logger`, each once while it lasts.
     public init(folder: URL, logger: Logger) {
         self.folder = folder.standardizedFileURL
         self.logger = logger
@@ -53,6 +56,7 @@ public final class PlaylistFolder {
     /// How many times the folder was scanned (the first scan included).
     private(set) var scans = 0
 
+    /// The current playlist with `id`, nil if there is none (removed since, say).
     public func playlist(id: UInt64) -> PlaylistItem? {
         playlists.first { $0.id == id }
     }

@@ -99,7 +99,7 @@ extension QueueEntry {
     /// its playlist calls it where they say nothing.
     ///
     /// For a network stream the playlist's title is the station's name, in the places an
-    /// ICY `icy-name` takes (``StreamTags``), when the stream sends none: the title until the
+    /// ICY `icy-name` takes (`StreamTags`), when the stream sends none: the title until the
     /// stream names one, the artist and the album when it names none. GNOME Shell and KDE
     /// would otherwise show the URL's file name and "Unknown artist". For a file it fills the
     /// title and the artist its tags lack, read as "Artist - Title" when it has that form.

@@ -5,7 +5,7 @@ import FoundationEssentials
 extension Player {
     /// Reads the tags of these entries in the background, lowest priority and a couple at a
     /// time, each entry once; `.entryInfo(id)` tells when one is in. Only the latest
-    /// requests are kept when too many wait (see ``ReadSchedule``).
+    /// requests are kept when too many wait (see `ReadSchedule`).
     public func readInfoAhead(_ ids: some Sequence<UInt64>) {
         prefetch.request(ids)
     }

@@ -5,12 +5,12 @@ public import Logging
 /// A play queue and its transport over a GStreamer pipeline.
 ///
 /// The façade wires the parts together: the queue and what is selected in it
-/// (``Selection``, over ``PlayOrder``); the engine that plays one entry at a time and alone
-/// owns the pipeline (``Engine``, over the ``Transport`` state machine); the ``Conductor``,
+/// (`Selection`, over `PlayOrder`); the engine that plays one entry at a time and alone
+/// owns the pipeline (`Engine`, over the `Transport` state machine); the `Conductor`,
 /// which answers the engine in terms of the queue (what follows, what is skipped, the
 /// gapless hand-over, its loudness plan and the sound server's interruptions); the
-/// ``Catalog`` of what is known of each entry; tag reads (``TagPrefetch``). The conductor
-/// and the catalog see the player through ``PlayerHost`` and ask it for every change to its
+/// `Catalog` of what is known of each entry; tag reads (`TagPrefetch`). The conductor
+/// and the catalog see the player through `PlayerHost` and ask it for every change to its
 /// state: the queue's entries, the selection, the current entry. Commands return at once;
 /// `status` is the settled truth, changed only when the pipeline confirms it (or at once for
 /// stop, errors and the end of the queue). The observer is told after each settled change,
@@ -27,7 +27,7 @@ public final class Player {
     /// What clients are told: changes only once the pipeline confirms it.
     public var status: Status { engine.status }
     /// The entry the pipeline plays (or, when stopped, the one Play would start): a copy of
-    /// the queued entry as clients were last shown it, assigned in ``setCurrent(_:)`` alone.
+    /// the queued entry as clients were last shown it, assigned in `setCurrent(_:)` alone.
     public private(set) var current: Entry? {
         didSet {
             if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil {
@@ -109,10 +109,14 @@ public final class Player {
         var generation: Int
     }
 
+    /// A player with an empty queue, stopped.
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
+    /// - Parameter supportedRates: the playback rates clients may ask for; others are clamped.
     /// - Parameter artwork: where the cover images of tracks go as their tags are read.
     /// - Parameter stuckLimit: how long a call into GStreamer (a state change, a seek, a
     ///   query) may take before the pipeline is taken for stuck and replaced.
+    /// - Parameter logger: where what happens to the queue and its tracks is logged.
+    /// - Throws: `MediaError` when `audioSink` does not describe a bin GStreamer can make.
     public init(
         audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil,
         stuckLimit: Duration = .seconds(3), logger: Logger

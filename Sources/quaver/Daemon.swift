@@ -6,7 +6,6 @@ import Glibc
 import Logging
 import NowPlaying
 import Playback
-import ToneGenerator
 
 /// Wires the player to the now-playing library and the bus: the one owner of state, on the
 /// main actor.
