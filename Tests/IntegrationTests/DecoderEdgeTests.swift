@@ -44,7 +44,10 @@ struct DecoderEdgeTests {
             else { return false }
             return ((try? await session.position()) ?? 0) > 1_000_000
         }
-        #expect(played, "the good track after \(first.lastPathComponent) did not play a second; log:\n\(session.log())")
+        #expect(
+            played,
+            "the good track after \(first.lastPathComponent) did not play a second (quaver's process \(session.daemon?.pid ?? 0)); log:\n\(session.log())"
+        )
         for line in session.log().split(separator: "\n")
         where line.contains("had not confirmed") || line.contains("before its end") || line.contains("early again") {
             print("\(first.lastPathComponent): \(line)")

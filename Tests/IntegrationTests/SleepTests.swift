@@ -27,7 +27,8 @@ final class MockLogind {
         let client = try Connection(address: bus.address)
         self.client = client
         // Ready once it owns its name (nothing to wait on but the bus: a short poll, bounded).
-        let owned = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+        // Python with dbus-python and GLib takes seconds to start on a loaded machine.
+        let owned = try await Waiter.poll(timeout: .seconds(60), every: .milliseconds(50)) {
             guard mock.isRunning else { return true }
             return try await client.call(
                 destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
@@ -36,9 +37,12 @@ final class MockLogind {
             ).first?.boolean == true
         }
         guard owned, mock.isRunning else {
+            let exited = !mock.isRunning
             stop()
             throw HarnessError(
-                "python3 -m dbusmock --template logind did not start (scripts/setup installs python3-dbusmock)")
+                exited
+                    ? "python3 -m dbusmock --template logind exited at start (scripts/setup installs python3-dbusmock)"
+                    : "python3 -m dbusmock --template logind did not own org.freedesktop.login1 within 60 s")
         }
     }
 
