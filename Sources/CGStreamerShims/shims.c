@@ -197,7 +197,7 @@ cshims_byte_counter *cshims_byte_counter_new(void) {
     return counter;
 }
 
-static cshims_byte_counter *byte_counter_ref(cshims_byte_counter *counter) {
+cshims_byte_counter *cshims_byte_counter_ref(cshims_byte_counter *counter) {
     g_atomic_int_inc(&counter->references);
     return counter;
 }
@@ -237,7 +237,7 @@ void cshims_count_pad_bytes(GstElement *element, const char *pad_name, cshims_by
     GstPad *pad = gst_element_get_static_pad(element, pad_name);
     if (!pad) return;
     gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_bytes,
-                      byte_counter_ref(counter), byte_counter_release);
+                      cshims_byte_counter_ref(counter), byte_counter_release);
     gst_object_unref(pad);
 }
 
@@ -248,12 +248,12 @@ static void on_source_setup(GstElement *playbin, GstElement *source, gpointer da
     GstPad *pad = gst_element_get_static_pad(source, "src");
     if (!pad) return;
     gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST, count_bytes,
-                      byte_counter_ref(data), byte_counter_release);
+                      cshims_byte_counter_ref(data), byte_counter_release);
     gst_object_unref(pad);
 }
 
 gulong cshims_playbin_count_source_bytes(GstElement *playbin, cshims_byte_counter *counter) {
-    return g_signal_connect_data(playbin, "source-setup", G_CALLBACK(on_source_setup), byte_counter_ref(counter),
+    return g_signal_connect_data(playbin, "source-setup", G_CALLBACK(on_source_setup), cshims_byte_counter_ref(counter),
                                  byte_counter_release_closure, 0);
 }
 

@@ -11,6 +11,11 @@ internal import CGStreamerShims
 /// waits for that answer, at most ``answerWait``, rather than let the stream end for want of
 /// it. The wait is on GStreamer's streaming thread, never on the main actor, and never when
 /// the answer is already given.
+///
+/// A stream that has sent no decoded audio to the output since it started is not handed
+/// over from: it has nothing to join, and GStreamer's switch out of it (libav's half-second
+/// ALAC, which decodes to nothing) ends the next stream at its first sample. playbin then
+/// ends the stream, and the owner loads what follows afresh.
 package final class GaplessHandoff: Sendable {
     package struct Item: Sendable, Equatable {
         package var entryID: UInt64
@@ -63,6 +68,9 @@ package final class GaplessHandoff: Sendable {
         var answer: (load: Int, taken: Int, value: Answer)?
         /// The item playbin took and has not started yet.
         var committed: Item?
+        /// The decoded audio counted when playbin last took a URI in this load (zero before):
+        /// the stream now ending has sent some when the count has grown since.
+        var decodedAtLastTake: UInt64 = 0
         /// The loudness of the streams that start next, in the order they start: the loaded
         /// one's (until its stream starts), then the one handed over. playbin can take the
         /// next URI before the loaded stream has reached the audio filter.
@@ -84,12 +92,17 @@ package final class GaplessHandoff: Sendable {
 
     /// How long `about-to-finish` waits for the main actor's answer.
     let answerWait: Duration
+    /// The bytes of decoded audio that reached the output since the load began.
+    private let decodedBytes: @Sendable () -> UInt64
 
     /// - Parameter answerWait: how long the `about-to-finish` handler waits for the main
     ///   actor to say what follows; under the pipeline's stuck limit, since a call into
     ///   GStreamer can wait on that handler.
-    init(answerWait: Duration) {
+    /// - Parameter decodedBytes: the pipeline's count of decoded audio that reached the
+    ///   output since the load began, read on the streaming thread.
+    init(answerWait: Duration, decodedBytes: @escaping @Sendable () -> UInt64) {
         self.answerWait = answerWait
+        self.decodedBytes = decodedBytes
     }
 
     /// Main actor: what follows the stream of load `load`, the last one asked of the
@@ -107,10 +120,11 @@ package final class GaplessHandoff: Sendable {
     /// has not been given yet; nil when nothing follows, the stream is being taken down, or
     /// no answer came within ``answerWait``.
     func commit() -> String? {
+        let decoded = decodedBytes()
         // Nil from the body: no answer yet, so the handler waits for one.
         let reply = state.withLock(waitingUpTo: answerWait) { state -> Reply? in
             state.asking = false
-            guard state.load != nil else { return .nothing }
+            guard state.load != nil, decoded > state.decodedAtLastTake else { return .nothing }
             switch state.currentAnswer {
             case nil, .pending?:
                 state.asking = true
@@ -119,6 +133,7 @@ package final class GaplessHandoff: Sendable {
             case .item(let item)?:
                 state.committed = item
                 state.taken += 1
+                state.decodedAtLastTake = decoded
                 state.upcomingLoudness.append(item.loudness)
                 return .uri(item.uri)
             }
@@ -168,6 +183,7 @@ package final class GaplessHandoff: Sendable {
             guard state.stream != .retired else { return }
             state.stream = .loaded(number)
             state.taken = 0
+            state.decodedAtLastTake = 0
             state.committed = nil
             state.upcomingLoudness = [loudness]
         }

@@ -54,7 +54,8 @@ package final class Pipeline: @unchecked Sendable {
         self.deliver = deliver
         // A call into GStreamer can wait on the about-to-finish handler: the handler's wait
         // ends well before such a call counts as stuck.
-        handoff = GaplessHandoff(answerWait: min(.seconds(1), stuckLimit / 3))
+        let decoded = CounterReader(counter: decodedBytes)
+        handoff = GaplessHandoff(answerWait: min(.seconds(1), stuckLimit / 3)) { decoded.read() }
         // The watchdog reports a stuck pipeline whatever load it was at.
         jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) {
             deliver(Delivery(load: .max, event: .stuck))
@@ -356,6 +357,18 @@ private let aboutToFinishThunk: cshims_element_callback = { element, data in
             gst_structure_new_empty(nextURITakenMessage))
         gst_element_post_message(element, message)
     }
+}
+
+/// Reads a byte counter from any thread (its count is atomic), holding a reference of its
+/// own: a handler may read it while the pipeline that made it goes.
+private final class CounterReader: @unchecked Sendable {
+    private let counter: OpaquePointer?
+
+    init(counter: OpaquePointer?) { self.counter = cshims_byte_counter_ref(counter) }
+
+    func read() -> UInt64 { cshims_byte_counter_read(counter) }
+
+    deinit { cshims_byte_counter_unref(counter) }
 }
 
 /// The name of the application message that becomes `Pipeline.Event.nextURITaken`.

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PlaybackVocabulary
 import TestKit
 import Testing
 
@@ -29,8 +30,44 @@ struct GaplessHandoffTests {
         try #require(asking, "the handler never waited")
     }
 
+    /// A handoff whose stream has always sent more decoded audio when playbin asks.
+    private static func handoff(answerWait: Duration) -> GaplessHandoff {
+        let reads = Locked<UInt64>(0)
+        return GaplessHandoff(answerWait: answerWait) {
+            reads.withLock {
+                $0 += 1
+                return $0
+            }
+        }
+    }
+
+    /// A stream with no decoded audio since it started (libav's half-second ALAC) is not
+    /// handed over from: playbin ends it, and what follows is loaded afresh.
+    @Test func aStreamThatSentNoDecodedAudioIsNotHandedOverFrom() {
+        let decoded = Locked<UInt64>(0)
+        let handoff = GaplessHandoff(answerWait: .milliseconds(20)) { decoded.withLock { $0 } }
+        handoff.loaded(1, loudness: nil)
+        handoff.answer(.item(Self.a), load: 1)
+        #expect(handoff.commit() == nil, "nothing decoded: the stream ends")
+        #expect(!handoff.hasCommitted)
+        decoded.withLock { $0 = 4096 }
+        #expect(handoff.commit() == Self.a.uri)
+        #expect(handoff.takeCommitted() == Self.a)
+        handoff.answer(.item(Self.b), load: 1)
+        #expect(handoff.commit() == nil, "the stream switched to has sent nothing since")
+        decoded.withLock { $0 = 8192 }
+        #expect(handoff.commit() == Self.b.uri)
+        // A new load counts from its start (the pipeline resets the count as it loads).
+        decoded.withLock { $0 = 0 }
+        handoff.loaded(2, loudness: nil)
+        handoff.answer(.item(Self.a), load: 2)
+        #expect(handoff.commit() == nil)
+        decoded.withLock { $0 = 1 }
+        #expect(handoff.commit() == Self.a.uri)
+    }
+
     @Test func commitHandsOverTheAnsweredURIOnce() {
-        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        let handoff = Self.handoff(answerWait: .milliseconds(20))
         #expect(handoff.commit() == nil, "nothing is loaded")
         handoff.loaded(1, loudness: nil)
         handoff.answer(.item(Self.a), load: 1)
@@ -45,7 +82,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func anAnswerMadeBeforeTheTakenURIStartedIsIgnored() {
-        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        let handoff = Self.handoff(answerWait: .milliseconds(20))
         handoff.loaded(1, loudness: nil)
         handoff.answer(.item(Self.a), load: 1)
         #expect(handoff.commit() == Self.a.uri)
@@ -59,7 +96,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func theLatestAnswerWinsAndNothingEndsTheStream() {
-        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        let handoff = Self.handoff(answerWait: .seconds(60))
         handoff.loaded(1, loudness: nil)
         handoff.answer(.item(Self.a), load: 1)
         handoff.answer(.nothing, load: 1)
@@ -72,7 +109,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func aMissingAnswerIsWaitedForUntilItComes() async throws {
-        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        let handoff = Self.handoff(answerWait: .seconds(60))
         handoff.loaded(1, loudness: nil)
         handoff.answer(.pending, load: 1)
         async let committed = Self.commitOnAnotherThread(handoff)
@@ -86,7 +123,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func aMissingAnswerIsWaitedForAtMostTheLimit() async {
-        let handoff = GaplessHandoff(answerWait: .milliseconds(200))
+        let handoff = Self.handoff(answerWait: .milliseconds(200))
         handoff.loaded(1, loudness: nil)
         let (uri, took) = await Self.commitOnAnotherThread(handoff)
         #expect(uri == nil)
@@ -94,7 +131,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func abandoningTheStreamEndsTheWaitAtOnce() async throws {
-        let handoff = GaplessHandoff(answerWait: .seconds(60))
+        let handoff = Self.handoff(answerWait: .seconds(60))
         handoff.loaded(1, loudness: nil)
         async let committed = Self.commitOnAnotherThread(handoff)
         try await Self.waitUntilAsking(handoff)
@@ -107,7 +144,7 @@ struct GaplessHandoffTests {
     }
 
     @Test func anAnswerCountsOnlyForItsOwnLoad() {
-        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        let handoff = Self.handoff(answerWait: .milliseconds(20))
         handoff.loaded(1, loudness: nil)
         // The main actor answers for load 2 as soon as it asks for it, before the pipeline's
         // queue has taken load 1 down.
@@ -131,7 +168,7 @@ struct GaplessHandoffTests {
         quiet.preamp = -6
         var loud = Loudness.neutralPlan
         loud.preamp = 3
-        let handoff = GaplessHandoff(answerWait: .milliseconds(20))
+        let handoff = Self.handoff(answerWait: .milliseconds(20))
         handoff.loaded(1, loudness: quiet)
         var next = Self.a
         next.loudness = loud

@@ -78,6 +78,7 @@ gboolean cshims_message_is_application(GstMessage *message, const char *name);
 // Reference-counted: the pads that add to it may outlive the pipeline that made it.
 typedef struct cshims_byte_counter cshims_byte_counter;
 cshims_byte_counter *cshims_byte_counter_new(void);
+cshims_byte_counter *cshims_byte_counter_ref(cshims_byte_counter *counter);
 void cshims_byte_counter_unref(cshims_byte_counter *counter);
 uint64_t cshims_byte_counter_read(const cshims_byte_counter *counter);
 void cshims_byte_counter_reset(cshims_byte_counter *counter);
