@@ -359,13 +359,8 @@ struct EngineStatePropertyTests {
         _ = state.pipelineMade()
         var now = ContinuousClock.now
         var replaced = 0
-        var failures = 0
-        func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-            guard !condition else { return }
-            failures += 1
-            Issue.record(Comment(rawValue: message()))
-        }
-        for step in 0..<3_000 where failures == 0 {
+        let check = InvariantChecks()
+        for step in 0..<3_000 where !check.failed {
             now += .milliseconds(random.int(0..<400))
             let event = Self.randomEvent(&random)
             let before = state

@@ -254,3 +254,17 @@ final class PipelineProbe: MainActorWaiter {
         return nil
     }
 }
+
+/// The invariant checks of a random walk: a failed one is recorded as an issue, and the walk
+/// stops after the step that broke it (each later step would only repeat the failure).
+final class InvariantChecks {
+    /// Whether a check failed.
+    private(set) var failed = false
+
+    /// Records `message` as an issue unless `condition` holds.
+    func callAsFunction(_ condition: Bool, _ message: @autoclosure () -> String) {
+        guard !condition else { return }
+        failed = true
+        Issue.record(Comment(rawValue: message()))
+    }
+}

@@ -378,13 +378,8 @@ struct TransportPropertyTests {
     func invariantsHold(seed: UInt64) {
         var random = SplitMix(seed: seed)
         var transport = Transport()
-        var failures = 0
-        func check(_ condition: Bool, _ message: @autoclosure () -> String) {
-            guard !condition else { return }
-            failures += 1
-            Issue.record(Comment(rawValue: message()))
-        }
-        for step in 0..<3_000 where failures == 0 {
+        let check = InvariantChecks()
+        for step in 0..<3_000 where !check.failed {
             let event = Self.randomEvent(&random)
             let before = transport
             let actions = Self.apply(event, to: &transport)
