@@ -182,8 +182,6 @@ struct TransportTableTests {
         [.load(load, state, fresh: fresh)]
     }
 
-    // Known issues the table found (see the commits that added them).
-
     /// The table. Each case is a cell where something should happen.
     static func expected(_ row: Transport, _ input: Input) -> Outcome? {
         let a = Self.a
