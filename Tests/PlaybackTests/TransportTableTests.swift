@@ -301,7 +301,7 @@ struct TransportTableTests {
         // transport that waits for a confirmation asks.
         case (Self.resuming, .checkedPaused): return to([.setState(.playing)])
         // Found under way at a second check in a row: taken for stalled, the entry is loaded
-        // again where it was, from NULL (issue 27).
+        // again where it was, from NULL (GStreamer can leave one so after a gapless switch).
         case (Self.resuming, .checkedPausedPendingPlaying) where row.changeUnderWay:
             return to(
                 .active(preroll(aAt(0), seek: 0), shown: restarted), loads(aAt(0), .paused, fresh: true),
