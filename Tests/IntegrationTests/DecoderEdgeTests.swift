@@ -62,7 +62,9 @@ struct DecoderEdgeTests {
             #expect(played, "\(reason)")
         }
         for line in session.log().split(separator: "\n")
-        where line.contains("had not confirmed") || line.contains("before its end") || line.contains("early again") {
+        where line.contains("had not confirmed") || line.contains("before its end") || line.contains("early again")
+            || line.contains("new pipeline")
+        {
             print("\(first.lastPathComponent): \(line)")
         }
         guard played else { return }
