@@ -49,10 +49,12 @@ enum SharedReadings {
     }
 
     /// ``read(_:timeout:artwork:askedAt:completion:)`` for a caller that wants the result
-    /// on its own thread: it waits for a reading it joins. Never called on the main actor.
+    /// on its own thread: it waits for a reading it joins. Only tests and tools call it, off
+    /// the main queue, which the precondition holds to: the daemon reads with `read`.
     static func readNow(
         _ uri: String, timeout: Duration, artwork: ArtworkCache?, askedAt: ContinuousClock.Instant?
     ) -> Result<TrackInfo, MediaError> {
+        dispatchPrecondition(condition: .notOnQueue(.main))
         let outcome = Locked<Result<TrackInfo, MediaError>?>(nil)
         let done = DispatchSemaphore(value: 0)
         read(uri, timeout: timeout, artwork: artwork, askedAt: askedAt) { result in
