@@ -127,7 +127,8 @@ let package = Package(
                 "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "ToneGenerator",
                 "SeededRandom", "AudioCheck", "TestKit",
             ]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DBus", "SeededRandom", "AudioCheck", "TestKit"]),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["DBus", "CDBus", "SeededRandom", "AudioCheck", "TestKit"]),
         // The daemon's pure decisions (the session save, the start-up), through `@testable import`.
         .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom"]),
     ],

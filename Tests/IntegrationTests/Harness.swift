@@ -63,6 +63,7 @@ final class Session {
     let logFile: URL
     private(set) var signals: [RecordedSignal] = []
     private(set) var owners: [String: String] = [:]
+    private var reader: TimedReader?
     let name: String
 
     /// A signal the client received (TestKit's), stamped when it was handled.
@@ -95,6 +96,14 @@ final class Session {
             }
             waiter.poke()
         }
+    }
+
+    /// The session's connection for timed Position reads, made on first use.
+    func timedReader() throws -> TimedReader {
+        if let reader { return reader }
+        let made = try TimedReader(address: bus.address)
+        reader = made
+        return made
     }
 
     /// Set before `launch`: more environment for the daemon (a sound server to use, say).

@@ -155,25 +155,11 @@ struct PlaybackProgress: CustomStringConvertible {
 
 extension Session {
     /// Position, and when it was read: the midpoint of the call, give or take `halfWidth`
-    /// (half its round trip). The call blocks the main actor while it waits, so that other
-    /// tests' tasks on it cannot stretch the round trip; it is repeated (up to 5 times, for
-    /// at most 0.2 s) until one comes back within 4 ms, else the quickest is taken.
-    func bracketedPosition() async throws -> (microseconds: Int64, at: ContinuousClock.Instant, halfWidth: Duration) {
-        var best: (microseconds: Int64, at: ContinuousClock.Instant, halfWidth: Duration)?
-        let started = ContinuousClock.now
-        for _ in 0..<5 where best == nil || ContinuousClock.now - started < .milliseconds(200) {
-            let before = ContinuousClock.now
-            let reply = try client.callBlocking(
-                destination: busName, path: ObjectPath("/org/mpris/MediaPlayer2")!,
-                interface: "org.freedesktop.DBus.Properties",
-                member: "Get", arguments: [.string(MPRISNames.player), .string("Position")], timeout: .seconds(10))
-            let after = ContinuousClock.now
-            guard let value = reply.first?.unwrapped.int64 else { throw HarnessError("Position answered \(reply)") }
-            let half = (after - before) / 2
-            if best.map({ half < $0.halfWidth }) ?? true { best = (value, before + half, half) }
-            if half < .milliseconds(2) { break }
-        }
-        return best!
+    /// (half its round trip). The call is made and timed by the session's `TimedReader`, off
+    /// the main actor: it is repeated (up to 5 times, for at most 0.2 s) until one comes back
+    /// within 4 ms, else the quickest is taken.
+    func bracketedPosition() async throws -> TimedReader.Reading {
+        try await timedReader().position(of: busName)
     }
 
     /// Reads Position, lets playback run for `interval`, reads it again.
