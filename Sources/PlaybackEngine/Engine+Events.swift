@@ -93,13 +93,6 @@ extension Engine {
     /// it ended, once (see ``EarlyEnd``).
     private func endOfStream(at reported: Duration?) {
         let load = transport.loaded
-        if let load, transport.loadedEntry != nil, MediaSources.isLocal(load.uri), !pipeline.hasDecodedAudio {
-            // What GStreamer keeps of a stream that decoded to nothing (libav's half-second
-            // ALAC) through a teardown can end the next load during its preroll: what
-            // follows starts in a new pipeline.
-            logger.debug("\(name(of: load)) ended with no audio decoded from it: what follows starts in a new pipeline")
-            renewPipeline()
-        }
         let length = load.flatMap { owner?.entry(id: $0.entry)?.info?.duration } ?? facts.duration
         let (decision, actions) = state.endOfStream(at: reported, length: length, now: .now)
         switch (decision, load) {

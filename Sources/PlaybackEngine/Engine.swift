@@ -323,13 +323,6 @@ package final class Engine {
         pipeline = makePipeline()
     }
 
-    /// A new pipeline takes the place of one that is not stuck but keeps something of a
-    /// stream it should not (see ``endOfStream(at:)``); the old one is released at once.
-    func renewPipeline() {
-        pipeline.release()
-        pipeline = makePipeline()
-    }
-
     /// What the new pipeline does, as the transport decided before it is made: the track
     /// loaded again, where; or kept, paused, until Play; or nothing.
     private var replacementPlan: String {
