@@ -214,9 +214,17 @@ public final class Connection {
     /// The corresponding libdbus functions are `dbus_connection_send_with_reply` and
     /// `dbus_pending_call_set_notify`.
     public func call(_ message: Message, timeout: Duration = .seconds(25)) async throws(BusError) -> [Value] {
+        try await reply(to: message, timeout: timeout).readArguments()
+    }
+
+    /// Calls a method and returns its reply whole, for more than its arguments: a client that
+    /// reads a state and follows its changes orders the reply among the sender's signals by
+    /// its ``Message/serial``, as a sender numbers what it sends in the order it sends it.
+    /// Throws the error reply as a `BusError`.
+    public func reply(to message: Message, timeout: Duration = .seconds(25)) async throws(BusError) -> Message {
         let reply = try await callReturningMessage(message, timeout: timeout)
         if let error = reply.error { throw error }
-        return try reply.readArguments()
+        return reply
     }
 
     /// Convenience for `call(Message.methodCall(...))`.

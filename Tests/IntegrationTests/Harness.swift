@@ -294,6 +294,17 @@ final class Session {
         try await get("Position").int64 ?? -1
     }
 
+    /// The Player's properties read now, with the reply's serial: the daemon's signals with a
+    /// lower serial were sent before this state was read, the others after it. A client
+    /// needs it for what was already true when the name appeared, which no signal says.
+    func playerState() async throws -> (serial: UInt32, properties: [String: Value]) {
+        let message = try Message.methodCall(
+            destination: busName, path: MPRISNames.path, interface: MPRISNames.properties, member: "GetAll",
+            arguments: [.string(MPRISNames.player)])
+        let reply = try await client.reply(to: message, timeout: .seconds(10))
+        return (reply.serial, reply.arguments.first?.stringVariantDictionary ?? [:])
+    }
+
     /// Runs `playerctl -p <name> ARGS` against this bus.
     @discardableResult
     func playerctl(_ arguments: String...) async throws -> String {

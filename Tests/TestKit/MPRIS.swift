@@ -35,24 +35,28 @@ public struct RecordedSignal: CustomStringConvertible, Sendable {
     public var sender: String?
     /// When it was recorded.
     public var received: ContinuousClock.Instant
+    /// The sender's number for it: what one sender sends is numbered in the order it was
+    /// sent, replies included (0 when not known).
+    public var serial: UInt32
 
     /// A signal with these parts, recorded now.
     public init(
         interface: String?, member: String, arguments: [Value], sender: String? = nil,
-        received: ContinuousClock.Instant = .now
+        received: ContinuousClock.Instant = .now, serial: UInt32 = 0
     ) {
         self.interface = interface
         self.member = member
         self.arguments = arguments
         self.sender = sender
         self.received = received
+        self.serial = serial
     }
 
     /// `message`, recorded now.
     public init(_ message: Message) {
         self.init(
             interface: message.interface, member: message.member ?? "", arguments: message.arguments,
-            sender: message.sender)
+            sender: message.sender, serial: message.serial)
     }
 
     /// Whether it is the properties interface's `PropertiesChanged`.

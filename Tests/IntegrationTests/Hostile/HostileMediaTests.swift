@@ -77,36 +77,49 @@ struct HostileMediaTests {
         return result
     }
 
-    /// What the recorded PropertiesChanged signals say happened: the titles that were current
-    /// while playing (in order, each run once), the URLs ever published, and whether the
-    /// queue ended (a Stopped after a Playing).
+    /// What the recorded PropertiesChanged signals say happened, from the state read when the
+    /// name appeared (`start`, ordered among the signals by its serial): the titles that were
+    /// current while playing (in order, each run once), the URLs ever published, and whether
+    /// the queue ended (a Stopped after a Playing). The state read matters when the name
+    /// appears at the start's deadline, Stopped, with the first track already shown: its
+    /// Playing then comes without Metadata.
     struct Playback {
         var playedTitles: [String] = []
         var publishedURLs: Set<String> = []
         var stoppedAfterPlaying = false
         /// Each change, for failure messages: "PlaybackStatus | title | url".
         var trace: [String] = []
+        private var status = "Stopped"
+        private var title: String?
+        private var played = false
 
-        init(_ signals: [Session.RecordedSignal]) {
-            var status = "Stopped"
-            var title: String?
-            var played = false
+        init(_ signals: [Session.RecordedSignal], from start: (serial: UInt32, properties: [String: Value])? = nil) {
+            var start = start
             for signal in signals
             where signal.member == "PropertiesChanged" && signal.changedInterface == "org.mpris.MediaPlayer2.Player" {
-                if let metadata = signal.changed["Metadata"]?.stringVariantDictionary {
-                    title = metadata["xesam:title"]?.string
-                    if let url = metadata["xesam:url"]?.string { publishedURLs.insert(url) }
+                if let state = start, signal.serial > state.serial {
+                    take(state.properties, read: true)
+                    start = nil
                 }
-                if let newStatus = signal.changed["PlaybackStatus"]?.string {
-                    if newStatus == "Playing" { played = true }
-                    if newStatus == "Stopped" && played { stoppedAfterPlaying = true }
-                    status = newStatus
-                }
-                if status == "Playing", let title, playedTitles.last != title { playedTitles.append(title) }
-                trace.append(
-                    "\(status) | \((title ?? "-").prefix(40)) | \(signal.changed["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string ?? "")"
-                )
+                take(signal.changed, read: false)
             }
+            if let state = start { take(state.properties, read: true) }
+        }
+
+        private mutating func take(_ changed: [String: Value], read: Bool) {
+            if let metadata = changed["Metadata"]?.stringVariantDictionary {
+                title = metadata["xesam:title"]?.string
+                if let url = metadata["xesam:url"]?.string { publishedURLs.insert(url) }
+            }
+            if let newStatus = changed["PlaybackStatus"]?.string {
+                if newStatus == "Playing" { played = true }
+                if newStatus == "Stopped" && played { stoppedAfterPlaying = true }
+                status = newStatus
+            }
+            if status == "Playing", let title, playedTitles.last != title { playedTitles.append(title) }
+            trace.append(
+                "\(read ? "read: " : "")\(status) | \((title ?? "-").prefix(40)) | \(changed["Metadata"]?.stringVariantDictionary?["xesam:url"]?.string ?? "")"
+            )
         }
     }
 
@@ -158,6 +171,33 @@ struct HostileMediaTests {
         }
     }
 
+    /// The order the tracker sees when the name appears at the start's deadline: Stopped with
+    /// the first track shown (read, serial 5), then Playing with no Metadata (7), then the
+    /// next track (9). Read after the Playing instead (serial 8), the state says the same.
+    @Test("the playback tracker counts a track shown when the name appeared, then played")
+    func trackerTakesTheStateReadAtTheName() {
+        func changed(_ serial: UInt32, _ properties: [String: Value]) -> Session.RecordedSignal {
+            Session.RecordedSignal(
+                interface: MPRISNames.properties, member: "PropertiesChanged",
+                arguments: [.string(MPRISNames.player), .stringVariantDictionary(properties), .array(.string, [])],
+                serial: serial)
+        }
+        func metadata(_ title: String) -> Value { .stringVariantDictionary(["xesam:title": .string(title)]) }
+        let signals = [
+            changed(7, ["PlaybackStatus": .string("Playing")]),
+            changed(9, ["Metadata": metadata("Second")]),
+            changed(11, ["PlaybackStatus": .string("Stopped")]),
+        ]
+        #expect(Playback(signals).playedTitles == ["Second"], "without the state read, the first is missed")
+        let atTheName = Playback(
+            signals, from: (5, ["PlaybackStatus": .string("Stopped"), "Metadata": metadata("First")]))
+        #expect(atTheName.playedTitles == ["First", "Second"])
+        #expect(atTheName.stoppedAfterPlaying)
+        let afterPlaying = Playback(
+            signals, from: (8, ["PlaybackStatus": .string("Playing"), "Metadata": metadata("First")]))
+        #expect(afterPlaying.playedTitles == ["First", "Second"])
+    }
+
     @Test(
         "hostile media: good files play in order, bad ones are skipped with one log line each; no stall, crash or leak",
         arguments: Launch.allCases)
@@ -198,14 +238,16 @@ struct HostileMediaTests {
         let pid = session.daemon!.pid
         // A daemon that hangs ignores the SIGTERM of session.stop(), which would wait forever.
         defer { if session.daemonStatus == nil { kill(pid, SIGKILL) } }
+        let start = try await session.playerState()
         try await session.set("LoopStatus", .string("None"))  // the default; said for certain
         #expect(try await session.get("LoopStatus") == .string("None"))
         let ended = await session.waiter.wait(timeout: .seconds(60)) {
-            Playback(Array(session.signals.dropFirst(mark))).stoppedAfterPlaying || session.daemonStatus != nil
+            Playback(Array(session.signals.dropFirst(mark)), from: start).stoppedAfterPlaying
+                || session.daemonStatus != nil
         }
         let runTime = ContinuousClock.now - launched
         let log = session.log()
-        let playback = Playback(Array(session.signals.dropFirst(mark)))
+        let playback = Playback(Array(session.signals.dropFirst(mark)), from: start)
 
         // No crash, no stall: the queue ends within the deadline; quaver still runs and answers.
         #expect(
@@ -234,7 +276,8 @@ struct HostileMediaTests {
         let played = playback.playedTitles.map { $0.hasPrefix("Huge Title ") ? "Huge Title" : $0 }
         #expect(
             played == good.map(\.title),
-            "titles played, in order:\n\(played)\nexpected:\n\(good.map(\.title))\nlog:\n\(log)")
+            "titles played, in order:\n\(played)\nexpected:\n\(good.map(\.title))\nchanges:\n\(playback.trace.joined(separator: "\n"))\nlog:\n\(log)"
+        )
 
         // No bad file was ever published as the current track.
         for file in bad {
