@@ -105,20 +105,16 @@ package final class Pipeline: @unchecked Sendable {
         // that buffers on its own, and makes each seek decode less.
         cshims_playbin_limit_audio_queue(element, 200_000_000)
         // scaletempo keeps pitch when the rate changes; the ReplayGain elements go before it.
-        // Decoded audio is counted where it enters the filter, else where it enters the sink.
-        var counted = false
+        let filter: UnsafeMutablePointer<GstElement>?
         if let chain = LoudnessChain.make(
             handoff: handoff, report: { [weak self] event in self?.postFromStream(event) })
         {
-            cshims_object_set_object(element, "audio-filter", chain.bin)
-            cshims_count_pad_bytes(chain.bin, "sink", decodedBytes)
-            counted = true
+            filter = chain.bin
             loudness = chain
-        } else if let scaletempo = gst_element_factory_make("scaletempo", nil) {
-            cshims_object_set_object(element, "audio-filter", scaletempo)
-            cshims_count_pad_bytes(scaletempo, "sink", decodedBytes)
-            counted = true
+        } else {
+            filter = gst_element_factory_make("scaletempo", nil)
         }
+        if let filter { cshims_object_set_object(element, "audio-filter", filter) }
         let sink: UnsafeMutablePointer<GstElement>?
         if let audioSink {
             let (parsed, error) = GStreamerError.catching { gst_parse_bin_from_description(audioSink, 1, &$0) }
@@ -137,8 +133,9 @@ package final class Pipeline: @unchecked Sendable {
         if let sink {
             cshims_set_stream_properties(sink, Self.streamProperties)
             cshims_object_set_object(element, "audio-sink", sink)
-            if !counted { cshims_count_pad_bytes(sink, "sink", decodedBytes) }
         }
+        // Decoded audio is counted where it enters the filter, else where it enters the sink.
+        if let counted = filter ?? sink { cshims_count_pad_bytes(counted, "sink", decodedBytes) }
         cshims_object_set_double(element, "volume", Self.linear(volume))
         playbin = element
 
