@@ -6,7 +6,7 @@ extension Engine {
     func receive(_ delivery: Pipeline.Delivery, fromPipeline number: Int) {
         guard state.hears(pipeline: number) else { return }  // a replaced pipeline's
         switch delivery.event {
-        case .stuck: return pipelineGotStuck()
+        case .stuck(let since): return pipelineGotStuck(since: since)
         case .requestState(let state): return owner?.stateRequested(state) ?? ()
         case .outputVolumeChanged(let heard): return outputVolumeChanged(heard)
         case .loudnessApplied(let plan, let gain): return owner?.loudnessApplied(plan, gain: gain) ?? ()
@@ -54,6 +54,7 @@ extension Engine {
             pipeline.queryPosition()
             run(state.transport.seekRefused())
         case .stateChecked(let current, let pending):
+            logger.debug("state check: the pipeline is \(current), heading for \(pending)")
             let asked = transport.intent == .playing ? "playing" : "paused"
             let checked = transport.loaded.map { name(of: $0) }
             let position = clock.position()

@@ -298,10 +298,12 @@ package final class Engine {
 
     // MARK: - A stuck pipeline
 
-    /// GStreamer did not return from a call into the pipeline in time (a deadlock inside it).
-    func pipelineGotStuck() {
+    /// GStreamer did not return from a call into the pipeline made at `since` in time (a
+    /// deadlock inside it).
+    func pipelineGotStuck(since: ContinuousClock.Instant) {
         let stuckEntry = transport.loaded.map { name(of: $0) }
-        run(state.stuck(now: .now))
+        let length = transport.loaded.flatMap { owner?.entry(id: $0.entry)?.info?.duration } ?? facts.duration
+        run(state.stuck(since: since, length: length))
         if case .outputLost(_, let at) = transport.phase, let stuckEntry {
             logger.error("GStreamer got stuck twice on \(stuckEntry); paused at \(at.clock) until Play tries again")
         }

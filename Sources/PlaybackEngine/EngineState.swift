@@ -271,9 +271,13 @@ struct EngineState: Sendable {
         }
     }
 
-    /// A call into GStreamer did not return in time (see ``Transport/stuck(position:)``).
-    mutating func stuck(now: Instant) -> [Transport.Action] {
-        transport.stuck(position: clock.position(at: now))
+    /// A call into GStreamer made at `since` did not return in time (see
+    /// ``Transport/stuck(position:ended:)``). The audio stood from then on, so the entry
+    /// goes on from where the clock had it when the call was made, never from a time the
+    /// clock ran on while GStreamer was stuck; at or past its `length`, it has ended.
+    mutating func stuck(since: Instant, length: Duration?) -> [Transport.Action] {
+        let position = clock.position(at: max(since, clock.stamp))
+        return transport.stuck(position: position, ended: length.map { position >= $0 } ?? false)
     }
 
     /// The output's volume is now `heard`: true when a mixer changed it, which the engine's

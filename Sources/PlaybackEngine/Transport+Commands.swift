@@ -50,8 +50,13 @@ extension Transport {
             enter(.idle(.paused))
             return []
         case .prerolling(let load, let seek, let queued, _):
-            enter(.prerolling(load, seek: seek, queued: queued, toward: .paused))
-            return []  // a load in progress settles paused
+            // A load in progress settles paused. Nothing is heard meanwhile (what played was
+            // taken down for it), so clients told Playing are told Paused at once: a stream
+            // that takes long to connect must not show Playing until it does.
+            let before = shown
+            let told = before.map { Shown(status: .paused, entry: $0.entry, reloaded: $0.reloaded) }
+            state = .active(.prerolling(load, seek: seek, queued: queued, toward: .paused), shown: told)
+            return told != before ? [.publish] : []
         case .seeking(let load, let target, let reached, _):
             enter(.seeking(load, target: target, reached: reached, toward: .paused))
             return []  // as does a seek

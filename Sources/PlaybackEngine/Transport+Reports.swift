@@ -53,6 +53,14 @@ extension Transport {
         current: Pipeline.State, pending: Pipeline.State, position: Duration = .zero
     ) -> [Action] {
         guard awaitsState, case .loaded(let load, let heading, _) = phase else { return [] }
+        if heading == .paused, current == .paused, pending == .paused {
+            // PAUSED with PAUSED still pending is a preroll GStreamer has not finished, and
+            // may never (after a pause that overtook its change to PLAYING): nothing is heard
+            // in PAUSED, so Paused is the truth. Play asks for PLAYING, which the rule below
+            // watches.
+            changeUnderWay = false
+            return reached(current, load)
+        }
         guard pending == heading.pipelineState, current != heading.pipelineState else {
             changeUnderWay = false
             return settleIfReached(current: current, pending: pending)
@@ -199,11 +207,18 @@ extension Transport {
     }
 
     /// A call into GStreamer did not return in time. `position`: where the loaded entry was.
-    /// The entry is loaded again in a new pipeline; stuck twice on the same entry, the
-    /// transport pauses there, and Play tries again.
-    mutating func stuck(position: Duration) -> [Action] {
+    /// The entry is loaded again in a new pipeline at `position` (the loaded entry's), or
+    /// the one a load asked for meanwhile where it was asked for; stuck twice on the same
+    /// entry, the transport pauses there, and Play tries again. `ended`: the loaded entry was
+    /// at its end, so what follows it plays instead.
+    mutating func stuck(position: Duration, ended: Bool = false) -> [Action] {
         pipelineFailed = false
         guard let phase, let load = upcomingLoad() else { return [.replacePipeline] }
+        if ended, pendingPosition == nil, load == loadedOrNil() {
+            retryingAfterStuck = nil
+            enter(.idle(phase.heading))
+            return [.replacePipeline, .advance(from: load.entry)]
+        }
         let restart = load.at(pendingPosition ?? position)
         guard retryingAfterStuck != load.entry else {
             retryingAfterStuck = nil

@@ -57,8 +57,8 @@ package final class Pipeline: @unchecked Sendable {
         let decoded = CounterReader(counter: decodedBytes)
         handoff = GaplessHandoff(answerWait: min(.seconds(1), stuckLimit / 3)) { decoded.read() }
         // The watchdog reports a stuck pipeline whatever load it was at.
-        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) {
-            deliver(Delivery(load: .max, event: .stuck))
+        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) { since in
+            deliver(Delivery(load: .max, event: .stuck(since: since)))
         }
         run { pipeline in
             do throws(SetupError) {

@@ -64,9 +64,10 @@ extension Pipeline {
         /// `rganalysis` measured a whole track that has no tags. Reported from the streaming
         /// thread, whatever load it belongs to.
         case loudnessMeasured(TrackSignature, MeasuredGain)
-        /// A call into GStreamer did not return within `stuckLimit`: the pipeline is stuck
-        /// (a deadlock inside GStreamer) and must be replaced. Nothing else is reported after it.
-        case stuck
+        /// A call into GStreamer made at `since` did not return within `stuckLimit`: the
+        /// pipeline is stuck (a deadlock inside GStreamer) and must be replaced. Nothing else is
+        /// reported after it.
+        case stuck(since: ContinuousClock.Instant)
     }
 
     /// An event with the number of the load it belongs to: events of a stream taken down

@@ -13,11 +13,12 @@ final class WatchedQueue: Sendable {
     let limit: Duration
     private let watchdogQueue: DispatchQueue
     private let control = Locked(Control())
-    private let stuck: @Sendable () -> Void
+    private let stuck: @Sendable (ContinuousClock.Instant) -> Void
 
     private struct Control {
-        /// The job running, if any (its sequence number).
+        /// The job running, if any (its sequence number), and when it started.
         var running: UInt64?
+        var startedAt = ContinuousClock.now
         var nextJob: UInt64 = 0
         /// A job did not return in time: nothing more runs.
         var isStuck = false
@@ -25,8 +26,9 @@ final class WatchedQueue: Sendable {
         var isRetired = false
     }
 
-    /// - Parameter stuck: called once, on a queue of the watchdog's, when a job overruns.
-    init(label: String, limit: Duration, stuck: @escaping @Sendable () -> Void) {
+    /// - Parameter stuck: called once, on a queue of the watchdog's, when a job overruns,
+    ///   with the instant that job started.
+    init(label: String, limit: Duration, stuck: @escaping @Sendable (ContinuousClock.Instant) -> Void) {
         queue = DispatchQueue(label: label)
         watchdogQueue = DispatchQueue(label: label + ".watchdog")
         self.limit = limit
@@ -51,6 +53,7 @@ final class WatchedQueue: Sendable {
                 guard !control.isRetired, !control.isStuck else { return nil }
                 control.nextJob += 1
                 control.running = control.nextJob
+                control.startedAt = .now
                 return control.nextJob
             }
             guard let job else { return }
@@ -66,11 +69,11 @@ final class WatchedQueue: Sendable {
     }
 
     private func checkProgress(of job: UInt64) {
-        let overran = control.withLock { control -> Bool in
-            guard control.running == job, !control.isStuck else { return false }
+        let overran = control.withLock { control -> ContinuousClock.Instant? in
+            guard control.running == job, !control.isStuck else { return nil }
             control.isStuck = true
-            return !control.isRetired
+            return control.isRetired ? nil : control.startedAt
         }
-        if overran { stuck() }
+        if let overran { stuck(overran) }
     }
 }

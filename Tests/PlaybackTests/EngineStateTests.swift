@@ -57,6 +57,25 @@ struct EngineStateTests {
         }
     }
 
+    /// A call that got stuck right after a gapless switch: the audio stood from the call on,
+    /// so the new entry goes on from where it was then, not from where the clock ran to during
+    /// the stuck limit (that loaded a short track past its end, where every seek was refused).
+    /// At or past a track's length, what follows plays instead.
+    @Test func aStuckPipelineGoesOnFromWhereTheCallWasMadeNeverPastTheEnd() {
+        var state = Self.playing(Self.a)
+        _ = state.switched(to: Self.b, now: Self.at(10))
+        let actions = state.stuck(since: Self.at(10.2), length: .seconds(2))
+        #expect(actions.first == .replacePipeline)
+        let restart = actions.compactMap { if case .load(let load, _, _) = $0 { load } else { nil } }.first
+        #expect(restart?.entry == Self.b.entry)
+        #expect(restart?.position.map { $0 <= .milliseconds(200) } ?? true, "b from 0.2 s, not 3.2 s: \(actions)")
+
+        var ended = Self.playing(Self.a)
+        _ = ended.switched(to: Self.b, now: Self.at(10))
+        let atEnd = ended.stuck(since: Self.at(12.5), length: .seconds(2))
+        #expect(atEnd == [.replacePipeline, .advance(from: Self.b.entry)], "b had ended: what follows plays")
+    }
+
     /// A report is heard only from the pipeline in use, about the load in progress.
     @Test func reportsOfAReplacedPipelineOrAStreamTakenDownAreNotHeard() {
         var state = EngineState()
@@ -340,7 +359,7 @@ struct EngineStatePropertyTests {
         case .failed(let output): return state.failed(reason: "x", inOutput: output, now: now).actions
         case .handOverFailed:
             return state.handOverFailed(source: "/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstFlacDec:f", now: now)
-        case .stuck: return state.stuck(now: now)
+        case .stuck: return state.stuck(since: now - .seconds(3), length: .seconds(60))
         case .prerollLimit(let decoded):
             return state.prerollLimitPassed(load: state.loadNumber, limit: .seconds(15), decodedAudio: decoded)?.actions
                 ?? []
@@ -379,6 +398,9 @@ struct EngineStatePropertyTests {
                 case .load(let load, _, _):
                     check(state.awaitingOwnStreamStart && state.seeks.count == 0, "a load's own start: \(context)")
                     check(state.clock.position(at: now) == load.position ?? .zero, "starts where it loads: \(context)")
+                    if case .stuck = event {
+                        check((load.position ?? .zero) < .seconds(60), "a stuck entry restarts within it: \(context)")
+                    }
                 case .replacePipeline:
                     replaced += 1
                     _ = state.pipelineMade()

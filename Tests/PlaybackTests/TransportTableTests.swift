@@ -23,7 +23,7 @@ struct TransportTableTests {
         case donePaused, donePausedPendingPlaying, donePlaying, reachedPaused, reachedPlaying
         case changeFailed, seekRefused, failedTrack, failedOutput, handOverFailed, failedElsewhere
         case prerollTimedOut, endOfStream, switched, buffering50, buffering100, prerollOverdue, stuck
-        case checkedPaused, checkedPausedPendingPlaying, checkedPlaying
+        case checkedPaused, checkedPausedPendingPlaying, checkedPausedPendingPaused, checkedPlaying
     }
 
     static let a = Load(entry: 1, uri: "file:///a.flac", position: nil)
@@ -155,6 +155,7 @@ struct TransportTableTests {
         case .stuck: t.stuck(position: .seconds(3))
         case .checkedPaused: t.stateChecked(current: .paused, pending: .voidPending)
         case .checkedPausedPendingPlaying: t.stateChecked(current: .paused, pending: .playing)
+        case .checkedPausedPendingPaused: t.stateChecked(current: .paused, pending: .paused)
         case .checkedPlaying: t.stateChecked(current: .playing, pending: .voidPending)
         }
     }
@@ -224,6 +225,11 @@ struct TransportTableTests {
             return to(.active(preroll(aAt(7), seek: 7), shown: restarted), loads(aAt(7), .paused))
 
         // Pause: a load or seek in progress settles paused once it is done (see the done cells).
+        // Nothing is heard during a preroll: clients told Playing are told Paused at once.
+        case (.active(.prerolling(let load, let seek, let queued, _), let shown?), .pause)
+        where shown.status == .playing:
+            let told = Shown(status: .paused, entry: shown.entry, reloaded: shown.reloaded)
+            return to(.active(.prerolling(load, seek: seek, queued: queued, toward: .paused), shown: told), [.publish])
         case (.active(.prerolling(let load, let seek, let queued, _), let shown), .pause):
             return to(.active(.prerolling(load, seek: seek, queued: queued, toward: .paused), shown: shown))
         case (Self.seeking, .pause): return to(Self.seekingPauseAsked)
@@ -284,6 +290,9 @@ struct TransportTableTests {
         case (Self.prerollingPauseAsked, .donePaused), (Self.pausing, .donePaused),
             (Self.seekingPauseAsked, .donePaused), (Self.pausing, .reachedPaused), (Self.pausing, .checkedPaused):
             return to(Self.paused, [.publish])
+        // PAUSED with a preroll GStreamer never finishes (after a pause overtook its change to
+        // PLAYING): nothing is heard, so it is paused.
+        case (Self.pausing, .checkedPausedPendingPaused): return to(Self.paused, [.publish])
         // The pipeline heads for, or reached, PLAYING though Pause came meanwhile: it is paused.
         case (Self.prerollingPauseAsked, .donePausedPendingPlaying), (Self.prerollingPauseAsked, .donePlaying),
             (Self.prerollingPauseAsked, .reachedPlaying),
@@ -299,7 +308,8 @@ struct TransportTableTests {
         // A state not confirmed in time, asked of the pipeline: one not on its way is asked
         // for again (a report GStreamer never sent); one under way is left to finish. Only a
         // transport that waits for a confirmation asks.
-        case (Self.resuming, .checkedPaused): return to([.setState(.playing)])
+        case (Self.resuming, .checkedPaused), (Self.resuming, .checkedPausedPendingPaused):
+            return to([.setState(.playing)])
         // Found under way at a second check in a row: taken for stalled, the entry is loaded
         // again where it was, from NULL (GStreamer can leave one so after a gapless switch).
         case (Self.resuming, .checkedPausedPendingPlaying) where row.changeUnderWay:
@@ -448,8 +458,10 @@ struct TransportTableTests {
         case (.paused, .failedOutput), (.paused, .stuck):
             #expect(after.loadedEntry == nil, "paused because nothing can play: \(cell)")
         case (.playing, .reachedPlaying), (.playing, .donePlaying), (.paused, .reachedPaused), (.paused, .donePaused),
-            (.playing, .checkedPlaying), (.paused, .checkedPaused):
+            (.playing, .checkedPlaying), (.paused, .checkedPaused), (.paused, .checkedPausedPendingPaused):
             break
+        case (.paused, .pause) where before.phase.map({ if case .prerolling = $0 { true } else { false } }) ?? false:
+            break  // nothing is heard during a preroll: Pause is true at once
         case (_, .switched):
             // playbin switched streams, so it plays: the status clients know is kept, or,
             // from stopped, the one asked for (playing is the only one a switch confirms).
