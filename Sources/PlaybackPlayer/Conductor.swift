@@ -59,6 +59,10 @@ final class Conductor: EngineOwner {
             if !host.isReadingBeforeLoad, transport.upcomingEntry == id { host.select(index) }
             catalog.fillInInfo(at: index)
             host.setCurrent(queue[index])
+        } else if host.current.map({ queue.index(of: $0.id) == nil }) ?? true {
+            // What settled was removed from the queue meanwhile: the selected entry, on its
+            // way, is shown in its place.
+            host.setCurrent(host.selectedIndex.flatMap { queue[$0].failure == nil ? queue[$0] : nil })
         }
         prepareNext()
         host.announce(.transport)
@@ -126,7 +130,8 @@ final class Conductor: EngineOwner {
             catalog.reportEndIfStream(previous)
             host.recordMove(from: previous, to: next, forward: true)
         }
-        host.select(index)
+        // While the selected entry's tags are read, its load follows and takes over.
+        if !host.isReadingBeforeLoad { host.select(index) }
         return true
     }
 
@@ -146,7 +151,10 @@ final class Conductor: EngineOwner {
     /// stream, and it is skipped from there (or stays current, when nothing follows it).
     func handedOverStalled(_ id: UInt64, reason: String) {
         guard let index = queue.index(of: id) else { return }
-        host.moveSelection(from: engine.transport.loadedEntry, to: index, forward: true)
+        // While the selected entry's tags are read, its load takes over: the stream is only marked.
+        if !host.isReadingBeforeLoad {
+            host.moveSelection(from: engine.transport.loadedEntry, to: index, forward: true)
+        }
         skip(id, reason: reason, intent: requestedStatus)
     }
 

@@ -5,10 +5,10 @@ import FoundationEssentials
 /// for it, and a broken file is skipped before it reaches the pipeline.
 extension Player {
     func go(to index: Int, forward: Bool = true) {
-        selection.move(from: selectedEntry?.id, to: index, in: queue, forward: forward)
         let intent = requestedStatus
+        state.selection.move(from: selectedEntry?.id, to: index, in: state.queue, forward: forward)
         guard intent != .stopped else {
-            pendingRead = nil
+            state.abandonReading()
             setCurrent(queue[index])
             catalog.discoverSelectedIfNeeded()
             onChange?(.transport)
@@ -19,23 +19,20 @@ extension Player {
 
     /// Loads the entry at `index` toward `intent`; a local file's tags are read first.
     func load(_ index: Int, at position: Duration? = nil, intent: Status) {
-        selectedIndex = index
-        readGeneration += 1
-        pendingRead = nil
+        state.selection.index = index
+        state.abandonReading()
         let entry = queue[index]
         guard entry.info == nil, isLocal(entry.uri) else {
             return start(entry, at: position, intent: intent)
         }
         logger.trace("reading the tags of \(MediaSources.displayName(entry.uri)) before loading it")
-        let generation = readGeneration
-        pendingRead = PendingRead(entry: entry.id, position: position, intent: intent, generation: generation)
+        let generation = state.startReading(at: position, intent: intent)
         prefetch.discoverer.discover(entry.uri) { [weak self] result in
             guard let self else { return }
-            guard let read = pendingRead, read.generation == generation, let index = queue.index(of: entry.id) else {
+            guard let read = state.finishReading(generation: generation), let index = queue.index(of: entry.id) else {
                 logger.trace("\(MediaSources.displayName(entry.uri)) was read, but another load came since")
                 return
             }
-            pendingRead = nil
             switch result {
             case .success(let info):
                 catalog.record(info, at: index)

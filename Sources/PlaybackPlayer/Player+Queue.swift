@@ -31,48 +31,17 @@ extension Player {
     }
 
     func insert(_ items: [MediaItem], at position: Int, announce: Bool = true) -> [Entry] {
-        guard !items.isEmpty else { return [] }
-        let new = selection.makeEntries(items)
-        queue.insert(new, at: position)
-        if selection.inserted(new, at: position, in: queue) {
-            // A local file becomes `current` once its tags are read, so that clients see
-            // one Metadata for it, not a file name followed by the real title.
-            if let selectedIndex, !queue[selectedIndex].needsRead { setCurrent(queue[selectedIndex]) }
-            catalog.discoverSelectedIfNeeded()
-        }
-        conductor.nextMayHaveChanged()
-        if announce { onChange?(.queue) }
-        return new
+        let (added, actions) = state.insert(items, at: position, announce: announce)
+        perform(actions)
+        return added
     }
 
-    /// Removes the entry with `id`; removing the current one moves on as Next would, or
+    /// Removes the entry with `id`; removing the selected one moves on as Next would, or
     /// stops when nothing follows. False when no entry has that id.
     @discardableResult
     public func remove(id: UInt64) -> Bool {
-        guard let index = queue.index(of: id) else { return false }
-        guard index == selectedIndex else {
-            queue.remove(at: index)
-            selection.removed(at: index)
-            conductor.nextMayHaveChanged()
-            onChange?(.queue)
-            return true
-        }
-        conductor.userActed()  // the track an interruption paused is gone
-        let followerID = neighbour(of: index, forward: true, automatic: false).map { queue[$0].id }
-        queue.remove(at: index)
-        if let followerID, followerID != id, let follower = queue.index(of: followerID) {
-            selectedIndex = follower
-            selection.recordMove(from: id, to: followerID, forward: true)
-            onChange?(.queue)
-            go(to: follower)
-            return true
-        }
-        pendingRead = nil
-        selectedIndex = queue.isEmpty ? nil : min(index, queue.count - 1)
-        setCurrent(nil)
-        onChange?(.queue)
-        engine.stop()
-        catalog.discoverSelectedIfNeeded()
+        guard let actions = state.remove(id: id, requested: requestedStatus) else { return false }
+        perform(actions)
         return true
     }
 
@@ -85,19 +54,30 @@ extension Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with items: [MediaItem], play shouldPlay: Bool) {
-        conductor.userActed()
-        pendingRead = nil
-        queue.removeAll()
-        selection.reset()
-        setCurrent(nil)
-        engine.stop()
-        // The first entry is shown at once, as Play would start it, while its tags are read:
-        // clients hear of the new list and of its current entry together.
-        let added = insert(items, at: 0, announce: false)
-        setCurrent(selectedEntry.flatMap { $0.failure == nil ? $0 : nil })
-        if !added.isEmpty { onChange?(.queue) }
-        onChange?(.transport)
-        if shouldPlay { play() }
+        perform(state.replace(with: items, play: shouldPlay))
+    }
+
+    /// Carries out what a step of the player's state decided, in order.
+    func perform(_ actions: [PlayerState.Action]) {
+        for action in actions {
+            switch action {
+            case .load(let position, let intent):
+                guard let index = selectedIndex else { continue }
+                load(index, at: position, intent: intent)
+            case .play:
+                play()
+            case .stop:
+                engine.stop()
+            case .readSelected:
+                catalog.discoverSelectedIfNeeded()
+            case .nextMayHaveChanged:
+                conductor.nextMayHaveChanged()
+            case .userActed:
+                conductor.userActed()
+            case .announce(let change):
+                onChange?(change)
+            }
+        }
     }
 
     /// The queued entry with `id`, if any.

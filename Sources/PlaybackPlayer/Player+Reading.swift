@@ -16,7 +16,7 @@ extension Player {
         guard let index = queue.index(of: id), var info = queue[index].info else { return }
         info.artworkURL = url
         info.artworkSearched = true
-        queue[index].info = info
+        state.queue[index].info = info
         catalog.showIfCurrent(index)
     }
 }

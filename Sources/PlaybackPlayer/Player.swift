@@ -18,31 +18,30 @@ public import Logging
 @MainActor
 public final class Player {
     /// The queue in order.
-    public var entries: [Entry] { queue.entries }
+    public var entries: [Entry] { state.queue.entries }
     /// Changes whenever entries are added, removed or replaced.
     public var queueRevision: Int { queue.revision }
     /// How many entries are queued.
     public var count: Int { queue.count }
-    var queue = PlayQueue()
+    /// The queue, the selection, the shown entry and a load waiting for tags (see
+    /// ``PlayerState``): changed only through its steps and the player's own commands.
+    var state = PlayerState()
+    /// The queue, as it is now.
+    var queue: PlayQueue { state.queue }
     /// What clients are told: changes only once the pipeline confirms it.
     public var status: Status { engine.status }
-    /// The entry the pipeline plays (or, when stopped, the one Play would start): a copy of
-    /// the queued entry as clients were last shown it, assigned in `setCurrent(_:)` alone.
-    public private(set) var current: Entry? {
-        didSet {
-            if let left = oldValue, left.id != current?.id, left.info?.oversizedPictureBytes != nil {
-                catalog.trimHeapSoon()
-            }
-        }
-    }
+    /// The entry clients are shown: the one the pipeline plays (or, when stopped, the one
+    /// Play would start), a copy of the queued entry as clients were last shown it. Always a
+    /// queued entry, or nil.
+    public var current: Entry? { state.shown }
     /// The playback rate (1: normal speed).
     public var rate: Double { engine.rate }
     /// The volume, on the cubic scale of desktop mixers (0...1).
     public var volume: Double { engine.volume }
     /// What follows the last entry, or the current one at its end.
-    public var repeatMode: RepeatMode { selection.order.repeatMode }
+    public var repeatMode: RepeatMode { state.selection.order.repeatMode }
     /// Whether entries play in a random order.
-    public var shuffle: Bool { selection.order.shuffle }
+    public var shuffle: Bool { state.selection.order.shuffle }
     /// The rates ``setRate(_:)`` accepts; others are clamped into it.
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
@@ -68,7 +67,8 @@ public final class Player {
     let engine: Engine
     /// The transport state of the engine.
     var transport: Transport { engine.transport }
-    var selection = Selection()
+    /// Which entry is selected, and the play order from it.
+    var selection: Selection { state.selection }
     /// What the queue knows of its entries (see ``Catalog``).
     private(set) lazy var catalog = Catalog(host: self, engine: engine, prefetch: prefetch, logger: logger)
     /// What follows in the queue: the engine's owner (see ``Conductor``).
@@ -79,14 +79,7 @@ public final class Player {
     public var artwork: ArtworkCache? { prefetch.artwork }
     let logger: Logger
     /// The index of the selected entry (see ``Selection``).
-    var selectedIndex: Int? {
-        get { selection.index }
-        set { selection.index = newValue }
-    }
-    /// A load waiting for its entry's tags (read first, so that clients see one Metadata for
-    /// a file, and a broken file is skipped before it reaches the pipeline).
-    var pendingRead: PendingRead?
-    var readGeneration = 0
+    var selectedIndex: Int? { state.selectedIndex }
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
     /// because someone stopped it: tracks queued now may go on from there. The conductor,
     /// which stops there, keeps it.
@@ -99,14 +92,6 @@ public final class Player {
     public var streamStallTimeout: Duration {
         get { engine.stallLimit }
         set { engine.stallLimit = newValue }
-    }
-
-    /// A load that waits for its entry's tags.
-    struct PendingRead {
-        var entry: UInt64
-        var position: Duration?
-        var intent: Status
-        var generation: Int
     }
 
     /// A player with an empty queue, stopped.
@@ -136,10 +121,12 @@ public final class Player {
         }
     }
 
-    /// Makes `entry` the current one, the one clients are shown (nil: none): the one place
-    /// ``current`` is assigned.
+    /// Shows `entry` to clients (nil: none). Leaving a track whose picture was over the
+    /// limit hands the memory its parsing took back to the system.
     func setCurrent(_ entry: Entry?) {
-        current = entry
+        let left = state.shown
+        state.show(entry)
+        if let left, left.id != state.shown?.id, left.info?.oversizedPictureBytes != nil { catalog.trimHeapSoon() }
     }
 
     /// The index of the selected entry in `entries`.
@@ -162,16 +149,16 @@ public final class Player {
 
     /// The status the commands received so far lead to (`status` follows once the pipeline
     /// has settled in it).
-    public var requestedStatus: Status { pendingRead?.intent ?? transport.intent }
+    public var requestedStatus: Status { state.reading?.intent ?? transport.intent }
 
     /// The selected entry: the one playing, being loaded, or that Play would start.
-    public var selectedEntry: Entry? { selectedIndex.map { queue[$0] } }
+    public var selectedEntry: Entry? { state.selected }
 
     /// Where in the selected entry the commands received so far lead: a seek still on its
     /// way, or the start of an entry being loaded, else the live position. Zero when stopped.
     public var requestedPosition: Duration {
         guard requestedStatus != .stopped, let entry = selectedEntry else { return .zero }
-        if let read = pendingRead, read.entry == entry.id { return read.position ?? .zero }
+        if let read = state.reading { return read.position ?? .zero }
         guard transport.upcomingEntry == entry.id else { return .zero }
         if let pending = transport.pendingPosition { return pending }
         return position ?? .zero
@@ -182,7 +169,7 @@ public final class Player {
     /// way, tags read before a load. ``selectedEntry`` and ``requestedPosition`` say where.
     public var isSettling: Bool {
         guard requestedStatus != .stopped else { return false }
-        return pendingRead != nil || selectedEntry?.id != current?.id || transport.upcomingEntry != current?.id
+        return state.reading != nil || selectedEntry?.id != current?.id || transport.upcomingEntry != current?.id
             || transport.pendingPosition != nil
     }
 
@@ -193,10 +180,10 @@ public final class Player {
     public func play() -> Bool {
         conductor.userActed()
         guard let index = selectedIndex ?? firstIndex() else { return false }
-        selectedIndex = index
+        state.selection.index = index
         let id = queue[index].id
-        if pendingRead?.entry == id {
-            pendingRead?.intent = .playing
+        if state.isReading(id) {
+            state.readingPlays()
         } else if transport.upcomingEntry != id || !engine.resume() {
             load(index, intent: .playing)
         }
@@ -226,7 +213,7 @@ public final class Player {
     /// Pauses; nothing to do when not playing nor about to.
     public func pause() {
         conductor.userActed()
-        if pendingRead != nil, pendingRead?.intent == .playing { pendingRead?.intent = .paused }
+        state.readingPaused()
         guard transport.intent == .playing || status == .playing else { return }
         engine.pause()
     }
@@ -241,7 +228,7 @@ public final class Player {
     public func stop() {
         conductor.userActed()
         conductor.ranOut = false
-        pendingRead = nil
+        state.abandonReading()
         engine.stop()
     }
 
@@ -286,8 +273,8 @@ public final class Player {
     @discardableResult
     public func seek(to position: Duration) -> Bool {
         let target = max(position, .zero)
-        if let read = pendingRead, read.entry == selectedEntry?.id {
-            pendingRead?.position = target  // loads there once its tags are in
+        if state.reading != nil {
+            state.readingSeeks(to: target)  // loads there once its tags are in
             return true
         }
         guard requestedStatus != .stopped || transport.loaded != nil, transport.upcomingEntry == selectedEntry?.id
@@ -314,7 +301,7 @@ public final class Player {
     /// Sets what follows the last entry, or the current one at its end.
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
-        selection.setRepeatMode(mode)
+        state.selection.setRepeatMode(mode)
         conductor.nextMayHaveChanged()
         onChange?(.options)
     }
@@ -323,7 +310,7 @@ public final class Player {
     /// in queue order from the current entry.
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
-        selection.setShuffle(on, in: queue)
+        state.selection.setShuffle(on, in: state.queue)
         conductor.nextMayHaveChanged()
         onChange?(.options)
     }
@@ -341,7 +328,7 @@ public final class Player {
         conductor.userActed()
         let added = enqueue(items, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
-        if let selected = selectedEntry { selection.recordMove(from: selected.id, to: first.id, forward: true) }
+        if let selected = selectedEntry { state.selection.recordMove(from: selected.id, to: first.id, forward: true) }
         load(index, intent: .playing)
         return true
     }
@@ -349,7 +336,7 @@ public final class Player {
     /// Stops the pipeline for good (before exit); `done` is called on the main actor once
     /// GStreamer has let go of it, so that the process does not exit under its threads.
     public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
-        pendingRead = nil
+        state.abandonReading()
         engine.shutdown(done: done)
     }
 
@@ -361,12 +348,12 @@ public final class Player {
     static var shuffleHistoryLimit: Int { PlayOrder.historyLimit }
 
     func firstIndex() -> Int? {
-        selection.first(in: queue)
+        state.selection.first(in: state.queue)
     }
 
     func neighbour(of index: Int, forward: Bool, automatic: Bool, allowRepeatOne: Bool = true) -> Int? {
-        selection.neighbour(
-            of: index, in: queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
+        state.selection.neighbour(
+            of: index, in: state.queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
 
     func isLocal(_ uri: String) -> Bool { MediaSources.isLocal(uri) }

@@ -46,22 +46,25 @@ protocol PlayerHost: AnyObject {
 }
 
 extension Player: PlayerHost {
-    var isReadingBeforeLoad: Bool { pendingRead != nil }
+    var isReadingBeforeLoad: Bool { state.reading != nil }
 
     func updateEntry(at index: Int, _ change: (inout QueueEntry) -> Void) {
-        change(&queue[index])
+        change(&state.queue[index])
     }
 
+    // A load waiting for tags is the selected entry's: a move elsewhere abandons it.
     func select(_ index: Int) {
-        selectedIndex = index
+        if index != state.selectedIndex { state.abandonReading() }
+        state.selection.index = index
     }
 
     func moveSelection(from: UInt64?, to target: Int, forward: Bool) {
-        selection.move(from: from, to: target, in: queue, forward: forward)
+        if target != state.selectedIndex { state.abandonReading() }
+        state.selection.move(from: from, to: target, in: state.queue, forward: forward)
     }
 
     func recordMove(from: UInt64, to: UInt64, forward: Bool) {
-        selection.recordMove(from: from, to: to, forward: forward)
+        state.selection.recordMove(from: from, to: to, forward: forward)
     }
 
     func announce(_ change: PlaybackChange) {

@@ -4,6 +4,7 @@ import TestKit
 import Testing
 
 @testable import Playback
+@testable import PlaybackPlayer
 
 // `PlayerPlaybackTests` (declared in PlayerPlaybackTests.swift): which entry is current when
 // GStreamer's events and the commands cross: quick Nexts during a preroll and tag reads, a
@@ -54,6 +55,31 @@ extension PlayerPlaybackTests {
             await probe.waitFor(.playing, entry: 10),
             "ten Nexts end on entry 10, not \(player.current.flatMap { c in entries.firstIndex { $0.id == c.id } } ?? -1)"
         )
+        player.stop()
+    }
+
+    /// The shown track removed while the selection has moved on to the next one (still
+    /// loading): it is never shown again, and Pause settles on the selected track. Under the
+    /// soak's load, a client's removal in that window left Metadata naming the removed entry,
+    /// Paused, with Next and Previous enabled.
+    @Test func aRemovedShownTrackIsNeverShownAgain() async throws {
+        let files = try await Media.tracks(3, seconds: 10, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        let entries = player.enqueue(files.map(\.absoluteString))
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        player.next()
+        #expect(player.isSettling, "entry 1 is on its way")
+        #expect(player.remove(id: entries[0].id))
+        #expect(player.current?.id == entries[1].id, "the selected entry is shown in the removed one's place")
+        player.pause()
+        #expect(
+            await probe.wait { player.status == .paused && !player.isSettling },
+            "\(player.status), \(player.transport.state), shown \(player.current?.id ?? 0): \(probe.log.messages)")
+        #expect(player.current?.id == entries[1].id)
+        #expect(player.entries.map(\.id) == [entries[1].id, entries[2].id])
+        #expect(!player.canGoPrevious && player.canGoNext)
         player.stop()
     }
 

@@ -191,6 +191,34 @@ struct PlayerStreamTests {
         player.stop()
     }
 
+    /// Next to a stream whose server takes long to answer, then the shown track (the one
+    /// before) removed, then Pause: the removed track is no longer shown, and Pause is shown at
+    /// once, not once the stream connects (nothing is heard meanwhile).
+    @Test func aTrackRemovedWhileAStreamConnectsIsNotShownAndPauseIsAtOnce() async throws {
+        let server = try MuteServer()
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(2, seconds: 10, in: folder)
+        let probe = try PlayerProbe.make()
+        let player = probe.player
+        player.streamStallTimeout = .seconds(30)
+        let stream = "http://127.0.0.1:\(server.port)/mute.mp3"
+        let entries = player.enqueue([files[0].absoluteString, stream, files[1].absoluteString])
+        player.play()
+        #expect(await probe.waitFor(.playing, entry: 0))
+        player.next()
+        #expect(player.remove(id: entries[0].id))
+        #expect(player.current?.id != entries[0].id, "the removed track is not shown")
+        #expect(player.current?.id == entries[1].id, "the stream on its way is shown")
+        let paused = ContinuousClock.now
+        player.pause()
+        #expect(player.status == .paused, "Pause is shown at once while the stream connects")
+        #expect(await probe.wait(upTo: .seconds(2)) { player.status == .paused && player.current?.id == entries[1].id })
+        #expect(ContinuousClock.now - paused < .seconds(2))
+        #expect(player.entries.map(\.id) == [entries[1].id, entries[2].id])
+        player.stop()
+    }
+
     /// A stream that cannot be reached (a closed port) as the only entry stays current and
     /// playable: it is shown, the log says why it failed, and Play tries it again.
     @Test func anUnreachableOnlyStreamStaysCurrentAndPlayTriesAgain() async throws {

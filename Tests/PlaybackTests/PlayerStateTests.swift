@@ -1,0 +1,261 @@
+import SeededRandom
+import Testing
+
+@testable import Media
+@testable import Playback
+@testable import PlaybackPlayer
+
+/// The player's own state without GStreamer: queue edits, the selection, the shown entry and
+/// a load waiting for tags, each step checked for what it decides.
+@Suite("Player state: the queue, the selection and the shown entry")
+struct PlayerStateTests {
+    typealias Action = PlayerState.Action
+
+    static func files(_ count: Int) -> [MediaItem] {
+        (1...count).map { MediaItem(uri: "file:///music/\($0).flac") }
+    }
+
+    /// A state with `count` files queued, their tags read, the first one selected and shown.
+    static func queued(_ count: Int) -> PlayerState {
+        var state = PlayerState()
+        _ = state.insert(files(count), at: 0)
+        for index in state.queue.indices { state.queue[index].info = TrackInfo() }
+        state.show(state.selected)
+        return state
+    }
+
+    /// The soak's "removed track still shown": the shown entry plays on while the selection has
+    /// moved to the next one, whose tags are being read; a client removes the shown one. It
+    /// must not stay shown (it did, Paused, with Next and Previous enabled).
+    @Test func removingTheShownEntryWhileAnotherIsReadShowsTheSelectedOne() throws {
+        var state = Self.queued(3)
+        let shown = state.queue[0]
+        state.queue[1].info = nil  // read when it loads
+        state.selection.move(from: shown.id, to: 1, in: state.queue, forward: true)
+        _ = state.startReading(at: nil, intent: .playing)
+
+        let removal = state.remove(id: shown.id, requested: .playing)
+        let actions = try #require(removal)
+        #expect(state.shown?.id == state.queue[0].id, "the selected entry is shown in its place")
+        #expect(state.queue.index(of: shown.id) == nil)
+        #expect(state.reading != nil, "the selected entry's load still waits for its tags")
+        #expect(actions == [.nextMayHaveChanged, .announce(.queue)])
+    }
+
+    /// Removing the selected entry while playing moves on as Next would; its follower is
+    /// shown at once, not once its tags are read.
+    @Test func removingTheSelectedEntryWhilePlayingShowsAndLoadsTheFollower() throws {
+        var state = Self.queued(3)
+        let removed = state.queue[0]
+        let removal = state.remove(id: removed.id, requested: .playing)
+        let actions = try #require(removal)
+        #expect(state.selectedIndex == 0 && state.selected?.uri == "file:///music/2.flac")
+        #expect(state.shown?.id == state.selectedID)
+        #expect(actions == [.userActed, .announce(.queue), .load(at: nil, intent: .playing)])
+    }
+
+    /// Removing the last entry with nothing after it stops, and shows what Play would start.
+    @Test func removingTheLastSelectedEntryStopsAndShowsWhatPlayWouldStart() throws {
+        var state = Self.queued(2)
+        state.selection.move(from: nil, to: 1, in: state.queue, forward: true)
+        state.show(state.selected)
+        let removal = state.remove(id: state.queue[1].id, requested: .playing)
+        let actions = try #require(removal)
+        #expect(actions == [.userActed, .announce(.queue), .stop, .readSelected])
+        #expect(state.selectedIndex == 0 && state.shown?.id == state.queue[0].id)
+
+        let lastRemoval = state.remove(id: state.queue[0].id, requested: .stopped)
+        let last = try #require(lastRemoval)
+        #expect(last.contains(.stop))
+        #expect(state.selectedIndex == nil && state.shown == nil && state.queue.isEmpty)
+        #expect(state.remove(id: 99, requested: .stopped) == nil, "an unknown id changes nothing")
+    }
+
+    /// A read that ends after another load (or a move) came is not the one waited for.
+    @Test func onlyTheLatestReadIsWaitedFor() {
+        var state = Self.queued(2)
+        let first = state.startReading(at: .seconds(3), intent: .playing)
+        let second = state.startReading(at: nil, intent: .paused)
+        #expect(state.finishReading(generation: first) == nil)
+        #expect(state.finishReading(generation: second)?.intent == .paused)
+        #expect(state.reading == nil)
+        let third = state.startReading(at: nil, intent: .playing)
+        state.abandonReading()
+        #expect(state.finishReading(generation: third) == nil)
+    }
+
+    /// Replacing the queue shows its first entry at once and plays when asked.
+    @Test func replacingTheQueueShowsItsFirstEntry() {
+        var state = Self.queued(3)
+        let actions = state.replace(with: Self.files(2), play: true)
+        #expect(state.queue.count == 2 && state.shown?.id == state.queue[0].id)
+        #expect(actions.first == .userActed && actions.contains(.stop) && actions.last == .play)
+    }
+
+    // MARK: - Random walks
+
+    enum Step: CustomStringConvertible {
+        case insert(count: Int, at: Int, streams: Bool)
+        case remove(Int)
+        case removeUnknown
+        case replace(count: Int)
+        case read(Int)
+        case fail(Int)
+        case move(to: Int)
+        case load(PlaybackStatus)
+        case readFinished
+        case settle
+        case repeatMode(RepeatMode)
+
+        var description: String {
+            switch self {
+            case .insert(let count, let at, let streams): "insert \(count) at \(at)\(streams ? " (streams)" : "")"
+            case .remove(let index): "remove #\(index)"
+            case .removeUnknown: "remove an unknown id"
+            case .replace(let count): "replace with \(count)"
+            case .read(let index): "tags of #\(index) read"
+            case .fail(let index): "#\(index) found unplayable"
+            case .move(let index): "select #\(index)"
+            case .load(let intent): "load toward \(intent)"
+            case .readFinished: "the read before the load ends"
+            case .settle: "the selected entry settles"
+            case .repeatMode(let mode): "repeat \(mode)"
+            }
+        }
+    }
+
+    static func randomStep(_ random: inout SplitMix, count: Int) -> Step {
+        guard count > 0 else {
+            return random.chance(0.8) ? .insert(count: random.int(1..<4), at: 0, streams: false) : .removeUnknown
+        }
+        let index = random.int(0..<count)
+        switch random.int(0..<16) {
+        case 0, 1, 2:
+            return .insert(count: random.int(1..<4), at: random.int(0..<(count + 1)), streams: random.chance(0.3))
+        case 3, 4, 5: return .remove(index)
+        case 6: return random.chance(0.2) ? .replace(count: random.int(0..<4)) : .removeUnknown
+        case 7, 8: return .read(index)
+        case 9: return .fail(index)
+        case 10: return .move(to: index)
+        case 11: return .load(random.pick([.playing, .paused]))
+        case 12, 13: return .readFinished
+        case 14: return .settle
+        default: return .repeatMode(random.pick(RepeatMode.allCases))
+        }
+    }
+
+    @Test(
+        "the shown entry is queued or none, no entry is lost, a load waits only for the selected entry",
+        arguments: [1, 2, 3, 4, 5, 6, 7, 8] as [UInt64])
+    func invariantsHold(seed: UInt64) {
+        var random = SplitMix(seed: seed)
+        var state = PlayerState()
+        /// The ids the queue should hold, in order: what the steps added and removed.
+        var expected: [UInt64] = []
+        /// Where the commands received lead (the engine's intent, as the player reads it).
+        var requested = PlaybackStatus.stopped
+        var generation: Int?
+        let check = InvariantChecks()
+        for number in 0..<2_000 where !check.failed {
+            let step = Self.randomStep(&random, count: state.queue.count)
+            var actions: [Action] = []
+            let removedID: UInt64?
+            switch step {
+            case .insert(let count, let at, let streams):
+                let items = (0..<count).map {
+                    MediaItem(uri: streams ? "http://radio.invalid/\($0)" : "file:///\(number)/\($0).flac")
+                }
+                let (added, decided) = state.insert(items, at: at)
+                expected.insert(contentsOf: added.map(\.id), at: min(at, expected.count))
+                actions = decided
+                removedID = nil
+            case .remove(let index):
+                let id = state.queue[index].id
+                actions = state.remove(id: id, requested: requested) ?? []
+                expected.removeAll { $0 == id }
+                removedID = id
+            case .removeUnknown:
+                check(state.remove(id: .max, requested: requested) == nil, "an unknown id changes nothing")
+                removedID = nil
+            case .replace(let count):
+                actions = state.replace(with: count > 0 ? Self.files(count) : [], play: false)
+                expected = state.queue.entries.map(\.id)
+                requested = .stopped
+                removedID = nil
+            case .read(let index):
+                state.queue[index].info = TrackInfo()
+                _ = state.showAgainIfShown(state.queue[index].id)
+                removedID = nil
+            case .fail(let index):
+                state.queue[index].failure = "broken"
+                _ = state.showAgainIfShown(state.queue[index].id)
+                removedID = nil
+            case .move(let index):
+                if index != state.selectedIndex { state.abandonReading() }
+                state.selection.move(from: state.selectedID, to: index, in: state.queue, forward: true)
+                if requested == .stopped { state.show(state.selected) }
+                removedID = nil
+            case .load(let intent):
+                actions = state.selectedIndex == nil ? [] : [.load(at: nil, intent: intent)]
+                removedID = nil
+            case .readFinished:
+                if let waited = generation, let read = state.finishReading(generation: waited) {
+                    requested = read.intent
+                    state.show(state.selected)
+                }
+                generation = nil
+                removedID = nil
+            case .settle:
+                if requested != .stopped, state.reading == nil { state.show(state.selected) }
+                removedID = nil
+            case .repeatMode(let mode):
+                state.selection.setRepeatMode(mode)
+                removedID = nil
+            }
+            // The player's side of the actions that change the state.
+            for action in actions {
+                switch action {
+                case .load(let position, let intent):
+                    check(state.selectedIndex != nil, "a load needs a selected entry: \(number) \(step)")
+                    check(intent != .stopped, "a load heads somewhere: \(number) \(step)")
+                    if state.selected?.needsRead == true {
+                        generation = state.startReading(at: position, intent: intent)
+                    } else {
+                        state.abandonReading()
+                        requested = intent
+                    }
+                case .stop:
+                    requested = .stopped
+                case .play where state.selectedIndex != nil:
+                    requested = .playing
+                default:
+                    break
+                }
+            }
+            let context = "seed \(seed), step \(number): \(step)"
+            check(state.queue.entries.map(\.id) == expected, "no entry lost or added unasked: \(context)")
+            if let shown = state.shown {
+                check(state.queue.contains(shown.id), "the shown entry is queued: \(context)")
+            }
+            if let removedID { check(state.shown?.id != removedID, "a removed entry is never shown: \(context)") }
+            if let index = state.selectedIndex {
+                check(state.queue.indices.contains(index), "the selection is in the queue: \(context)")
+            } else {
+                check(state.reading == nil, "a load waits only for a selected entry: \(context)")
+            }
+            if state.queue.isEmpty { check(state.shown == nil && state.selectedIndex == nil, "empty: \(context)") }
+            // Next and Previous, by hand, in queue order: a neighbour exists unless at an end.
+            if let index = state.selectedIndex, !state.selection.order.shuffle,
+                state.queue.entries.allSatisfy({ $0.failure == nil })
+            {
+                let wraps = state.selection.order.repeatMode == .all && state.queue.count > 1
+                check(
+                    state.selection.canMove(forward: true, in: state.queue) == (wraps || index < state.queue.count - 1),
+                    "Next matches the order and the loop mode: \(context)")
+                check(
+                    state.selection.canMove(forward: false, in: state.queue) == (wraps || index > 0),
+                    "Previous matches the order and the loop mode: \(context)")
+            }
+        }
+    }
+}
