@@ -7,10 +7,10 @@ extension Engine {
         guard state.hears(pipeline: number) else { return }  // a replaced pipeline's
         switch delivery.event {
         case .stuck(let since): return pipelineGotStuck(since: since)
-        case .requestState(let state): return owner?.stateRequested(state) ?? ()
+        case .requestState(let state): return report(.stateRequested(state))
         case .outputVolumeChanged(let heard): return outputVolumeChanged(heard)
-        case .loudnessApplied(let plan, let gain): return owner?.loudnessApplied(plan, gain: gain) ?? ()
-        case .loudnessMeasured(let signature, let gain): return owner?.loudnessMeasured(signature, gain) ?? ()
+        case .loudnessApplied(let plan, let gain): return report(.loudnessApplied(plan, gain: gain))
+        case .loudnessMeasured(let signature, let gain): return report(.loudnessMeasured(signature, gain))
         default: break
         }
         guard state.hears(pipeline: number, load: delivery.load) else { return }  // about a stream taken down since
@@ -44,7 +44,7 @@ extension Engine {
         case .durationChanged(let facts):
             state.facts.duration = facts.duration
             state.facts.isSeekable = facts.isSeekable
-            if let id = transport.loadedEntry { owner?.streamDurationChanged(id) }
+            if let id = transport.loadedEntry { report(.streamDurationChanged(id)) }
         case .nextURITaken:
             handedOverTaken()
         case .stateChangeFailed:
@@ -94,7 +94,7 @@ extension Engine {
     /// it ended, once (see ``EarlyEnd``).
     private func endOfStream(at reported: Duration?) {
         let load = transport.loaded
-        let length = load.flatMap { owner?.entry(id: $0.entry)?.info?.duration } ?? facts.duration
+        let length = load.flatMap { state.entries[$0.entry]?.length } ?? facts.duration
         let (decision, actions) = state.endOfStream(at: reported, length: length, now: .now)
         switch (decision, load) {
         case (.reload(let at)?, let load?):
@@ -112,12 +112,12 @@ extension Engine {
 
     /// STREAM_START: the loaded stream's own, or a gapless switch to the handed-over one.
     private func streamStarted() {
-        guard state.streamStarted(), let switched = pipeline.handoff.takeCommitted(),
-            owner?.switches(from: transport.loadedEntry, to: switched.entryID) == true
-        else { return }
+        guard state.streamStarted(), let switched = pipeline.handoff.takeCommitted() else { return }
         let load = Transport.Load(entry: switched.entryID, uri: switched.uri, position: nil)
+        let previous = transport.loadedEntry
         let actions = state.switched(to: load, now: .now)
         streamBegan(switched.entryID, isStream: !MediaSources.isLocal(switched.uri), handedOver: true)
+        report(.switched(from: previous, to: switched.entryID))
         run(actions)
         if logger.logLevel <= .debug { pipeline.describeElements() }
     }
@@ -138,11 +138,14 @@ extension Engine {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
             return
         }
+        // A network stream handed over for gapless playback that fails while the current
+        // one still plays is the one that failed: it is skipped, and the current one goes on
+        // where it was. A file is handed over only once its tags were read, so an error then
+        // is the loaded stream's.
         if !inOutput, let handedOver = pipeline.handoff.takeCommitted(), transport.loadedEntry != nil,
-            owner?.handedOverFailed(handedOver.entryID, reason: message) == true
+            !MediaSources.isLocal(handedOver.uri)
         {
-            // The URI handed over for gapless playback failed while the current one was still
-            // playing: that one is skipped, and the current one goes on where it was.
+            report(.handOverFailed(handedOver.entryID, reason: message))
             run(state.handOverFailed(source: source, now: .now))
             return
         }
@@ -176,7 +179,7 @@ extension Engine {
     private func outputVolumeChanged(_ heard: Double) {
         guard state.outputVolumeChanged(heard, now: .now) else { return }
         logger.debug("the stream's volume was changed outside Quaver, to \(volume)")
-        owner?.engineChanged(.volume)
+        report(.changed(.volume))
     }
 
     /// The pipeline said where it is: a clock that drifted from it takes its word, and
@@ -188,6 +191,6 @@ extension Engine {
             let predicted = state.positionReported(reported, at: at, holding: isHoldingClock, nextTaken: nextTaken)
         else { return }
         logger.debug("the pipeline is at \(reported), not \(predicted): the position follows it")
-        owner?.engineChanged(.transport)
+        report(.changed(.transport))
     }
 }

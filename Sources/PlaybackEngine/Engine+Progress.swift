@@ -53,13 +53,13 @@ extension Engine {
 
     /// playbin holds a network stream to follow the loaded entry (see ``StreamWatch``).
     private var nextIsStream: Bool {
-        guard let id = pipeline.handoff.committedEntryID, let next = owner?.entry(id: id) else { return false }
+        guard let next = pipeline.handoff.committedItem else { return false }
         return !MediaSources.isLocal(next.uri)
     }
 
     /// The length of the entry loaded: its tags', else what the pipeline said of its own load.
     private func duration(of load: Transport.Load, switched: Bool) -> Duration? {
-        owner?.entry(id: load.entry)?.info?.duration ?? (switched ? nil : facts.duration)
+        state.entries[load.entry]?.length ?? (switched ? nil : facts.duration)
     }
 
     // MARK: - Carrying out the watch's decisions
@@ -75,7 +75,7 @@ extension Engine {
                 state.clock.set(position, rate: 0)
             case .wait(let stall):
                 logger.warning("\(describe(stall)); clients see it waiting")
-                owner?.engineChanged(.transport)
+                report(.changed(.transport))
             case .resume(let position, let at, let waited):
                 state.clock.set(position, rate: rate, at: at)
                 if let waited, let name = loadedName {
@@ -83,7 +83,7 @@ extension Engine {
                         "the audio of \(name) moves again at \(position.clock), after \(Self.seconds(waited)) of waiting"
                     )
                 }
-                owner?.engineChanged(.transport)
+                report(.changed(.transport))
             case .reload(let stall):
                 logger.warning("\(describe(stall)); loading it again there")
                 noteFailure()

@@ -32,7 +32,7 @@ extension Engine {
 
     /// Buffering of a network stream (see ``EngineState/streamBuffering(_:playing:)``).
     func streamBuffering(_ percent: Int) {
-        guard let (stream, step, actions) = state.streamBuffering(percent, playing: owner?.requestedStatus == .playing)
+        guard let (stream, step, actions) = state.streamBuffering(percent, playing: transport.intent == .playing)
         else { return }
         switch step {
         case .arm: armStreamWatch(for: stream.entry)
@@ -55,16 +55,14 @@ extension Engine {
         var tags = tags
         let picture = tags.takePicture()
         state.streamTags.merge(tags)
-        owner?.streamTagsChanged(stream.entry, picture: picture)
+        report(.streamTagsChanged(stream.entry, picture: picture))
     }
 
     /// When playbin holds a stream to follow the current track: it has until the stall limit
     /// to start once this track ends.
     func handedOverTaken() {
-        guard let id = pipeline.handoff.committedEntryID, let next = owner?.entry(id: id),
-            !MediaSources.isLocal(next.uri)
-        else { return }
-        armStreamWatch(for: id)
+        guard let next = pipeline.handoff.committedItem, !MediaSources.isLocal(next.uri) else { return }
+        armStreamWatch(for: next.entryID)
     }
 
     /// (Re)starts the countdown after which the stream `id` counts as stalled (see
@@ -84,24 +82,22 @@ extension Engine {
     /// The stall limit passed: the stream is skipped (one log line naming it and why) rather
     /// than shown Playing, or stuck loading, for ever, unless the watch says to wait again.
     private func streamStalled() {
-        guard let wait = state.streamWatch.wait, let owner else { return }
+        guard let wait = state.streamWatch.wait else { return }
         let id = wait.entry
         let bytes = pipeline.bytesFromSources
         streamTimer.cancel()
         let place: StreamWatch.Place
-        if owner.entry(id: id) == nil {
-            place = .elsewhere
+        if state.entries[id] == nil {
+            place = .elsewhere  // no longer queued
         } else if transport.loadedEntry == id {
             place = .loaded(isSettled: state.isSettled(id))
-        } else if pipeline.handoff.committedEntryID == id,
-            let playing = transport.loadedEntry.flatMap({ owner.entry(id: $0) })
-        {
-            let end = playing.info?.duration.map { $0 - .milliseconds(500) }
+        } else if pipeline.handoff.committedEntryID == id, let playing = transport.loadedEntry {
+            let end = state.entries[playing]?.length.map { $0 - .milliseconds(500) }
             place = .handedOver(previousPlays: end.map { clock.position() < $0 } ?? false)
         } else {
             place = .elsewhere
         }
-        let playing = owner.requestedStatus == .playing
+        let playing = transport.intent == .playing
         let (verdict, actions) = state.streamStalled(wait, at: place, playing: playing, bytes: bytes, now: .now)
         switch verdict {
         case .leave:
@@ -113,7 +109,7 @@ extension Engine {
             // The track before it has ended: the stream is what the queue is at, and is
             // skipped from there (or stays current, when nothing follows it).
             if case .loaded = place { return }
-            owner.handedOverStalled(id, reason: reason)
+            report(.handOverStalled(id, reason: reason))
         }
     }
 }

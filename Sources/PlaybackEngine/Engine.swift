@@ -7,16 +7,23 @@ package import Logging
 /// The engine carries out what its state (``EngineState``, over the ``Transport``) decides,
 /// and feeds it what the pipeline reports; its timers turn a silent pipeline into an event
 /// (``PrerollWatch``, ``StreamWatch``, and the replacement of a stuck pipeline). It knows
-/// entries only by id and URI; what an entry is, what follows it and what to do when one
-/// fails are its owner's (``EngineOwner``, the ``Player``). No call waits on GStreamer: the
-/// pipeline runs each command on its own queue and answers with events.
+/// entries by id and URI, and what each command tells of them (``EntryFacts``); what follows
+/// an entry and what to do when one fails are its owner's, the ``Player``'s, which hears of
+/// them as ``EngineReport``s once the step that caused them is done. No call waits on
+/// GStreamer: the pipeline runs each command on its own queue and answers with events.
 @MainActor
 package final class Engine {
     /// Everything the engine decides with. Only the engine's own files change it (its
     /// events, streams and progress are extensions in files of their own, which Swift's
     /// `private` would not reach); its owner reads it through the accessors below.
     var state = EngineState()
-    package weak var owner: (any EngineOwner)?
+    /// Hears the engine's reports, in order, each once the step that caused it is done.
+    package var onReport: (@MainActor (EngineReport) -> Void)?
+    /// Reports not delivered yet: a step under way (`depth` above zero) or a delivery in
+    /// progress holds them, so that no report handler runs inside a step.
+    private var outbox: [EngineReport] = []
+    private var depth = 0
+    private var delivering = false
 
     package private(set) var pipeline: Pipeline!
     let audioSink: String?
@@ -99,9 +106,16 @@ package final class Engine {
 
     // MARK: - Commands
 
-    /// Loads `load` toward `intent` (the pipeline reports when it is there).
-    package func load(_ load: Transport.Load, intent: PlaybackStatus) {
+    /// Loads `load`, an entry with `facts`, toward `intent` (the pipeline reports when it is
+    /// there).
+    package func load(_ load: Transport.Load, facts: EntryFacts, intent: PlaybackStatus) {
+        state.know(load.entry, facts)
         run(state.transport.load(load, intent: intent))
+    }
+
+    /// The entry `id` left the queue: a stream of it that stalls is no longer the queue's.
+    package func forget(_ id: UInt64) {
+        state.forget(id)
     }
 
     /// Plays the entry loaded or being loaded; false when the transport has none to play.
@@ -140,7 +154,11 @@ package final class Engine {
     /// switched to), for a gapless switch. Given at once, not through the pipeline's queue:
     /// the `about-to-finish` handler may be waiting for it, and a command queued on that
     /// queue may be waiting on the handler. The load number keeps it from a stream taken down.
-    package func prepareNext(_ answer: GaplessHandoff.Answer) { pipeline.handoff.answer(answer, load: loadNumber) }
+    /// `facts`: those of the entry handed over, if one is.
+    package func prepareNext(_ answer: GaplessHandoff.Answer, facts: EntryFacts? = nil) {
+        if case .item(let item) = answer, let facts { state.know(item.entryID, facts) }
+        pipeline.handoff.answer(answer, load: loadNumber)
+    }
 
     /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
     func noteFailure() { run(state.transport.failedElsewhere()) }
@@ -166,6 +184,13 @@ package final class Engine {
     /// command (nothing is loaded for it).
     @discardableResult
     func run(_ actions: [Transport.Action]) -> Bool {
+        depth += 1
+        // Reports wait until the step is done, so no owner's answer runs inside one.
+        assert(depth == 1, "Engine.run is never re-entered")
+        defer {
+            depth -= 1
+            deliverReports()
+        }
         var accepted = true
         var timingChanged = false
         for action in actions {
@@ -174,7 +199,7 @@ package final class Engine {
             case .load(let load, let target, let fresh):
                 let isLocal = MediaSources.isLocal(load.uri)
                 streamBegan(load.entry, isStream: !isLocal, handedOver: false)
-                let loudness = owner?.loudnessPlan(for: load.entry)
+                let loudness = state.entries[load.entry]?.loudness
                 pipeline.load(load.uri, state: target, number: loadNumber, fresh: fresh, loudness: loudness)
                 if let prerollLimit {
                     watchPreroll(of: load, limit: prerollLimit)
@@ -182,8 +207,8 @@ package final class Engine {
                     prerollTimer.cancel()
                 }
                 // playbin asks for the next URI as soon as it has read this one, which for a
-                // short file is during preroll: the answer is ready before it starts.
-                owner?.prepareNext()
+                // short file is during preroll: the owner answers at once.
+                report(.loadStarted(load.entry))
             case .unload(let fresh):
                 disarmStreamWatch()
                 pipeline.unload(number: loadNumber, fresh: fresh)
@@ -201,9 +226,9 @@ package final class Engine {
             case .publish:
                 settle()
             case .skip(let id, let reason):
-                owner?.skip(id, reason: reason, intent: nil)
+                report(.failed(id, reason: reason))
             case .advance(let id):
-                owner?.advance(from: id)
+                report(.ended(id))
             case .refused:
                 accepted = false
             case .timingChanged:
@@ -212,8 +237,26 @@ package final class Engine {
         }
         watchState()
         syncProgress()
-        if timingChanged { owner?.engineChanged(.transport) }
+        if timingChanged { report(.changed(.transport)) }
         return accepted
+    }
+
+    /// Tells the owner `report`: at once between steps, else once the step is done.
+    func report(_ report: EngineReport) {
+        outbox.append(report)
+        deliverReports()
+    }
+
+    /// Delivers the reports waiting, in order, unless a step or a delivery is under way (that
+    /// one delivers them when it is done).
+    private func deliverReports() {
+        guard depth == 0, !delivering else { return }
+        delivering = true
+        defer { delivering = false }
+        while !outbox.isEmpty {
+            let next = outbox.removeFirst()
+            onReport?(next)
+        }
     }
 
     /// The pipeline reports each state it reaches, and the transport waits for that word. So
@@ -241,7 +284,7 @@ package final class Engine {
         }
         state.settled(holding: isHoldingClock, now: .now)
         if transport.isPlaying { checkPositionSoon() }
-        owner?.settled()
+        report(.settled)
     }
 
     /// Times the preroll of `load` (see ``PrerollWatch``).
@@ -302,7 +345,7 @@ package final class Engine {
     /// deadlock inside it).
     func pipelineGotStuck(since: ContinuousClock.Instant) {
         let stuckEntry = transport.loaded.map { name(of: $0) }
-        let length = transport.loaded.flatMap { owner?.entry(id: $0.entry)?.info?.duration } ?? facts.duration
+        let length = transport.loaded.flatMap { state.entries[$0.entry]?.length } ?? facts.duration
         run(state.stuck(since: since, length: length))
         if case .outputLost(_, let at) = transport.phase, let stuckEntry {
             logger.error("GStreamer got stuck twice on \(stuckEntry); paused at \(at.clock) until Play tries again")
@@ -338,8 +381,8 @@ package final class Engine {
         }
     }
 
-    /// How the log names a load: its entry's display name, else its URI.
+    /// How the log names a load: its entry's display name.
     func name(of load: Transport.Load) -> String {
-        owner?.entry(id: load.entry).map { MediaSources.displayName($0.uri) } ?? load.uri
+        MediaSources.displayName(load.uri)
     }
 }

@@ -41,6 +41,9 @@ struct EngineState: Sendable {
     var streamWatch = StreamWatch()
     /// While the transport plays: whether the audio moves, and what is watched.
     var progress = ProgressFollow()
+    /// What the commands told of the entries loaded or handed over (their length, their
+    /// gain); an entry that left the queue is forgotten.
+    private(set) var entries: [UInt64: EntryFacts] = [:]
 
     /// The rate the clock runs at while the transport plays, else 0.
     private var runningRate: Double { transport.isPlaying ? transport.rate : 0 }
@@ -87,10 +90,22 @@ struct EngineState: Sendable {
         return nil
     }
 
+    /// A command told `facts` of the entry `id`, loaded or handed over.
+    mutating func know(_ id: UInt64, _ facts: EntryFacts) {
+        entries[id] = facts
+    }
+
+    /// The entry `id` left the queue.
+    mutating func forget(_ id: UInt64) {
+        entries[id] = nil
+    }
+
     /// `load` starts loading at `now` (`isLocal`: a file): its own STREAM_START comes next,
     /// and the clock stands where it starts. Returns how long its preroll may take (nil: not
-    /// timed, see ``PrerollWatch``).
+    /// timed, see ``PrerollWatch``). Only its entry's facts are kept: what is handed over
+    /// after it is told anew.
     mutating func loadStarted(_ load: Transport.Load, isLocal: Bool, now: Instant) -> Duration? {
+        entries = entries[load.entry].map { [load.entry: $0] } ?? [:]
         loadNumber += 1
         seeks.loaded()
         awaitingOwnStreamStart = true

@@ -165,6 +165,9 @@ package final class GaplessHandoff: Sendable {
     /// Main actor: the entry whose URI playbin took and has not started yet.
     package var committedEntryID: UInt64? { state.withLock { $0.committed?.entryID } }
 
+    /// Main actor: what playbin took and has not started yet.
+    package var committedItem: Item? { state.withLock { $0.committed } }
+
     /// Before the stream in the pipeline is taken down (on the pipeline's queue), or the
     /// pipeline released (`retiring`, from any thread): a handler still waiting for an answer
     /// stops waiting, and nothing is handed over until the next load, or ever after a release.

@@ -3,14 +3,14 @@ import Logging
 
 /// What follows in the queue: the engine's owner.
 ///
-/// The ``Engine`` plays one entry and reports what happens to it; the conductor answers in
-/// terms of the queue. It tells clients once the transport settles, skips an entry that
+/// The ``Engine`` plays one entry and reports what happens to it (``EngineReport``), each
+/// report once the engine's step is done; the conductor answers in terms of the queue. It tells clients once the transport settles, skips an entry that
 /// cannot play (in the direction of travel), goes on at the end of one, follows playbin's
 /// gapless switches, hands the next entry over ahead of time with its loudness plan, and
 /// pauses for the sound server's interruptions. A part of the ``Player``: it reads the
 /// queue and the selection through ``PlayerHost``, and asks the player for each change.
 @MainActor
-final class Conductor: EngineOwner {
+final class Conductor {
     /// The player, as its parts see it.
     unowned let host: any PlayerHost
     let engine: Engine
@@ -39,6 +39,30 @@ final class Conductor: EngineOwner {
     var requestedStatus: Player.Status { host.requestedStatus }
 
     func entry(id: UInt64) -> Player.Entry? { host.entry(id: id) }
+
+    /// What the engine reported, once its step is done.
+    func handle(_ report: EngineReport) {
+        switch report {
+        case .settled: settled()
+        case .failed(let id, let reason): skip(id, reason: reason, intent: nil)
+        case .ended(let id): advance(from: id)
+        case .switched(let previous, let next): switched(from: previous, to: next)
+        case .handOverFailed(let id, let reason): handedOverFailed(id, reason: reason)
+        case .handOverStalled(let id, let reason): handedOverStalled(id, reason: reason)
+        case .loadStarted: prepareNext()
+        case .changed(let change): host.announce(change)
+        case .stateRequested(let state): stateRequested(state)
+        case .streamTagsChanged(let id, let picture): catalog.streamTagsChanged(id, picture: picture)
+        case .streamDurationChanged(let id): catalog.streamDurationChanged(id)
+        case .loudnessApplied(let plan, let gain): loudnessApplied(plan, gain: gain)
+        case .loudnessMeasured(let signature, let gain): loudnessMeasured(signature, gain)
+        }
+    }
+
+    /// What the engine needs to know of the entry with `id` to play it.
+    func facts(of id: UInt64) -> EntryFacts {
+        EntryFacts(length: host.entry(id: id)?.info?.duration, loudness: loudnessPlan(for: id))
+    }
 
     /// A command came: the end of an interruption no longer resumes playback.
     func userActed() {
@@ -122,9 +146,13 @@ final class Conductor: EngineOwner {
         engine.stop()
     }
 
-    /// playbin switched gaplessly to the handed-over entry: it becomes the selected one.
-    func switches(from previous: UInt64?, to next: UInt64) -> Bool {
-        guard let index = queue.index(of: next) else { return false }
+    /// playbin switched gaplessly to the handed-over entry: it becomes the selected one. One
+    /// removed from the queue since is left for what follows it.
+    func switched(from previous: UInt64?, to next: UInt64) {
+        guard let index = queue.index(of: next) else {
+            logger.debug("playbin switched to a track removed from the queue; going on with what follows")
+            return advance(from: next)
+        }
         logger.debug("gapless switch to \(MediaSources.displayName(queue[index].uri))")
         if let previous {
             catalog.reportEndIfStream(previous)
@@ -132,19 +160,13 @@ final class Conductor: EngineOwner {
         }
         // While the selected entry's tags are read, its load follows and takes over.
         if !host.isReadingBeforeLoad { host.select(index) }
-        return true
     }
 
-    /// The URI handed over for gapless playback failed while the current one was still
-    /// playing: it is marked unplayable, unless it is a file whose tags were read (then the
-    /// error is the loaded stream's).
-    func handedOverFailed(_ id: UInt64, reason: String) -> Bool {
-        guard let index = queue.index(of: id), queue[index].info == nil || !MediaSources.isLocal(queue[index].uri)
-        else {
-            return false
-        }
+    /// The stream handed over for gapless playback failed while the current one was still
+    /// playing: it is marked unplayable.
+    func handedOverFailed(_ id: UInt64, reason: String) {
+        guard let index = queue.index(of: id) else { return }
         catalog.recordFailure(reason, at: index)
-        return true
     }
 
     /// The stream handed over stalled after the track before it ended: the queue is at that
@@ -199,8 +221,9 @@ final class Conductor: EngineOwner {
         case .nothing:
             engine.prepareNext(.nothing)
         case .handOver(var item):
-            item.loudness = loudnessPlan(for: item.entryID)
-            engine.prepareNext(.item(item))
+            let facts = facts(of: item.entryID)
+            item.loudness = facts.loudness
+            engine.prepareNext(.item(item), facts: facts)
         case .readFirst(let id, let uri):
             engine.prepareNext(.pending)
             catalog.readAhead(id, uri: uri) { [weak self] in self?.prepareNext() }
@@ -208,10 +231,6 @@ final class Conductor: EngineOwner {
     }
 
     // MARK: - What else the engine reports
-
-    func engineChanged(_ change: Player.Change) {
-        host.announce(change)
-    }
 
     /// The sound server asks for a state: it corks a music stream (PAUSED) while a call or an
     /// alarm plays, and uncorks it (PLAYING) when that ends. Quaver pauses, and plays again
@@ -230,11 +249,4 @@ final class Conductor: EngineOwner {
         }
     }
 
-    func streamTagsChanged(_ id: UInt64, picture: StreamTags.Picture?) {
-        catalog.streamTagsChanged(id, picture: picture)
-    }
-
-    func streamDurationChanged(_ id: UInt64) {
-        catalog.streamDurationChanged(id)
-    }
 }

@@ -54,6 +54,7 @@ extension Player {
     private func start(_ entry: Entry, at position: Duration?, intent: Status) {
         guard intent != .stopped else { return }
         logger.trace("loading \(MediaSources.displayName(entry.uri))")
-        engine.load(.init(entry: entry.id, uri: entry.uri, position: position), intent: intent)
+        let load = Transport.Load(entry: entry.id, uri: entry.uri, position: position)
+        engine.load(load, facts: conductor.facts(of: entry.id), intent: intent)
     }
 }

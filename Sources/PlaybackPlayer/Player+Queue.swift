@@ -74,6 +74,8 @@ extension Player {
                 conductor.nextMayHaveChanged()
             case .userActed:
                 conductor.userActed()
+            case .forget(let id):
+                engine.forget(id)
             case .announce(let change):
                 onChange?(change)
             }

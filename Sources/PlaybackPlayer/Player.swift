@@ -110,7 +110,7 @@ public final class Player {
         self.supportedRates = supportedRates
         prefetch = TagPrefetch(artwork: artwork)
         engine = try Engine(audioSink: audioSink, stuckLimit: stuckLimit, logger: logger)
-        engine.owner = conductor
+        engine.onReport = { [weak self] report in self?.conductor.handle(report) }
         prefetch.uriToRead = { [weak self] id in
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri

@@ -46,6 +46,8 @@ struct PlayerState {
         case nextMayHaveChanged
         /// A command came: the end of an interruption no longer resumes playback.
         case userActed
+        /// The entry left the queue: the engine forgets it.
+        case forget(UInt64)
         /// Tells the observer.
         case announce(PlaybackChange)
     }
@@ -157,30 +159,31 @@ struct PlayerState {
             queue.remove(at: index)
             selection.removed(at: index)
             if shown?.id == id { show(selectedPlayable) }
-            return [.nextMayHaveChanged, .announce(.queue)]
+            return [.forget(id), .nextMayHaveChanged, .announce(.queue)]
         }
         let followerID = selection.neighbour(of: index, in: queue, forward: true, automatic: false).map {
             queue[$0].id
         }
         queue.remove(at: index)
+        var actions: [Action] = [.userActed, .forget(id), .announce(.queue)]
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
             selection.recordMove(from: id, to: followerID, forward: true)
             selection.move(from: nil, to: follower, in: queue, forward: true)
             guard requested != .stopped else {
                 abandonReading()
                 show(queue[follower])
-                return [.userActed, .announce(.queue), .readSelected, .announce(.transport)]
+                return actions + [.readSelected, .announce(.transport)]
             }
             // Until the follower settles (or while its tags are read) it is shown in the
             // removed entry's place.
             show(queue[follower])
-            return [.userActed, .announce(.queue), .load(at: nil, intent: requested)]
+            return actions + [.load(at: nil, intent: requested)]
         }
         abandonReading()
         selection.index = queue.isEmpty ? nil : min(index, queue.count - 1)
         // What Play would start is shown at once when its tags are known; else once read.
         if let selected = selectedPlayable, !selected.needsRead { show(selected) } else { show(nil) }
-        return [.userActed, .announce(.queue), .stop, .readSelected]
+        return actions + [.stop, .readSelected]
     }
 
     /// Replaces the whole queue with `items` (a playlist activated), and plays it from the

@@ -39,7 +39,7 @@ struct PlayerStateTests {
         #expect(state.shown?.id == state.queue[0].id, "the selected entry is shown in its place")
         #expect(state.queue.index(of: shown.id) == nil)
         #expect(state.reading != nil, "the selected entry's load still waits for its tags")
-        #expect(actions == [.nextMayHaveChanged, .announce(.queue)])
+        #expect(actions == [.forget(shown.id), .nextMayHaveChanged, .announce(.queue)])
     }
 
     /// Removing the selected entry while playing moves on as Next would; its follower is
@@ -51,7 +51,7 @@ struct PlayerStateTests {
         let actions = try #require(removal)
         #expect(state.selectedIndex == 0 && state.selected?.uri == "file:///music/2.flac")
         #expect(state.shown?.id == state.selectedID)
-        #expect(actions == [.userActed, .announce(.queue), .load(at: nil, intent: .playing)])
+        #expect(actions == [.userActed, .forget(removed.id), .announce(.queue), .load(at: nil, intent: .playing)])
     }
 
     /// Removing the last entry with nothing after it stops, and shows what Play would start.
@@ -59,9 +59,10 @@ struct PlayerStateTests {
         var state = Self.queued(2)
         state.selection.move(from: nil, to: 1, in: state.queue, forward: true)
         state.show(state.selected)
-        let removal = state.remove(id: state.queue[1].id, requested: .playing)
+        let lastID = state.queue[1].id
+        let removal = state.remove(id: lastID, requested: .playing)
         let actions = try #require(removal)
-        #expect(actions == [.userActed, .announce(.queue), .stop, .readSelected])
+        #expect(actions == [.userActed, .forget(lastID), .announce(.queue), .stop, .readSelected])
         #expect(state.selectedIndex == 0 && state.shown?.id == state.queue[0].id)
 
         let lastRemoval = state.remove(id: state.queue[0].id, requested: .stopped)
