@@ -183,7 +183,7 @@ package struct Transport: Sendable, Equatable {
     /// What the commands received ask for.
     package var intent: PlaybackStatus { heading?.status ?? .stopped }
     /// What clients are told.
-    var status: PlaybackStatus { shown?.status.status ?? .stopped }
+    package var status: PlaybackStatus { shown?.status.status ?? .stopped }
     /// The entry `status` was last settled with (nil when stopped).
     package var settledEntry: EntryID? { shown?.entry }
 

@@ -8,10 +8,11 @@ extension Player {
         let intent = requestedStatus
         state.selection.move(from: selectedEntry?.id, to: index, in: state.queue, forward: forward)
         guard intent != .stopped else {
-            state.abandonReading()
-            setCurrent(queue[index])
-            catalog.discoverSelectedIfNeeded()
-            onChange?(.transport)
+            step { state in
+                state.abandonReading()
+                state.show(state.queue[index])
+                return [.readSelected, .announce(.transport)]
+            }
             return
         }
         load(index, intent: intent)
@@ -35,7 +36,7 @@ extension Player {
             }
             switch result {
             case .success(let info):
-                catalog.record(info, at: index)
+                step { $0.record(info, at: index) }
                 start(queue[index], at: read.position, intent: read.intent)
             case .failure(let error) where error.isTimeout:
                 // Slow to read is not broken: let the pipeline try (it reports real errors),
@@ -46,7 +47,8 @@ extension Player {
                 start(queue[index], at: read.position, intent: read.intent)
                 prefetch.readAgain(entry.id, uri: entry.uri)
             case .failure(let error):
-                conductor.skip(entry.id, reason: error.reason, intent: read.intent)
+                let view = engineView
+                step { $0.failed(entry.id, reason: error.reason, intent: read.intent, view) }
             }
         }
     }
@@ -55,6 +57,6 @@ extension Player {
         guard intent != .stopped else { return }
         logger.trace("loading \(MediaSources.displayName(entry.uri))")
         let load = Transport.Load(entry: entry.id, uri: entry.uri, position: position)
-        engine.load(load, facts: conductor.facts(of: entry.id), intent: intent)
+        engine.load(load, facts: facts(of: entry.id), intent: intent)
     }
 }

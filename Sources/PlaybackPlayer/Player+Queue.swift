@@ -31,8 +31,12 @@ extension Player {
     }
 
     func insert(_ items: [MediaItem], at position: Int, announce: Bool = true) -> [Entry] {
-        let (added, actions) = state.insert(items, at: position, announce: announce)
-        perform(actions)
+        var added: [Entry] = []
+        step { state in
+            let (new, actions) = state.insert(items, at: position, announce: announce)
+            added = new
+            return actions
+        }
         return added
     }
 
@@ -40,8 +44,9 @@ extension Player {
     /// stops when nothing follows. False when no entry has that id.
     @discardableResult
     public func remove(id: UInt64) -> Bool {
-        guard let actions = state.remove(id: id, requested: requestedStatus) else { return false }
-        perform(actions)
+        let requested = requestedStatus
+        guard queue.contains(id) else { return false }
+        step { $0.remove(id: id, requested: requested) ?? [] }
         return true
     }
 
@@ -54,32 +59,7 @@ extension Player {
     /// Replaces the whole queue (a playlist activated) and plays it from the start, or
     /// stays stopped when `play` is false.
     public func replaceQueue(with items: [MediaItem], play shouldPlay: Bool) {
-        perform(state.replace(with: items, play: shouldPlay))
-    }
-
-    /// Carries out what a step of the player's state decided, in order.
-    func perform(_ actions: [PlayerState.Action]) {
-        for action in actions {
-            switch action {
-            case .load(let position, let intent):
-                guard let index = selectedIndex else { continue }
-                load(index, at: position, intent: intent)
-            case .play:
-                play()
-            case .stop:
-                engine.stop()
-            case .readSelected:
-                catalog.discoverSelectedIfNeeded()
-            case .nextMayHaveChanged:
-                conductor.nextMayHaveChanged()
-            case .userActed:
-                conductor.userActed()
-            case .forget(let id):
-                engine.forget(id)
-            case .announce(let change):
-                onChange?(change)
-            }
-        }
+        step { $0.replace(with: items, play: shouldPlay) }
     }
 
     /// The queued entry with `id`, if any.

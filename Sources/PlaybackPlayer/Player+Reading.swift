@@ -16,7 +16,9 @@ extension Player {
         guard let index = queue.index(of: id), var info = queue[index].info else { return }
         info.artworkURL = url
         info.artworkSearched = true
-        state.queue[index].info = info
-        catalog.showIfCurrent(index)
+        step { state in
+            state.queue[index].info = info
+            return state.showIfShown(index)
+        }
     }
 }

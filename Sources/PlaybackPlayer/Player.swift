@@ -4,14 +4,14 @@ public import Logging
 
 /// A play queue and its transport over a GStreamer pipeline.
 ///
-/// The façade wires the parts together: the queue and what is selected in it
-/// (`Selection`, over `PlayOrder`); the engine that plays one entry at a time and alone
-/// owns the pipeline (`Engine`, over the `Transport` state machine); the `Conductor`,
-/// which answers the engine in terms of the queue (what follows, what is skipped, the
-/// gapless hand-over, its loudness plan and the sound server's interruptions); the
-/// `Catalog` of what is known of each entry; tag reads (`TagPrefetch`). The conductor
-/// and the catalog see the player through `PlayerHost` and ask it for every change to its
-/// state: the queue's entries, the selection, the current entry. Commands return at once;
+/// The player's state is one value (``PlayerState``): the queue, what is selected in it
+/// (`Selection`, over `PlayOrder`), the entry clients are shown, a load waiting for tags,
+/// and what follows from the engine's reports (the end of the queue, failures in a row, the
+/// sound server's interruptions). Each input (a command, a queue edit, a tag read that
+/// ended, an ``EngineReport``) goes through one of its steps, which returns the actions the
+/// player carries out in one switch (``perform(_:)``). The player alone owns the engine,
+/// which plays one entry at a time and alone owns the pipeline (`Engine`, over the
+/// `Transport` state machine), and the tag reads (`TagPrefetch`). Commands return at once;
 /// `status` is the settled truth, changed only when the pipeline confirms it (or at once for
 /// stop, errors and the end of the queue). The observer is told after each settled change,
 /// never about transient pipeline states (a seek's flush, a gapless switch, buffering).
@@ -46,22 +46,15 @@ public final class Player {
     public let supportedRates: ClosedRange<Double>
     /// Told after each settled change.
     public var onChange: (@MainActor (Change) -> Void)?
-    /// How loudness is levelled: a change applies from the next track on. The conductor
-    /// keeps it, with the loudness plans it makes.
-    public var loudness: LoudnessSettings {
-        get { conductor.loudness }
-        set {
-            guard newValue != conductor.loudness else { return }
-            conductor.loudness = newValue
+    /// How loudness is levelled: a change applies from the next track on.
+    public var loudness = LoudnessSettings() {
+        didSet {
             // The track handed over already keeps the gain it was given.
-            if !engine.hasHandedOver { conductor.prepareNext() }
+            if loudness != oldValue, !engine.hasHandedOver { prepareNext() }
         }
     }
-    /// The gains measured for tracks without tags (nil: none are kept), kept by the conductor.
-    public var gainCache: GainCache? {
-        get { conductor.gainCache }
-        set { conductor.gainCache = newValue }
-    }
+    /// The gains measured for tracks without tags (nil: none are kept).
+    public var gainCache: GainCache?
 
     /// Plays one entry at a time: the only owner of the pipeline.
     let engine: Engine
@@ -69,10 +62,6 @@ public final class Player {
     var transport: Transport { engine.transport }
     /// Which entry is selected, and the play order from it.
     var selection: Selection { state.selection }
-    /// What the queue knows of its entries (see ``Catalog``).
-    private(set) lazy var catalog = Catalog(host: self, engine: engine, prefetch: prefetch, logger: logger)
-    /// What follows in the queue: the engine's owner (see ``Conductor``).
-    private(set) lazy var conductor = Conductor(host: self, engine: engine, catalog: catalog, logger: logger)
     /// Reads the tags of entries off the main actor.
     let prefetch: TagPrefetch
     /// Where the cover images of the tracks read go (nil: none are looked for).
@@ -81,9 +70,8 @@ public final class Player {
     /// The index of the selected entry (see ``Selection``).
     var selectedIndex: Int? { state.selectedIndex }
     /// Playback stopped because the queue ran out (the end, or nothing playable left), not
-    /// because someone stopped it: tracks queued now may go on from there. The conductor,
-    /// which stops there, keeps it.
-    public var ranOut: Bool { conductor.ranOut }
+    /// because someone stopped it: tracks queued now may go on from there.
+    public var ranOut: Bool { state.ranOut }
     /// The factory names of the elements the loaded stream plays through.
     public var pipelineElementNames: [String] { engine.pipelineElementNames }
     /// How many pipelines GStreamer got stuck in and were replaced.
@@ -110,23 +98,14 @@ public final class Player {
         self.supportedRates = supportedRates
         prefetch = TagPrefetch(artwork: artwork)
         engine = try Engine(audioSink: audioSink, stuckLimit: stuckLimit, logger: logger)
-        engine.onReport = { [weak self] report in self?.conductor.handle(report) }
+        engine.onReport = { [weak self] report in self?.handle(report) }
         prefetch.uriToRead = { [weak self] id in
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }
             return queue[index].uri
         }
         prefetch.finished = { [weak self] id, result, kind in
-            guard let self, catalog.read(id, result, kind) else { return }
-            conductor.prepareNext()
+            self?.step { $0.backgroundRead(id, result, patient: kind == .patient) }
         }
-    }
-
-    /// Shows `entry` to clients (nil: none). Leaving a track whose picture was over the
-    /// limit hands the memory its parsing took back to the system.
-    func setCurrent(_ entry: Entry?) {
-        let left = state.shown
-        state.show(entry)
-        if let left, left.id != state.shown?.id, left.info?.oversizedPictureBytes != nil { catalog.trimHeapSoon() }
     }
 
     /// The index of the selected entry in `entries`.
@@ -178,7 +157,7 @@ public final class Player {
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
     public func play() -> Bool {
-        conductor.userActed()
+        state.userActed()
         guard let index = selectedIndex ?? firstIndex() else { return false }
         state.selection.index = index
         let id = queue[index].id
@@ -194,7 +173,7 @@ public final class Player {
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        conductor.userActed()
+        state.userActed()
         guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex()
         else { return false }
         load(index, at: position, intent: .paused)
@@ -204,7 +183,7 @@ public final class Player {
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        conductor.userActed()
+        state.userActed()
         guard queue.indices.contains(index) else { return false }
         load(index, at: position, intent: .playing)
         return true
@@ -212,7 +191,12 @@ public final class Player {
 
     /// Pauses; nothing to do when not playing nor about to.
     public func pause() {
-        conductor.userActed()
+        state.userActed()
+        pauseTransport()
+    }
+
+    /// Pauses what plays or is about to, the listener's command or not.
+    func pauseTransport() {
         state.readingPaused()
         guard transport.intent == .playing || status == .playing else { return }
         engine.pause()
@@ -226,15 +210,14 @@ public final class Player {
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
     public func stop() {
-        conductor.userActed()
-        conductor.ranOut = false
-        state.abandonReading()
+        state.userActed()
+        state.stopped()
         engine.stop()
     }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
     public func next() {
-        conductor.userActed()
+        state.userActed()
         guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false),
             target != index
         else {
@@ -246,7 +229,7 @@ public final class Player {
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     /// Both as the commands received so far leave it (a seek or a load may not have landed).
     public func previous() {
-        conductor.userActed()
+        state.userActed()
         if requestedStatus != .stopped, requestedPosition > .seconds(3) {
             seek(to: .zero)
             return
@@ -263,7 +246,7 @@ public final class Player {
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
     public func goTo(id: UInt64) -> Bool {
-        conductor.userActed()
+        state.userActed()
         guard let index = queue.index(of: id) else { return false }
         go(to: index)
         return true
@@ -302,7 +285,7 @@ public final class Player {
     public func setRepeatMode(_ mode: RepeatMode) {
         guard mode != repeatMode else { return }
         state.selection.setRepeatMode(mode)
-        conductor.nextMayHaveChanged()
+        perform([.nextMayHaveChanged])
         onChange?(.options)
     }
 
@@ -311,7 +294,7 @@ public final class Player {
     public func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
         state.selection.setShuffle(on, in: state.queue)
-        conductor.nextMayHaveChanged()
+        perform([.nextMayHaveChanged])
         onChange?(.options)
     }
 
@@ -325,7 +308,7 @@ public final class Player {
     @discardableResult
     public func open(_ items: [MediaItem]) -> Bool {
         guard !items.isEmpty else { return false }
-        conductor.userActed()
+        state.userActed()
         let added = enqueue(items, after: selectedIndex)
         guard let first = added.first, let index = queue.index(of: first.id) else { return false }
         if let selected = selectedEntry { state.selection.recordMove(from: selected.id, to: first.id, forward: true) }

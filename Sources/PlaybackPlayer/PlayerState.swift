@@ -1,3 +1,5 @@
+import Logging
+
 /// The player's own state as one value, and the pure steps that edit its queue.
 ///
 /// It holds the queue, the selection over it, the entry clients are shown and a load that
@@ -37,6 +39,9 @@ struct PlayerState {
         case load(at: Duration?, intent: PlaybackStatus)
         /// Plays, as the Play command does.
         case play
+        /// Pauses for the sound server's interruption (not a listener's command: its end
+        /// may resume).
+        case pauseForInterruption
         /// Stops the engine: nothing stays loaded.
         case stop
         /// Reads the selected entry's tags when they are not known, so that a stopped player
@@ -44,6 +49,16 @@ struct PlayerState {
         case readSelected
         /// What follows the selected entry may have changed: the engine is told again.
         case nextMayHaveChanged
+        /// Tells the engine what follows the selected entry (see ``handOverPlan(_:)``).
+        case prepareNext
+        /// Loads the selected entry again where the commands lead, so that a new next entry
+        /// applies at its end.
+        case reloadSelected
+        /// A track whose picture was over the limit was read or left: the memory its parsing
+        /// took goes back to the system.
+        case trimHeap
+        /// One log line.
+        case log(Logger.Level, String)
         /// A command came: the end of an interruption no longer resumes playback.
         case userActed
         /// The entry left the queue: the engine forgets it.
@@ -61,6 +76,13 @@ struct PlayerState {
     /// A load of the selected entry waiting for its tags.
     private(set) var reading: Reading?
     private var readGeneration = 0
+    /// Playback stopped because the queue ran out (the end, or nothing playable left), not
+    /// because someone stopped it: tracks queued now may go on from there.
+    var ranOut = false
+    /// Failures in a row: once every entry has failed, playback stops.
+    var consecutiveFailures = 0
+    /// Whether the end of the sound server's interruption resumes playback.
+    var interruption = Interruption()
 
     /// The index of the selected entry.
     var selectedIndex: Int? { selection.index }

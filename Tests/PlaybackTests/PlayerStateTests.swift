@@ -106,6 +106,9 @@ struct PlayerStateTests {
         case load(PlaybackStatus)
         case readFinished
         case settle
+        case ended
+        case loadedFailed
+        case switched
         case repeatMode(RepeatMode)
 
         var description: String {
@@ -119,7 +122,10 @@ struct PlayerStateTests {
             case .move(let index): "select #\(index)"
             case .load(let intent): "load toward \(intent)"
             case .readFinished: "the read before the load ends"
-            case .settle: "the selected entry settles"
+            case .settle: "the loaded entry settles"
+            case .ended: "the loaded entry ends"
+            case .loadedFailed: "the loaded entry fails"
+            case .switched: "playbin switches to what was handed over"
             case .repeatMode(let mode): "repeat \(mode)"
             }
         }
@@ -130,7 +136,7 @@ struct PlayerStateTests {
             return random.chance(0.8) ? .insert(count: random.int(1..<4), at: 0, streams: false) : .removeUnknown
         }
         let index = random.int(0..<count)
-        switch random.int(0..<16) {
+        switch random.int(0..<19) {
         case 0, 1, 2:
             return .insert(count: random.int(1..<4), at: random.int(0..<(count + 1)), streams: random.chance(0.3))
         case 3, 4, 5: return .remove(index)
@@ -141,6 +147,9 @@ struct PlayerStateTests {
         case 11: return .load(random.pick([.playing, .paused]))
         case 12, 13: return .readFinished
         case 14: return .settle
+        case 15: return .ended
+        case 16: return .loadedFailed
+        case 17: return .switched
         default: return .repeatMode(random.pick(RepeatMode.allCases))
         }
     }
@@ -155,6 +164,13 @@ struct PlayerStateTests {
         var expected: [UInt64] = []
         /// Where the commands received lead (the engine's intent, as the player reads it).
         var requested = PlaybackStatus.stopped
+        /// The entry whose stream the engine holds.
+        var loaded: UInt64?
+        var view: PlayerState.EngineView {
+            PlayerState.EngineView(
+                status: loaded == nil ? .stopped : requested, intent: loaded == nil ? .stopped : requested,
+                settledEntry: loaded, upcomingEntry: loaded, loadedEntry: loaded)
+        }
         var generation: Int?
         let check = InvariantChecks()
         for number in 0..<2_000 where !check.failed {
@@ -202,13 +218,33 @@ struct PlayerStateTests {
             case .readFinished:
                 if let waited = generation, let read = state.finishReading(generation: waited) {
                     requested = read.intent
-                    state.show(state.selected)
+                    loaded = state.selectedID
                 }
                 generation = nil
                 removedID = nil
             case .settle:
-                if requested != .stopped, state.reading == nil { state.show(state.selected) }
+                actions = state.settled(view)
+                if let loaded, state.queue.contains(loaded), requested != .stopped {
+                    check(state.shown?.id == loaded, "the settled entry is shown: \(number) \(step)")
+                }
                 removedID = nil
+            case .ended:
+                actions = loaded.map { state.ended($0, view) } ?? []
+                removedID = nil
+            case .loadedFailed:
+                actions = loaded.map { state.failed($0, reason: "broken", intent: nil, view) } ?? []
+                removedID = nil
+            case .switched:
+                removedID = nil
+                guard let from = loaded, case .handOver(let item) = state.handOverPlan(view) else { break }
+                if state.selection.order.repeatMode == .off {
+                    check(item.entryID != from, "an entry is not handed over to follow itself: \(number)")
+                }
+                actions = state.switched(from: from, to: item.entryID, view)
+                loaded = item.entryID
+                if state.reading == nil {
+                    check(state.selectedID == item.entryID, "the switch selects what was handed over: \(number)")
+                }
             case .repeatMode(let mode):
                 state.selection.setRepeatMode(mode)
                 removedID = nil
@@ -224,9 +260,11 @@ struct PlayerStateTests {
                     } else {
                         state.abandonReading()
                         requested = intent
+                        loaded = state.selectedID
                     }
                 case .stop:
                     requested = .stopped
+                    loaded = nil
                 case .play where state.selectedIndex != nil:
                     requested = .playing
                 default:

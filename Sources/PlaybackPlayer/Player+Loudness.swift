@@ -1,7 +1,7 @@
 import FoundationEssentials
 
 /// The gain each entry plays at, and what the pipeline reports of it.
-extension Conductor {
+extension Player {
     /// The plan for the entry with `id`, under the settings now: its tags, else what an
     /// earlier play measured, else the fallback gain (and a measurement while it plays). A
     /// file is known by the signature taken when its tags were read: one whose tags were not
@@ -26,10 +26,10 @@ extension Conductor {
     /// Auto mode: whether the entry at `index` is part of an album played in order (see
     /// ``Loudness/playsAlbumInOrder(shuffle:track:previous:next:)``).
     private func playsAlbumInOrder(_ index: Int) -> Bool {
-        guard !host.selection.order.shuffle else { return false }
+        guard !state.selection.order.shuffle else { return false }
         // Without Shuffle the play order is the queue's, and reading it draws no random number.
-        let previous = host.neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
-        let next = host.neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
+        let previous = neighbour(of: index, forward: false, automatic: true, allowRepeatOne: false)
+        let next = neighbour(of: index, forward: true, automatic: true, allowRepeatOne: false)
         func other(_ at: Int?) -> Loudness.AlbumIdentity? { at.flatMap { $0 == index ? nil : albumIdentity(at: $0) } }
         return Loudness.playsAlbumInOrder(
             shuffle: false, track: albumIdentity(at: index), previous: other(previous), next: other(next))
