@@ -30,7 +30,7 @@ let package = Package(
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]
         ),
         .target(name: "CGStreamerShims", dependencies: ["CGStreamer"]),
-        .target(name: "CSystem"),
+        .target(name: "CLibcShims"),
 
         // MARK: - Swift
         .target(
@@ -42,7 +42,8 @@ let package = Package(
             dependencies: ["DBus", .product(name: "Logging", package: "swift-log")]
         ),
         // MARK: Playback, in layers: each target names only the ones below it, so that a cycle
-        // does not compile (docs/architecture.md draws them). `Playback` re-exports them all.
+        // does not compile (docs/architecture.md draws them), and each file imports the
+        // layers it uses: nothing is re-exported.
         // The bottom layer: the words every other layer speaks (status, repeat mode, the
         // pipeline's state and facts, Locked, text and duration helpers). No GStreamer.
         .target(name: "PlaybackVocabulary"),
@@ -51,7 +52,7 @@ let package = Package(
         .target(
             name: "Media",
             dependencies: [
-                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CSystem",
+                "PlaybackVocabulary", "CGStreamer", "CGStreamerShims", "CLibcShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -75,12 +76,10 @@ let package = Package(
         .target(
             name: "PlaybackPlayer",
             dependencies: [
-                "PlaybackVocabulary", "Media", "PlaybackEngine", "CSystem",
+                "PlaybackVocabulary", "Media", "PlaybackEngine", "CLibcShims",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // All the layers, re-exported: what the daemon, the bench and the tests import.
-        .target(name: "Playback", dependencies: ["PlaybackPlayer"]),
         // Renders tagged tones with GStreamer: the demo playlist of `quaver` with no music, and
         // the media the tests play. Not part of the library: nothing that plays needs it.
         .target(
@@ -90,7 +89,8 @@ let package = Package(
         .executableTarget(
             name: "quaver",
             dependencies: [
-                "DBus", "NowPlaying", "Playback", "ToneGenerator", "CSystem",
+                "DBus", "NowPlaying", "PlaybackVocabulary", "Media", "PlaybackPipeline", "PlaybackEngine",
+                "PlaybackPlayer", "ToneGenerator", "CLibcShims",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -124,7 +124,7 @@ let package = Package(
         .testTarget(
             name: "PlaybackTests",
             dependencies: [
-                "Playback", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "ToneGenerator",
+                "PlaybackVocabulary", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "ToneGenerator",
                 "SeededRandom", "AudioCheck", "TestKit",
             ]),
         .testTarget(
@@ -136,7 +136,7 @@ let package = Package(
 )
 
 for target in package.targets
-where target.type != .system && !["CGStreamerShims", "CSystem", "CSpawn"].contains(target.name) {
+where target.type != .system && !["CGStreamerShims", "CLibcShims", "CSpawn"].contains(target.name) {
     target.swiftSettings =
         (target.swiftSettings ?? []) + [
             .enableUpcomingFeature("ExistentialAny"),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import PlaybackVocabulary
 
 /// The text items of an APEv2 tag at the end of a file: Musepack's, WavPack's and Monkey's
 /// Audio's own tag format.

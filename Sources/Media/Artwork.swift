@@ -2,6 +2,7 @@ internal import CGStreamer
 public import FoundationEssentials
 import Glibc
 public import Logging
+import PlaybackVocabulary
 
 /// The image formats a cover may be in, told by their first bytes (never by a file name
 /// or a MIME type a tag claims).

@@ -1,4 +1,5 @@
 import Dispatch
+import PlaybackVocabulary
 
 /// Reads tags and durations with GStreamer's discoverer on a background queue, one file
 /// at a time, and delivers results on the main actor.

@@ -1,6 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import FoundationEssentials
+import PlaybackVocabulary
 
 /// One reading of a file with a GStreamer discoverer made for it: its streams, duration and
 /// tags, and its cover image stored in the artwork cache. Blocks its thread up to the

@@ -1,6 +1,7 @@
-import CSystem
+import CLibcShims
 import FoundationEssentials
 import Glibc
+import PlaybackVocabulary
 
 /// What `stat` says of a path (following symbolic links): enough to tell a regular file
 /// from a FIFO, a socket or a device without opening it (opening a FIFO blocks until a

@@ -1,5 +1,6 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import PlaybackVocabulary
 
 /// A kind of file found in users' music libraries, and whether this machine's GStreamer can
 /// play it.

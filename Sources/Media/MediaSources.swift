@@ -1,6 +1,7 @@
 public import FoundationEssentials
 import Glibc
 public import Logging
+import PlaybackVocabulary
 
 /// What a folder, playlist or URI expands to: one URI to play, and what its playlist calls
 /// it.

@@ -1,5 +1,6 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import PlaybackVocabulary
 
 /// What the installed GStreamer plugins can decode.
 public enum MediaTypes {

@@ -1,8 +1,9 @@
-internal import CSystem
+internal import CLibcShims
 import Dispatch
 public import FoundationEssentials
 import Glibc
 public import Logging
+import PlaybackVocabulary
 
 /// The playlists (`.m3u`, `.m3u8`, `.pls`, any case) directly inside one folder, kept up to
 /// date through inotify: nothing polls. While the folder does not exist, its nearest

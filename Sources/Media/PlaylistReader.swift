@@ -1,5 +1,6 @@
 public import FoundationEssentials
 public import Logging
+import PlaybackVocabulary
 
 /// One entry of a playlist as written: where it is (a path, relative to the playlist's
 /// folder or absolute, or a URI), and its `#EXTINF` title (M3U) or `TitleN=` (PLS),

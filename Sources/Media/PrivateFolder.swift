@@ -1,6 +1,7 @@
 public import FoundationEssentials
 import Glibc
 public import Logging
+import PlaybackVocabulary
 
 /// A folder of Quaver's own (the saved session, the artwork cache): made 0700, its files
 /// 0600, and never reached through a symbolic link.

@@ -1,3 +1,5 @@
+import PlaybackVocabulary
+
 /// One entry of the queue.
 ///
 /// Small, for queues of 100,000 entries: the folder part of its URI is shared with the

@@ -1,3 +1,5 @@
+import PlaybackVocabulary
+
 extension MediaSources {
     /// The query parameters whose values are secrets, lower case: passwords, tokens, keys and
     /// signatures that stream URLs carry in place of a user name and password.

@@ -1,5 +1,6 @@
 internal import CGStreamer
 import FoundationEssentials
+import PlaybackVocabulary
 
 /// Playlists named by an `http` or `https` URL (a station's `listen.pls`): fetched with
 /// GStreamer's own source for the URL (the HTTP client, TLS, proxy settings and credentials

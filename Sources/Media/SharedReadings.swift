@@ -1,4 +1,5 @@
 import Dispatch
+import PlaybackVocabulary
 
 /// The readings of files by the discoverer, running now and done lately, shared by every
 /// reader in the process: one reading of a file at a time.

@@ -2,6 +2,7 @@ internal import CGStreamer
 internal import CGStreamerShims
 import FoundationEssentials
 import Glibc
+import PlaybackVocabulary
 
 /// Reads typed values from a borrowed `GstTagList`, a bounded amount whatever the list
 /// holds: a file can carry any number of values of a tag, each of any length. It runs off

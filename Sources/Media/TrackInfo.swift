@@ -1,3 +1,5 @@
+import PlaybackVocabulary
+
 /// What a media file says about itself: tags and duration, read before it plays.
 public struct TrackInfo: Sendable, Equatable {
     /// The title tag.

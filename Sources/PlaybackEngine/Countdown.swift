@@ -1,4 +1,5 @@
 import Dispatch
+import PlaybackVocabulary
 
 /// A one-shot timer on the main queue: the thin shell around a part whose decisions are
 /// pure. Starting it again replaces the running countdown, and cancelling it (or freeing

@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Whether the end of a local file's stream is its real end.
 ///
 /// Pure; the engine asks it at each end of stream. GStreamer can end a stream it never

@@ -1,4 +1,7 @@
 import FoundationEssentials
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// What the pipeline reports, fed to the transport and to the parts that follow streams,
 /// the volume and the position.

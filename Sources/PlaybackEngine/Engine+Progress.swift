@@ -1,4 +1,7 @@
 import FoundationEssentials
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// The engine's watches that run only while the transport plays: whether the audio moves
 /// (``ProgressWatch``), and, while the silent fallback sink plays because no sound server

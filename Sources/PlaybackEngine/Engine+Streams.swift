@@ -1,4 +1,7 @@
 import FoundationEssentials
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
 
 /// The engine's network streams: their buffering, the tags heard in them, and the watch
 /// (``StreamWatch``) that skips a stream sending nothing.

@@ -1,6 +1,9 @@
 import Dispatch
 import FoundationEssentials
 package import Logging
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
 
 /// Plays one entry at a time: the only owner of the ``Pipeline``, and of what follows it.
 ///

@@ -1,3 +1,7 @@
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
+
 /// What the engine tells the one that owns it (the player), as values.
 ///
 /// The engine never calls up in the middle of a step: what happens is queued as a report and

@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The network streams' decisions: whether a buffering level pauses the stream and moves
 /// its watch, and what a stall limit that passed leads to (see ``StreamWatch``).
 extension EngineState {

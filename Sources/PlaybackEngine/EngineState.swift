@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Everything the engine decides with, as one value, and the pure steps that move it.
 ///
 /// The ``Engine`` keeps this value private, beside the pipeline handle, its timers and its

@@ -1,3 +1,5 @@
+import Media
+
 /// Whose a pipeline error or warning is, and whether it is worth a line in the log.
 ///
 /// Pure. When the stream handed over for a gapless switch fails, its decoder bin can go on

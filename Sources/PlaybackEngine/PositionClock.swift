@@ -1,3 +1,6 @@
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Where playback is, without asking the pipeline: the model of Apple's Now Playing guides.
 ///
 /// An elapsed time, the rate it advances at, and the monotonic instant it was taken at. A

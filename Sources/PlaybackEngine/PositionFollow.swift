@@ -1,3 +1,6 @@
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// When the position clock asks the pipeline where it is, and when it takes the answer.
 ///
 /// Pure: instants are handed in. While playing, the pipeline is asked at most once a second,

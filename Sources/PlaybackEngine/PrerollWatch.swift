@@ -1,3 +1,5 @@
+import Media
+
 /// How long a load's preroll may take, and what follows when it takes longer.
 ///
 /// Pure; the owner's timer says when the limit ``loadStarted(_:isLocal:)`` returned has

@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Whether the audio of a stream that should play moves: Playing is backed by progress.
 ///
 /// Pure: the pipeline's samples (the stream's position and the pipeline's clock, with the

@@ -1,4 +1,5 @@
 import Glibc
+import Media
 
 /// Where a PulseAudio client (pulsesink, and so `autoaudiosink`'s first choice) finds the
 /// sound server, and whether one answers there: PulseAudio's own socket, or pipewire-pulse's

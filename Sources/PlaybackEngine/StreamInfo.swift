@@ -1,3 +1,7 @@
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
+
 /// What is shown of an entry the pipeline told about: a network stream, whose tags come as
 /// it plays, or a file never read ahead (its read timed out). Pure: the pipeline's facts and
 /// the tags heard are handed in.

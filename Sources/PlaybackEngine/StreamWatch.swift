@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The watch over a network stream that may send nothing: when the wait began, how much the
 /// pipeline's sources had sent when it was last armed, and the buffering level.
 ///

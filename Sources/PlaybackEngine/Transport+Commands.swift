@@ -1,3 +1,6 @@
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The commands the transport takes: what the listener asked for.
 extension Transport {
     /// Loads an entry and heads for `intent` (paused or playing).

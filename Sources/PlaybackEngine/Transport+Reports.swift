@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// What the pipeline reported, and what the transport makes of it.
 extension Transport {
     /// ASYNC_DONE: a preroll or a flushing seek completed. `current` and `pending`: the

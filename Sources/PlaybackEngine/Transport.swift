@@ -1,3 +1,7 @@
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
+
 /// The transport of the loaded entry as one value, and the pure function that moves it.
 ///
 /// Each input is a `mutating func` named after what happened (a command, or what the pipeline

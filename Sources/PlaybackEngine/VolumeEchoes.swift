@@ -1,3 +1,7 @@
+import Media
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The volumes Quaver set lately, to tell a mixer's change from an echo of its own.
 ///
 /// Pure: instants are handed in. The output reports each volume set back, possibly after a

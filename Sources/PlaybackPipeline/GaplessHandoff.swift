@@ -1,5 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
+package import Media
+package import PlaybackVocabulary
 
 /// The next URI for gapless playback, answered by the main actor and read by GStreamer's
 /// `about-to-finish` handler on a streaming thread. The lock is the only shared state.

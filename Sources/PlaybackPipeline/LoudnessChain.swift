@@ -1,5 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import Media
+import PlaybackVocabulary
 
 /// The audio filter playbin plays through: ReplayGain's `rgvolume` and `rglimiter` in front
 /// of `scaletempo`, and `rganalysis` on a branch that only listens.

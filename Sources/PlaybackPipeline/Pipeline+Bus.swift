@@ -1,6 +1,8 @@
 internal import CGStreamer
 internal import CGStreamerShims
 import Dispatch
+import Media
+import PlaybackVocabulary
 
 /// Reading the bus, on the pipeline's queue: GStreamer's messages become ``Pipeline/Event``s,
 /// with what the pipeline knows at that moment.

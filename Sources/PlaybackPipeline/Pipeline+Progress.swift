@@ -1,5 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import Media
+import PlaybackVocabulary
 
 /// Sampling whether the audio moves: the stream's position beside the pipeline's clock.
 extension Pipeline {

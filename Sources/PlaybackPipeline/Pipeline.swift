@@ -2,6 +2,8 @@ internal import CGStreamer
 internal import CGStreamerShims
 import Dispatch
 import Glibc
+package import Media
+package import PlaybackVocabulary
 
 /// The one owner of a GStreamer `playbin`, configured for audio only.
 ///

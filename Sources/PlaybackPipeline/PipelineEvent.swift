@@ -1,5 +1,6 @@
 internal import CGStreamer
-import PlaybackVocabulary
+package import Media
+package import PlaybackVocabulary
 
 /// The values a ``Pipeline`` speaks in: its states, what it knows of the loaded stream, and
 /// the events it reports.

@@ -1,4 +1,6 @@
 import Dispatch
+import Media
+import PlaybackVocabulary
 
 /// A serial queue whose jobs are timed: a job that does not return within `limit` (a call
 /// into GStreamer that deadlocked) is reported once, and no job runs after it.

@@ -1,6 +1,10 @@
 import Dispatch
 public import FoundationEssentials
 public import Logging
+public import Media
+public import PlaybackEngine
+public import PlaybackPipeline
+public import PlaybackVocabulary
 
 /// The gains measured for tracks without tags, kept in `$XDG_CACHE_HOME/quaver/loudness`
 /// (a 0600 file in a 0700 folder) so that a track measured once plays at its gain from then

@@ -1,3 +1,7 @@
+package import Media
+package import PlaybackPipeline
+package import PlaybackVocabulary
+
 /// What playbin is told follows the current entry, for a gapless switch. Pure.
 ///
 /// playbin keeps a track's parsed tags for as long as the stream it switched from gaplessly:

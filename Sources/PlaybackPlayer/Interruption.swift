@@ -1,3 +1,7 @@
+package import PlaybackEngine
+package import PlaybackPipeline
+package import PlaybackVocabulary
+
 /// Whether an interruption's end resumes playback: Apple's `shouldResume`.
 ///
 /// The sound server corks a music stream (asks for PAUSED) while a call or an alarm plays,

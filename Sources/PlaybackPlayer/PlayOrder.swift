@@ -1,3 +1,8 @@
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The order entries play in: neighbours in the queue, repeat, and shuffle with its history.
 ///
 /// A pure value over a view of the queue (ids in order, and which entries are known to

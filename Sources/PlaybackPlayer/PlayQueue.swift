@@ -1,3 +1,8 @@
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// The entries of a play queue in order, found by id in constant time on average.
 ///
 /// Built for long queues (100,000 entries) edited anywhere: entries are small (tags are

@@ -1,5 +1,9 @@
 import Dispatch
 import FoundationEssentials
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// Loading entries: a local file's tags are read first, so that clients see one Metadata
 /// for it, and a broken file is skipped before it reaches the pipeline.

@@ -1,4 +1,8 @@
 import FoundationEssentials
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// The gain each entry plays at, and what the pipeline reports of it.
 extension Player {

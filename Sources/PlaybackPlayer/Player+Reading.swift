@@ -1,5 +1,6 @@
 import Dispatch
 import FoundationEssentials
+import Media
 
 /// Reading the tags of queued entries in the background, ahead of their turn.
 extension Player {

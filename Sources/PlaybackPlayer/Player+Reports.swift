@@ -1,5 +1,9 @@
 import Dispatch
 import FoundationEssentials
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// What the engine reports, through the player's state, and how the player carries out what
 /// its steps decide.

@@ -1,6 +1,9 @@
-internal import CSystem
+internal import CLibcShims
 import Dispatch
 import FoundationEssentials
+import Media
+import PlaybackEngine
+import PlaybackVocabulary
 
 /// Reading tags off the main actor, and what the pipeline tells of network streams: the
 /// reads start here, and what they find goes through the player's state.

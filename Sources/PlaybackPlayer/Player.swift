@@ -1,15 +1,19 @@
 import Dispatch
 import FoundationEssentials
 public import Logging
+public import Media
+public import PlaybackEngine
+public import PlaybackPipeline
+public import PlaybackVocabulary
 
 /// A play queue and its transport over a GStreamer pipeline.
 ///
-/// The player's state is one value (``PlayerState``): the queue, what is selected in it
+/// The player's state is one value (`PlayerState`): the queue, what is selected in it
 /// (`Selection`, over `PlayOrder`), the entry clients are shown, a load waiting for tags,
 /// and what follows from the engine's reports (the end of the queue, failures in a row, the
 /// sound server's interruptions). Each input (a command, a queue edit, a tag read that
-/// ended, an ``EngineReport``) goes through one of its steps, which returns the actions the
-/// player carries out in one switch (``perform(_:)``). The player alone owns the engine,
+/// ended, an `EngineReport`) goes through one of its steps, which returns the actions the
+/// player carries out in one switch (`perform(_:)`). The player alone owns the engine,
 /// which plays one entry at a time and alone owns the pipeline (`Engine`, over the
 /// `Transport` state machine), and the tag reads (`TagPrefetch`). Commands return at once;
 /// `status` is the settled truth, changed only when the pipeline confirms it (or at once for

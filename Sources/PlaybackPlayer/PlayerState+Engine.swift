@@ -1,4 +1,8 @@
 import Logging
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// What the engine reports, and what the queue makes of it: the steps that decide what
 /// plays next. Each reads the engine through an ``EngineView`` taken when the report came.

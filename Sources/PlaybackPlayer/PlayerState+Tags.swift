@@ -1,3 +1,8 @@
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Tag reads that ended, and what the pipeline tells of network streams: the steps that keep
 /// what is known of each entry and what clients are shown of it.
 extension PlayerState {

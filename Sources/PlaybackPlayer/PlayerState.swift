@@ -1,4 +1,8 @@
 import Logging
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// The player's own state as one value, and the pure steps that edit its queue.
 ///

@@ -1,3 +1,8 @@
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackVocabulary
+
 /// Which entry of the queue is selected, and where commands, failures and the ends of tracks
 /// lead from it: the play order (``PlayOrder``) over the queue, with its shuffle cycle and
 /// history, and the direction the selection last moved in. The queue itself is handed in.

@@ -1,4 +1,7 @@
 import Dispatch
+import Media
+import PlaybackEngine
+import PlaybackVocabulary
 
 /// Which queued entries' tags are read in the background, and when.
 ///

@@ -1,5 +1,9 @@
 import FoundationEssentials
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// Defaults from `$XDG_CONFIG_HOME/quaver/quaver.conf`; command-line options override them.
 ///

@@ -3,8 +3,12 @@ import DBus
 import Dispatch
 import FoundationEssentials
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// Commands to the player: each remote command's handler, and the flags and targets that
 /// depend on where the commands lead.

@@ -1,7 +1,10 @@
 import Dispatch
 import FoundationEssentials
 import Logging
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
 
 /// The loudness options given on the command line: each one set wins over `quaver.conf`,
 /// when Quaver starts and whenever the file is read again.

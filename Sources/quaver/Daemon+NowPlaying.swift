@@ -4,8 +4,10 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackEngine
+import PlaybackPlayer
 
 /// The player's state as now-playing info: what clients are shown of the current entry.
 extension Daemon {

@@ -1,9 +1,13 @@
-import CSystem
+import CLibcShims
 import Dispatch
 import FoundationEssentials
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// The queue as clients see it (MPRIS TrackList), how media gets into it (expanded in the
 /// background, in order), and the playlists offered (MPRIS Playlists).

@@ -1,4 +1,4 @@
-import Playback
+import PlaybackPlayer
 
 /// The saved session as the player shows it: what ``SessionSaver`` writes.
 extension Daemon: SessionSource {

@@ -3,8 +3,11 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
 import ToneGenerator
 
 /// The start: what plays first, the bus name once it is true, and every way the daemon ends

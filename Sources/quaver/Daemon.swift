@@ -4,8 +4,12 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// Wires the player to the now-playing library and the bus: the one owner of state, on the
 /// main actor.

@@ -3,7 +3,11 @@ import DBus
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// `quaver doctor`: the "Now Playing does not show up" checklist, for Linux.
 struct Doctor: ParsableCommand {

@@ -1,8 +1,8 @@
 import DBus
 import FoundationEssentials
 import Logging
+import Media
 import NowPlaying
-import Playback
 
 /// `quaver PATH...` while Quaver already runs: the paths go to the running player over
 /// MPRIS (`AddTrack` after its current track, the first made current) instead of starting

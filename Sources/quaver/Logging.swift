@@ -1,7 +1,9 @@
 import FoundationEssentials
 import Glibc
 import Logging
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPlayer
 
 /// Log lines on stderr: `quaver[warning]: message`. When stderr is the journal
 /// (`JOURNAL_STREAM` set), each line starts with its syslog priority (`<4>`) instead.

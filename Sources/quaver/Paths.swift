@@ -1,5 +1,7 @@
 import FoundationEssentials
-import Playback
+import Media
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// The XDG base and user directories Quaver uses.
 enum Paths {

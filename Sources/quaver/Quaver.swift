@@ -1,10 +1,14 @@
 public import ArgumentParser
-internal import CSystem
+internal import CLibcShims
 import Dispatch
 import FoundationEssentials
 import Glibc
 public import Logging
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPipeline
+import PlaybackPlayer
+import PlaybackVocabulary
 import ToneGenerator
 
 import class DBus.Connection

@@ -1,7 +1,9 @@
-import CSystem
+import CLibcShims
 import Dispatch
 import Logging
-import Playback
+import Media
+import PlaybackEngine
+import PlaybackPlayer
 
 /// What the saved session is read from: the player, through the daemon.
 @MainActor

@@ -1,8 +1,10 @@
 import FoundationEssentials
 import Glibc
 import Logging
+import Media
 import NowPlaying
-import Playback
+import PlaybackPlayer
+import PlaybackVocabulary
 
 /// What survives a restart: the queue, where playback was, and the playback options.
 ///

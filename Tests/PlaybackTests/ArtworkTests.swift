@@ -5,7 +5,10 @@ import Testing
 import ToneGenerator
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// Cover images for a test: distinct one-colour PNGs (and a JPEG), made once.
 enum Covers {

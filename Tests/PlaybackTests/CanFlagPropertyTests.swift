@@ -3,7 +3,11 @@ import SeededRandom
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The Can* flags against what the commands then do, on a real pipeline: random commands on
 /// small queues, and before each, the flags of the settled player. A flag that is false

@@ -3,7 +3,10 @@ import Foundation
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// Files whose cover is stored as a video track, played by the real Player: the audio plays
 /// for its whole length and the picture is never decoded.

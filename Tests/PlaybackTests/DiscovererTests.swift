@@ -4,7 +4,10 @@ import Testing
 import ToneGenerator
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 @Suite("TrackGenerator and Discoverer")
 struct DiscovererTests {

@@ -1,8 +1,11 @@
 import SeededRandom
 import Testing
 
-@testable import Playback
+@testable import Media
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The engine's decisions without GStreamer: each test drives ``EngineState`` through the
 /// steps the engine feeds it, with instants handed in.

@@ -3,7 +3,10 @@ import Logging
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 @Suite("loudness: plans, R128, auto mode")
 struct LoudnessPlanTests {

@@ -2,7 +2,9 @@ import Foundation
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPlayer
 
 /// One list of media extensions decides what a folder scan takes, and what a file named on
 /// its own (an argument, `OpenUri`, `AddTrack`) or in a playlist must end in.

@@ -2,7 +2,10 @@ import Foundation
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 @Suite("MediaSources: natural order")
 struct NaturalOrderTests {

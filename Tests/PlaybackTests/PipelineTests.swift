@@ -4,8 +4,10 @@ import PlaybackVocabulary
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
 @testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 @Suite("GaplessHandoff")
 struct GaplessHandoffTests {

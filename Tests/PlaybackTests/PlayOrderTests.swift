@@ -2,7 +2,8 @@ import SeededRandom
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
 @testable import PlaybackPlayer
 
 /// The play order on its own: a queue is a list of ids with some known to fail.

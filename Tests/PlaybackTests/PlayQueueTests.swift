@@ -3,7 +3,9 @@ import SeededRandom
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
 
 @Suite("PlayQueue")

@@ -2,9 +2,10 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The player's small pure parts: each decision with its inputs made up.
 @Suite("Player parts")

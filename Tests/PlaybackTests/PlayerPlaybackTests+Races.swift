@@ -3,7 +3,9 @@ import Foundation
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
 
 // `PlayerPlaybackTests` (declared in PlayerPlaybackTests.swift): which entry is current when

@@ -2,7 +2,10 @@ import Foundation
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// Playback through a real playbin into `fakesink sync=true` (real time, no sound card).
 /// The transport commands here; what fails, in PlayerPlaybackTests+Failures.swift, and

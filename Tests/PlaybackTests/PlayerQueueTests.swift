@@ -1,8 +1,11 @@
 import SeededRandom
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The queue logic, with stream URIs that are never loaded (the player stays stopped).
 @Suite("Player: queue while stopped")

@@ -2,7 +2,8 @@ import Logging
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
 
 /// What the player's state makes of the engine's reports, without GStreamer: the end of the

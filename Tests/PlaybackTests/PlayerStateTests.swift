@@ -2,8 +2,10 @@ import SeededRandom
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The player's own state without GStreamer: queue edits, the selection, the shown entry and
 /// a load waiting for tags, each step checked for what it decides.

@@ -5,7 +5,9 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// Watches a `PlaylistFolder` through `onChange`: conditions are re-checked on each change
 /// (and, for `watchedPath`, which no callback announces, every 20 ms), for up to 5 s.

@@ -3,7 +3,9 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// What playlists call their entries (`#EXTINF`, `TitleN=`), and what clients are shown of
 /// an entry with such a title.

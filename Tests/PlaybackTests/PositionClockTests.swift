@@ -1,7 +1,9 @@
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPlayer
 
 /// The position clock on instants the test chooses: no waiting, no real time.
 @Suite("PositionClock: extrapolation, pause, rate and seek")

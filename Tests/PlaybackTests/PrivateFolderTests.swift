@@ -3,7 +3,11 @@ import Logging
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 @Suite("private folders")
 struct PrivateFolderTests {

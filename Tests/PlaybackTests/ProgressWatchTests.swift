@@ -1,7 +1,10 @@
 import Testing
 
-@testable import Playback
+@testable import Media
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The progress watch, every stage against every kind of sample, with made-up instants: no
 /// pipeline, no timer. Each cell says what the engine is told to do and where the watch is

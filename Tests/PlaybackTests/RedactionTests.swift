@@ -1,6 +1,7 @@
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
 
 /// `MediaSources.redactingCredentials(in:)`: the one function that takes the secrets out of
 /// the URLs in a text before it is logged or shown.

@@ -3,7 +3,9 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// Playlists named by an http URL: fetched through GStreamer's source for the URL, bounded,
 /// and read as local ones, their entries resolved against the playlist's URL.

@@ -1,7 +1,9 @@
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
 @testable import PlaybackPlayer
 
 /// The selection over a queue, without a player: ids, shifts on edits, and moves.

@@ -3,7 +3,10 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 @Suite("SharedReadings: a request for a file being read joins that reading")
 @MainActor

@@ -6,7 +6,10 @@ import Testing
 import ToneGenerator
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// Files no reader should open: made in a folder with a short name (a socket's path is
 /// limited to 107 bytes).

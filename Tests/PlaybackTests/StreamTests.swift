@@ -4,7 +4,10 @@ import TestKit
 import Testing
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 @Suite("Stream tags")
 struct StreamTagsTests {

@@ -1,8 +1,10 @@
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// The stream watch's decisions, with made-up instants and byte counts: no server, no timer.
 @Suite("Stream watch")

@@ -6,7 +6,11 @@ import TestKit
 import Testing
 import ToneGenerator
 
-@testable import Playback
+@testable import Media
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// Bytes no GStreamer plugin can make sense of, under an audio file name.
 let garbageBytes = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })

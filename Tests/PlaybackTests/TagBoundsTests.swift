@@ -5,7 +5,9 @@ import Testing
 import ToneGenerator
 
 @testable import Media
-@testable import Playback
+@testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
 
 /// Tag lists built in memory, as GStreamer hands them over.
 enum TagLists {

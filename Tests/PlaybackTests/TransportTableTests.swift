@@ -1,8 +1,11 @@
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// Every transport state against every input the reducer takes, one cell at a time. The
 /// states are the type's own values (``Transport/State``); each is one a real session

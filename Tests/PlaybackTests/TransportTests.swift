@@ -2,8 +2,11 @@ import SeededRandom
 import TestKit
 import Testing
 
-@testable import Playback
+@testable import Media
 @testable import PlaybackEngine
+@testable import PlaybackPipeline
+@testable import PlaybackPlayer
+@testable import PlaybackVocabulary
 
 /// The transport state machine without GStreamer: each test is a trace of what happened and
 /// what the transport asked for.

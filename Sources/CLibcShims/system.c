@@ -1,6 +1,6 @@
 #define _GNU_SOURCE
 #include <sys/vfs.h>
-#include "CSystem.h"
+#include "CLibcShims.h"
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/stat.h>
