@@ -30,7 +30,8 @@ enum Exit {
         _ release: (@escaping @MainActor @Sendable () -> Void) -> Void, status: ExitCode,
         fallback: DispatchTimeInterval = .seconds(1)
     ) {
-        release { now(status) }
+        // The last warnings reach problems.log first, unless the disk takes past `fallback`.
+        release { ProblemLog.afterPendingWrites { now(status) } }
         DispatchQueue.main.asyncAfter(deadline: .now() + fallback) { now(status) }
     }
 }

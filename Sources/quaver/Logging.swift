@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Glibc
 import Logging
@@ -94,17 +95,33 @@ struct ConsoleLogHandler: LogHandler {
 /// is 0600 in the state folder (0700), through every trim; a state folder that is a symbolic
 /// link is not written through (the state store says so once: a log line from here would
 /// come back here).
+///
+/// A warning is often logged on the main actor, which must never wait for the disk: the
+/// line is stamped at once and written on a serial queue of its own, in order.
 final class ProblemLog: Sendable {
     let file: URL
     static let limit = 64 * 1024
+    /// Where every problem log of the process writes, one line after another.
+    private static let writer = DispatchQueue(label: "quaver.problems", qos: .utility)
 
     init(file: URL) { self.file = file }
 
     private var folder: PrivateFolder { PrivateFolder(file.deletingLastPathComponent()) }
 
+    /// Keeps `text` as one line with the time now; it is written off the caller's thread.
     func append(_ text: String) {
         let line =
             "\(Self.timestamp()) \(text.split(separator: "\n", omittingEmptySubsequences: false).joined(separator: " "))\n"
+        Self.writer.async { [self] in write(line) }
+    }
+
+    /// Runs `body` on the main queue once the lines appended so far are written, so that
+    /// the last warnings before an exit reach the file.
+    static func afterPendingWrites(_ body: @escaping @MainActor @Sendable () -> Void) {
+        writer.async { DispatchQueue.main.async { MainActor.assumeIsolated(body) } }
+    }
+
+    private func write(_ line: String) {
         guard let directory = try? folder.open() else { return }
         defer { close(directory) }
         let name = file.lastPathComponent
