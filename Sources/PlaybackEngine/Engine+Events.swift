@@ -34,8 +34,8 @@ extension Engine {
             streamStarted()
         case .endOfStream(let position):
             endOfStream(at: position)
-        case .error(let message, let debug, let source, let uri, let inOutput):
-            streamFailed(message, debug: debug, source: source, uri: uri, inOutput: inOutput)
+        case .error(let error):
+            streamFailed(error)
         case .warning(let message, let source):
             warned(message, source: source)
         case .buffering(let percent):
@@ -131,13 +131,15 @@ extension Engine {
     /// The warning that follows (a track skipped, the output lost) says what failed and why
     /// in the user's terms; GStreamer's debug string (source file, function, element path) is
     /// for developers, so it goes to the debug level, with the URI it was about.
-    func streamFailed(_ message: String, debug: String?, source: String, uri: String?, inOutput: Bool) {
+    func streamFailed(_ error: PipelineError) {
+        let inOutput = error.inOutput
+        let message = error.reason
         // The output's error is about what plays now, which a gapless switch may have
         // changed since the URI was loaded.
-        let about = inOutput ? transport.loaded?.uri ?? uri : uri
+        let about = inOutput ? transport.loaded?.uri ?? error.uri : error.uri
         let name = about.map { MediaSources.displayName($0) } ?? "nothing loaded"
-        logger.debug("pipeline error on \(name) from \(source): \(message) (\(debug ?? "no details"))")
-        if state.errors.isEcho(source) {
+        logger.debug("pipeline error on \(name): \(error) (\(error.debug ?? "no details"))")
+        if state.errors.isEcho(error.source) {
             logger.debug("ignoring a further error of a skipped stream: \(message)")
             return
         }
@@ -149,7 +151,7 @@ extension Engine {
             !MediaSources.isLocal(handedOver.uri)
         {
             report(.handOverFailed(handedOver.entryID, reason: message))
-            run(state.handOverFailed(source: source, now: .now))
+            run(state.handOverFailed(source: error.source, now: .now))
             return
         }
         let failed = transport.loaded.flatMap { transport.loadedEntry != nil ? self.name(of: $0) : nil }

@@ -304,8 +304,9 @@ package final class Engine {
             case .outputFailed:
                 // The output's failure, as if it had said so: paused there until Play.
                 return streamFailed(
-                    "it took no audio of \(name) within \(seconds), twice", debug: nil, source: "quaver-audio-sink",
-                    uri: load.uri, inOutput: true)
+                    PipelineError(
+                        message: "it took no audio of \(name) within \(seconds), twice", domain: .other("quaver"),
+                        code: 0, source: ElementPath("/quaver-audio-sink"), uri: load.uri, inOutput: true))
             case .retry:
                 logger.warning("\(name) did not start within \(seconds); loading it again")
             case .skip, .undecodable:

@@ -249,7 +249,7 @@ struct EngineState: Sendable {
     /// The stream handed over for a gapless switch failed, with an error from `source`, while
     /// the loaded one played: its later errors are echoes, the reload of the loaded one is
     /// timed, and the loaded one is loaded again where it is at `now`.
-    mutating func handOverFailed(source: String, now: Instant) -> [Transport.Action] {
+    mutating func handOverFailed(source: ElementPath, now: Instant) -> [Transport.Action] {
         errors.handOverFailed(source: source)
         prerollWatch.handOverFailed()
         return transport.handOverFailed(position: clock.position(at: now))

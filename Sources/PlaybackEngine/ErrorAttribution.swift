@@ -1,4 +1,5 @@
 import Media
+import PlaybackPipeline
 
 /// Whose a pipeline error or warning is, and whether it is worth a line in the log.
 ///
@@ -19,18 +20,19 @@ struct ErrorAttribution: Sendable, Equatable {
     }
 
     /// The decoder bin of a handed-over stream that failed: its later errors are echoes.
-    private(set) var ignoredSource: String?
+    private(set) var ignoredSource: ElementPath?
     private var warnedAboutNoOutput = false
 
-    /// Whether an error from `source` is an echo of a stream already handled.
-    func isEcho(_ source: String) -> Bool {
-        ignoredSource.map { source.hasPrefix($0) } ?? false
+    /// Whether an error from `source` is an echo of a stream already handled: it comes from
+    /// inside that stream's decoder bin.
+    func isEcho(_ source: ElementPath) -> Bool {
+        ignoredSource.map { source.isInside($0) } ?? false
     }
 
     /// The handed-over stream failed with an error from `source`: later errors from its
     /// decoder bin are echoes.
-    mutating func handOverFailed(source: String) {
-        ignoredSource = Self.decoderPath(of: source)
+    mutating func handOverFailed(source: ElementPath) {
+        ignoredSource = source.decoderBin
     }
 
     /// What a warning `message` from element `source` (its name) is.
@@ -51,12 +53,5 @@ struct ErrorAttribution: Sendable, Equatable {
             "'application/x-ass", "'application/x-subtitle",
         ]
         .contains { message.contains($0) }
-    }
-
-    /// `/GstPlayBin:x/GstURIDecodeBin:uridecodebin1` of an element path inside it, or nil.
-    static func decoderPath(of source: String) -> String? {
-        let parts = source.split(separator: "/", omittingEmptySubsequences: false)
-        guard let index = parts.firstIndex(where: { $0.hasPrefix("GstURIDecodeBin:") }) else { return nil }
-        return parts[...index].joined(separator: "/")
     }
 }

@@ -76,7 +76,7 @@ extension Pipeline {
             return .endOfStream(position: Self.position(of: playbin))
         case GST_MESSAGE_ERROR:
             let (error, debugText) = GStreamerError.of(message)
-            var source = "?"
+            var source = "/?"
             var uri = loadedURI
             if let object = cshims_message_source(message) {
                 if let path = gst_object_get_path_string(object.assumingMemoryBound(to: GstObject.self)) {
@@ -89,8 +89,10 @@ extension Pipeline {
                 }
             }
             return .error(
-                message: Self.reason(error?.message ?? "unknown error", debug: debugText, source: source),
-                debug: debugText, source: source, uri: uri, inOutput: Self.isOutput(source))
+                PipelineError(
+                    message: error?.message ?? "unknown error", debug: debugText,
+                    domain: .init(error?.domain ?? "unknown"), code: error?.code ?? 0, source: ElementPath(source),
+                    uri: uri))
         case GST_MESSAGE_WARNING:
             let source =
                 cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"

@@ -67,7 +67,10 @@ package final class Pipeline: @unchecked Sendable {
                 try pipeline.build(audioSink: audioSink, volume: volume)
             } catch {
                 pipeline.post(
-                    .error(message: error.description, debug: nil, source: "quaver-playbin", uri: nil, inOutput: true))
+                    .error(
+                        PipelineError(
+                            message: error.description, domain: .other("quaver"), code: 0,
+                            source: ElementPath("/quaver-playbin"), inOutput: true)))
             }
         }
     }

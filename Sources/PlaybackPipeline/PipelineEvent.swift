@@ -20,14 +20,9 @@ extension Pipeline {
         /// The stream ended; `position`: where the output was then, as the pipeline said
         /// (nil when it did not).
         case endOfStream(position: Duration?)
-        /// `source` is the path of the element that failed, e.g.
-        /// `/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source`.
-        /// `uri`: the URI that failed: the one the failing decoder reads (the stream handed
-        /// over for a gapless switch, when it is that one's), else the one loaded; nil when
-        /// nothing is. `debug`: GStreamer's debug string, for the developer-level log.
-        /// `inOutput`: the audio output failed (the sound server went away, the device was
-        /// removed), not the track.
-        case error(message: String, debug: String?, source: String, uri: String?, inOutput: Bool)
+        /// An error, with its GError's domain and code, the element that posted it and the
+        /// URI it was about (see ``PipelineError``).
+        case error(PipelineError)
         case warning(message: String, source: String)
         case streamStart
         case durationChanged(Facts)
@@ -81,37 +76,6 @@ extension Pipeline {
     /// Why a pipeline could not be made.
     package struct SetupError: Error, CustomStringConvertible {
         package var description: String
-    }
-}
-
-extension Pipeline {
-    /// Whether an element path names the audio output: a sink (`GstPulseSink:…`,
-    /// `GstAlsaSink:…`, a file sink) inside playbin's sink bin or the `audio-sink` given.
-    /// A converter in front of it failing is the track's problem (a format it cannot take),
-    /// not the output's.
-    static func isOutput(_ source: String) -> Bool {
-        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
-        return element.hasSuffix("Sink") && (source.contains("/GstPlaySink:") || source.contains(":quaver-audio-sink"))
-    }
-
-    /// What the log says of an error: GStreamer's message and, for a network source, the
-    /// cause its debug string ends with ("Could not connect: Connection refused"), which the
-    /// message ("Could not establish connection to server.") leaves out.
-    static func reason(_ message: String, debug: String?, source: String) -> String {
-        let element = source.split(separator: "/").last.map { $0.prefix { $0 != ":" } } ?? ""
-        // With libsoup 3 (what desktops load), souphttpsrc turns a failed connection into a
-        // bare flow error, and says why only in its debug log.
-        if element.lowercased().hasSuffix("httpsrc"), message.hasPrefix("Internal data stream error"),
-            debug?.contains("reason error") == true
-        {
-            return "the connection to the server failed (refused, unreachable or dropped)"
-        }
-        guard element.lowercased().hasSuffix("httpsrc"),
-            let detail = debug?.split(separator: "\n").last?.trimmingSpaces(),
-            !detail.isEmpty, detail.count <= 200,
-            !detail.hasPrefix(message.trimming(while: \.isPunctuation))
-        else { return message }
-        return "\(message) (\(detail))"
     }
 }
 

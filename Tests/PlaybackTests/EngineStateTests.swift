@@ -202,9 +202,9 @@ struct EngineStateTests {
     @Test func aFailedHandOverReloadsTheLoadedStreamWhereItIs() {
         var state = Self.playing()
         let source = "/GstPlayBin:p/GstURIDecodeBin:uridecodebin1/GstDecodeBin:decodebin1"
-        let actions = state.handOverFailed(source: source, now: Self.at(6))
+        let actions = state.handOverFailed(source: ElementPath(source), now: Self.at(6))
         #expect(actions == [.load(Load(entry: 1, uri: Self.a.uri, position: .seconds(6)), .paused, fresh: true)])
-        #expect(state.errors.isEcho(source + "/GstFlacDec:flacdec0"))
+        #expect(state.errors.isEcho(ElementPath(source + "/GstFlacDec:flacdec0")))
         let limit = state.loadStarted(
             Load(entry: 1, uri: Self.a.uri, position: .seconds(6)), isLocal: true, now: Self.at(6))
         #expect(limit == PrerollWatch.limit)
@@ -361,7 +361,8 @@ struct EngineStatePropertyTests {
         case .endOfStream(let reported): return state.endOfStream(at: reported, length: .seconds(60), now: now).actions
         case .failed(let output): return state.failed(reason: "x", inOutput: output, now: now).actions
         case .handOverFailed:
-            return state.handOverFailed(source: "/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstFlacDec:f", now: now)
+            return state.handOverFailed(
+                source: ElementPath("/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstFlacDec:f"), now: now)
         case .stuck: return state.stuck(since: now - .seconds(3), length: .seconds(60))
         case .prerollLimit(let decoded):
             return state.prerollLimitPassed(load: state.loadNumber, limit: .seconds(15), decodedAudio: decoded)?.actions

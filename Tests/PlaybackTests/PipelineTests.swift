@@ -384,7 +384,24 @@ struct PipelineErrorSourceTests {
             ("/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin1/GstSoupHTTPSrc:source", false),
         ])
     func errorSource(path: String, isOutput: Bool) {
-        #expect(Pipeline.isOutput(path) == isOutput)
+        #expect(ElementPath(path).isOutput == isOutput)
+        #expect(ElementPath(path).description == path, "read back as GStreamer wrote it")
+    }
+
+    /// The parts of a GStreamer error the pipeline keeps: its domain and code, by name.
+    @Test func anErrorKeepsItsDomainAndCode() {
+        let decode = PipelineError(
+            message: "Could not decode stream.", domain: .init("gst-stream-error-quark"), code: 7,
+            source: ElementPath("/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstDecodeBin:d/GstFlacDec:f"))
+        #expect(decode.domain == .stream && decode.code == 7 && !decode.inOutput)
+        #expect(decode.source.decoderBin == ElementPath("/GstPlayBin:p/GstURIDecodeBin:uridecodebin0"))
+        #expect(PipelineError.Domain("gst-resource-error-quark") == .resource)
+        #expect(PipelineError.Domain("my-element-error") == .other("my-element-error"))
+        #expect(decode.description == "stream error 7 from \(decode.source): Could not decode stream.")
+    }
+
+    static func error(_ message: String, debug: String?, source: String, code: Int32 = 1) -> String {
+        PipelineError(message: message, debug: debug, domain: .stream, code: code, source: ElementPath(source)).reason
     }
 
     static let http = "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstSoupHTTPSrc:source"
@@ -394,7 +411,7 @@ struct PipelineErrorSourceTests {
         let debug =
             "../ext/soup/gstsouphttpsrc.c(1627): gst_soup_http_src_parse_status (): \(Self.http):\nCould not connect: Connection refused"
         #expect(
-            Pipeline.reason("Could not establish connection to server.", debug: debug, source: Self.http)
+            Self.error("Could not establish connection to server.", debug: debug, source: Self.http)
                 == "Could not establish connection to server. (Could not connect: Connection refused)")
     }
 
@@ -403,20 +420,20 @@ struct PipelineErrorSourceTests {
         let debug =
             "../libs/gst/base/gstbasesrc.c(3132): gst_base_src_loop (): \(Self.http):\nstreaming stopped, reason error (-5)"
         #expect(
-            Pipeline.reason("Internal data stream error.", debug: debug, source: Self.http)
+            Self.error("Internal data stream error.", debug: debug, source: Self.http)
                 == "the connection to the server failed (refused, unreachable or dropped)")
     }
 
     @Test func aCauseTheMessageGivesOrAnotherElementsIsLeftOut() {
         let notFound =
             "gstsouphttpsrc.c(1627): parse_status (): \(Self.http):\nNot Found (404), URL: http://h/x.mp3, Redirect to: (NULL)"
-        #expect(Pipeline.reason("Not Found", debug: notFound, source: Self.http) == "Not Found")
+        #expect(Self.error("Not Found", debug: notFound, source: Self.http) == "Not Found")
         let decoder =
             "/GstPlayBin:quaver-playbin/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin0/GstFlacDec:flacdec0"
         #expect(
-            Pipeline.reason(
+            Self.error(
                 "Internal data stream error.", debug: "gstflacdec.c(1): x:\nstreaming stopped", source: decoder)
                 == "Internal data stream error.")
-        #expect(Pipeline.reason("Could not read.", debug: nil, source: Self.http) == "Could not read.")
+        #expect(Self.error("Could not read.", debug: nil, source: Self.http) == "Could not read.")
     }
 }

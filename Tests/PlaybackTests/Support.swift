@@ -249,12 +249,12 @@ final class PipelineProbe: MainActorWaiter {
     }
 
     var errorMessage: String? {
-        for event in events { if case .error(let message, _, _, _, _) = event { return message } }
+        for event in events { if case .error(let error) = event { return error.reason } }
         return nil
     }
 
     var errorURI: String? {
-        for event in events { if case .error(_, _, _, let uri, _) = event { return uri } }
+        for event in events { if case .error(let error) = event { return error.uri } }
         return nil
     }
 }
