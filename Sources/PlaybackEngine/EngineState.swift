@@ -296,7 +296,10 @@ struct EngineState: Sendable {
     /// clock ran on while GStreamer was stuck; at or past its `length`, it has ended.
     mutating func stuck(since: Instant, length: Duration?) -> [Transport.Action] {
         let position = clock.position(at: max(since, clock.stamp))
-        return transport.stuck(position: position, ended: length.map { position >= $0 } ?? false)
+        let actions = transport.stuck(position: position, ended: length.map { position >= $0 } ?? false)
+        // Skipped or at its end, nothing plays until what follows is loaded.
+        if case .idle = transport.phase { clock.set(position, rate: 0, at: max(since, clock.stamp)) }
+        return actions
     }
 
     /// The output's volume is now `heard`: true when a mixer changed it, which the engine's

@@ -75,12 +75,12 @@ extension Transport {
         }
         changeUnderWay = false
         let restart = load.at(position)
-        guard retryingAfterStuck != load.entry else {
+        guard retryingAfterStuck?.entry != load.entry else {
             retryingAfterStuck = nil
             state = .active(.outputLost(restart, at: position), shown: Shown(status: .paused, entry: load.entry))
             return [.unload(fresh: true), .publish]
         }
-        retryingAfterStuck = load.entry
+        retryingAfterStuck = StuckRetry(entry: load.entry)
         pipelineFailed = true
         return start(restart, toward: heading)
     }
@@ -212,9 +212,10 @@ extension Transport {
 
     /// A call into GStreamer did not return in time. `position`: where the loaded entry was.
     /// The entry is loaded again in a new pipeline at `position` (the loaded entry's), or
-    /// the one a load asked for meanwhile where it was asked for; stuck twice on the same
-    /// entry, the transport pauses there, and Play tries again. `ended`: the loaded entry was
-    /// at its end, so what follows it plays instead.
+    /// the one a load asked for meanwhile where it was asked for. Stuck again on the same
+    /// entry before the retry got going, the output is likely at fault: the transport pauses
+    /// there, and Play tries again; stuck again after the retry played, the entry is skipped.
+    /// `ended`: the loaded entry was at its end, so what follows it plays instead.
     mutating func stuck(position: Duration, ended: Bool = false) -> [Action] {
         pipelineFailed = false
         guard let phase, let load = upcomingLoad() else { return [.replacePipeline] }
@@ -224,13 +225,18 @@ extension Transport {
             return [.replacePipeline, .advance(from: load.entry)]
         }
         let restart = load.at(pendingPosition ?? position)
-        guard retryingAfterStuck != load.entry else {
+        if let retry = retryingAfterStuck, retry.entry == load.entry {
             retryingAfterStuck = nil
+            guard !retry.reached else {
+                // It played again and stuck again: the file makes GStreamer stick.
+                enter(.idle(phase.heading))
+                return [.replacePipeline, .skip(load.entry, reason: "GStreamer got stuck playing it, twice")]
+            }
             let shown = shown.map { _ in Shown(status: .paused, entry: load.entry) }
             state = .active(.outputLost(restart, at: restart.position ?? .zero), shown: shown)
             return shown == nil ? [.replacePipeline] : [.replacePipeline, .publish]
         }
-        retryingAfterStuck = load.entry
+        retryingAfterStuck = StuckRetry(entry: load.entry)
         return [.replacePipeline] + start(restart, toward: phase.heading)
     }
 
@@ -267,7 +273,7 @@ extension Transport {
     private mutating func reached(_ new: Pipeline.State, _ load: Load) -> [Action] {
         guard let heading, new == heading.pipelineState else { return [] }
         enter(.loaded(load, heading, confirmed: true))
-        retryingAfterStuck = nil
+        if retryingAfterStuck?.entry == load.entry { retryingAfterStuck?.reached = true }
         return settle(load.entry)
     }
 

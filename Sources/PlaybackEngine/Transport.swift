@@ -148,8 +148,17 @@ package struct Transport: Sendable, Equatable {
     /// The pipeline reported an error since it was last taken down: the next teardown goes
     /// to NULL, so that nothing of the failed stream is reused.
     var pipelineFailed = false
+    /// An entry GStreamer got stuck on, being tried once more.
+    struct StuckRetry: Sendable, Equatable {
+        var entry: EntryID
+        /// The retry reached the state asked for. Stuck again after that, the entry itself
+        /// makes GStreamer stick (an odd file), not the output: it is skipped, where a retry
+        /// that never got going pauses until Play.
+        var reached = false
+    }
+
     /// The entry GStreamer got stuck on and that is being tried once more.
-    var retryingAfterStuck: EntryID?
+    var retryingAfterStuck: StuckRetry?
     /// A state check found the change toward the heading still under way, during the load in
     /// progress: found so at the next check too, the change is taken for stalled.
     var changeUnderWay = false
@@ -159,7 +168,7 @@ package struct Transport: Sendable, Equatable {
 
     /// A transport in `state` (the tests start from each of the type's cases).
     init(
-        _ state: State, rate: Double = 1, pipelineFailed: Bool = false, retryingAfterStuck: EntryID? = nil,
+        _ state: State, rate: Double = 1, pipelineFailed: Bool = false, retryingAfterStuck: StuckRetry? = nil,
         changeUnderWay: Bool = false
     ) {
         self.state = state
@@ -265,6 +274,7 @@ package struct Transport: Sendable, Equatable {
 
     /// Loads `load` toward `heading`, from NULL if the pipeline failed since its last teardown.
     mutating func start(_ load: Load, toward heading: Heading) -> [Action] {
+        if retryingAfterStuck?.entry != load.entry { retryingAfterStuck = nil }
         let seek = load.position ?? (rate != 1 ? .zero : nil)
         var shown = self.shown
         shown?.reloaded = true

@@ -148,6 +148,23 @@ struct TransportTraceTests {
         #expect(transport.play() != [.refused])
     }
 
+    /// An odd file on which GStreamer sticks each time it plays: the retry plays, sticks
+    /// again, and the file is skipped, rather than retried for ever (a tag library's empty TTA
+    /// stuck eight times in a row before) or paused as if the output had failed.
+    @Test func anEntryStuckAgainAfterItsRetryPlayedIsSkipped() {
+        var transport = playing(a)
+        let restart = Transport.Load(entry: 1, uri: a.uri, position: .seconds(1))
+        #expect(transport.stuck(position: .seconds(1)) == [.replacePipeline, .load(restart, .paused, fresh: false)])
+        _ = transport.asyncDone(current: .paused, pending: .voidPending)
+        _ = transport.asyncDone(current: .paused, pending: .voidPending)
+        _ = transport.stateReached(.playing)
+        #expect(transport.isPlaying, "the retry plays")
+        #expect(
+            transport.stuck(position: .seconds(2))
+                == [.replacePipeline, .skip(1, reason: "GStreamer got stuck playing it, twice")])
+        #expect(transport.loadedEntry == nil && transport.intent == .playing, "what follows plays")
+    }
+
     @Test func aStreamPausesWhileItBuffersWithoutTellingClients() {
         var transport = playing(a)
         #expect(transport.buffering(percent: 20) == [.setState(.paused)])
