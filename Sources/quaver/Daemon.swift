@@ -132,14 +132,18 @@ final class Daemon {
             self?.end(.busLost)
         }
 
-        let restored = options.items.isEmpty && options.resume ? store.load() : nil
-        if let (state, queue) = restored {
-            player.enqueue(queue)
-            session.restored(queueRevision: player.queueRevision)
+        let found = store.start(restoring: options.items.isEmpty && options.resume)
+        let restored = found.restored
+        if let restored {
+            let state = restored.state
+            player.enqueue(restored.queue)
+            session.found(newest: found.newest, restored: restored.generation.map { ($0, player.queueRevision) })
             if options.volume == nil { player.setVolume(state.volume) }
             player.setRate(state.rate)
             player.setRepeatMode(Player.RepeatMode(rawValue: state.loop) ?? .off)
             player.setShuffle(state.shuffle)
+        } else {
+            session.found(newest: found.newest)
         }
         startPlaylists()
         installSignalHandlers()
@@ -150,7 +154,7 @@ final class Daemon {
         }
 
         var makingDemo = false
-        if let (state, _) = restored, let index = state.current {
+        if let state = restored?.state, let index = state.current {
             let position = Duration.microseconds(state.position)
             logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(position.clock)")
             if options.startPlaying {

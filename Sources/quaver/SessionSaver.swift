@@ -16,7 +16,8 @@ protocol SessionSource: AnyObject {
 }
 
 /// Writes the saved session (the queue and the playback state, see ``StateStore``) off the
-/// main queue, as ``SessionSave`` decides: the main actor never waits for the disk.
+/// main queue, as ``SessionSave`` decides and ``SessionCommit`` plans: the main actor never
+/// waits for the disk, and the disk never holds half a save.
 @MainActor
 final class SessionSaver {
     private var save = SessionSave()
@@ -24,6 +25,9 @@ final class SessionSaver {
     private let logger: Logger
     /// Writes the session in order, off the main queue.
     private let writer = DispatchQueue(label: "quaver.state", qos: .utility)
+    /// What the writer knows of the folder: used on the writer queue alone (the lock is
+    /// what lets the main actor hand it over at start).
+    private let disk = Locked(SessionCommit())
     /// The player, through the daemon that owns this saver.
     weak var source: (any SessionSource)?
 
@@ -36,9 +40,14 @@ final class SessionSaver {
     /// Where the saving is (for the log and the tests).
     var phase: SessionSave.Phase { save.phase }
 
-    /// The queue was restored from disk at this revision: it is not written again unchanged.
-    func restored(queueRevision: Int) {
-        save.restored(queueRevision: queueRevision)
+    /// What the folder holds at start, before anything is written: `newest` is its highest
+    /// queue generation, and `restored` the generation whose file the player's queue was
+    /// restored from as it is, at `queueRevision` (it is not written again unchanged).
+    func found(newest: Int, restored: (generation: Int, queueRevision: Int)? = nil) {
+        if let restored { save.restored(queueRevision: restored.queueRevision) }
+        let commit = SessionCommit(committed: restored?.generation, newest: newest)
+        let disk = self.disk
+        writer.async { disk.withLock { $0 = commit } }
     }
 
     /// Saves the session after this turn of the main queue, so that the PropertiesChanged
@@ -72,12 +81,22 @@ final class SessionSaver {
                     MainActor.assumeIsolated { self?.turnEnded() }
                 }
             case .write(let due):
-                write(due) { [weak self] in
+                write(due) { [weak self] outcome in
                     guard let self else { return }
-                    run(save.writeFinished())
+                    run(save.writeFinished(outcome, source?.sessionSnapshot()))
                 }
             case .writeLast(let due):
-                write(due) { closed?() }
+                write(due) { [weak self] outcome in
+                    // Closed: only the report of how it went is left.
+                    if let self { run(save.writeFinished(outcome, nil)) }
+                    closed?()
+                }
+            case .reportFailure(let reason):
+                logger.warning(
+                    "could not save the session: \(reason); the last whole save stays on disk and playback goes on (each change tries again; this is said once until a save succeeds)"
+                )
+            case .reportRecovery:
+                logger.notice("the session is saved again")
             }
         }
     }
@@ -87,28 +106,29 @@ final class SessionSaver {
     }
 
     /// Writes `due` on the writer queue (after what is on it), then calls `finished` on the
-    /// main actor.
-    private func write(_ due: SessionSave.Due, finished: @escaping @MainActor @Sendable () -> Void) {
+    /// main actor with how it went.
+    private func write(
+        _ due: SessionSave.Due, finished: @escaping @MainActor @Sendable (SessionSave.Outcome) -> Void
+    ) {
+        // The queue is read in the turn the state was taken in: they describe one queue.
         let queue = due.queue ? source?.sessionQueue() : nil
         let state = due.state
         let store = self.store
-        let logger = self.logger
+        let disk = self.disk
         writer.async {
-            Self.write(queue: queue, state: state, store: store, logger: logger)
-            DispatchQueue.main.async { MainActor.assumeIsolated { finished() } }
+            let outcome = Self.write(queue: queue, state: state, store: store, disk: disk)
+            DispatchQueue.main.async { MainActor.assumeIsolated { finished(outcome) } }
         }
     }
 
-    nonisolated private static func write(queue: [Player.Entry]?, state: SavedState?, store: StateStore, logger: Logger)
-    {
-        do {
-            if let queue { try store.saveQueue(queue.map(\.uri)) }
-            if let state { try store.save(state) }
-        } catch {
-            logger.warning("could not save the session (playback goes on): \(error)")
-        }
+    nonisolated private static func write(
+        queue: [Player.Entry]?, state: SavedState?, store: StateStore, disk: Locked<SessionCommit>
+    ) -> SessionSave.Outcome {
+        guard let state else { return .written }  // nothing was due (a last write with nothing new)
+        let outcome = disk.withLock { store.save(state, queue: queue?.map(\.uri), commit: &$0) }
         // Writing a long queue builds its text in memory: the pages it freed go back to the
         // system, or a daemon that runs all day keeps them.
         if let queue, queue.count >= 10_000 { csystem_trim_heap() }
+        return outcome
     }
 }

@@ -134,6 +134,16 @@ final class Session {
     }
 
     var stateFolder: URL { home.appendingPathComponent(".local/state/quaver") }
+
+    /// The queue file the saved state names (`queue.<generation>.m3u8`); nil while no
+    /// state names one.
+    var savedQueueFile: URL? {
+        guard let data = try? Data(contentsOf: stateFolder.appendingPathComponent("state.json")),
+            let state = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let generation = state["queueGeneration"] as? Int
+        else { return nil }
+        return stateFolder.appendingPathComponent("queue.\(generation).m3u8")
+    }
     var configFile: URL { home.appendingPathComponent(".config/quaver/quaver.conf") }
 
     func writeConfig(_ text: String) throws {

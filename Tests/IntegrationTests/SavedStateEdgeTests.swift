@@ -167,7 +167,7 @@ struct SavedStateEdgeTests {
         #expect(session.log().contains("skipping fd://0: unsupported URI scheme 'fd'"), "\(session.log())")
     }
 
-    @Test("state.json, queue.m3u8, problems.log and cached artwork stay 0600 in 0700 folders through rewrites")
+    @Test("state.json, the queue file, problems.log and cached artwork stay 0600 in 0700 folders through rewrites")
     func modesThroughRewrites() async throws {
         let tracks = try await TestMedia.coveredTracks(count: 2, seconds: 30)
         let session = try await Session()
@@ -202,10 +202,11 @@ struct SavedStateEdgeTests {
         _ = try await session.call("Quit", interface: "org.mpris.MediaPlayer2")
         #expect(try await session.waitForExit() == 0)
 
-        let queue = try String(contentsOf: session.stateFolder.appendingPathComponent("queue.m3u8"), encoding: .utf8)
+        let queueFile = try #require(session.savedQueueFile, "no saved state names a queue file")
+        let queue = try String(contentsOf: queueFile, encoding: .utf8)
         #expect(queue.split(separator: "\n").count == 4, "the queue was rewritten after AddTrack: \(queue)")
         #expect(Self.mode(session.stateFolder) == 0o700)
-        for name in ["state.json", "queue.m3u8", "problems.log"] {
+        for name in ["state.json", queueFile.lastPathComponent, "problems.log"] {
             #expect(Self.mode(session.stateFolder.appendingPathComponent(name)) == 0o600, "\(name)")
         }
         let log = try Data(contentsOf: problems)

@@ -49,11 +49,11 @@ struct SecretURLTests {
         #expect(problems.contains(skipped), "\(problems)")
         #expect(doctor.output.contains("skipping http://***@\(host)/"), "\(doctor.output)")
 
-        let queueFile = session.stateFolder.appendingPathComponent("queue.m3u8")
+        let queueFile = try #require(session.savedQueueFile, "no saved state names a queue file")
         let saved = try String(contentsOf: queueFile, encoding: .utf8)
         #expect(saved.split(separator: "\n").contains { $0 == good }, "\(saved)")
         let mode = try FileManager.default.attributesOfItem(atPath: queueFile.path)[.posixPermissions] as? Int
-        #expect(mode == 0o600, "queue.m3u8 is \(String(mode ?? 0, radix: 8))")
+        #expect(mode == 0o600, "\(queueFile.lastPathComponent) is \(String(mode ?? 0, radix: 8))")
         #expect(server.requests.filter { $0 == "/radio.mp3?auth=1" }.count >= 1, "\(server.requests)")
     }
 }

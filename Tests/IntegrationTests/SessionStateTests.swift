@@ -76,7 +76,8 @@ struct SessionStateTests {
         #expect(state["current"] as? Int == 0)
         let position = state["position"] as? Int ?? -1
         #expect(position >= 4_000_000 && position < 9_000_000, "saved at \(position) µs")
-        let queue = try String(contentsOf: session.stateFolder.appendingPathComponent("queue.m3u8"), encoding: .utf8)
+        let queueFile = try #require(session.savedQueueFile, "no saved state names a queue file")
+        let queue = try String(contentsOf: queueFile, encoding: .utf8)
         #expect(
             queue.split(separator: "\n").filter { !$0.hasPrefix("#") } == tracks.map { Substring($0.absoluteString) })
         let attributes = try FileManager.default.attributesOfItem(
