@@ -4,6 +4,7 @@ import Logging
 import Media
 import PlaybackEngine
 import PlaybackPlayer
+import PlaybackVocabulary
 
 /// What the saved session is read from: the player, through the daemon.
 @MainActor
