@@ -34,15 +34,18 @@ struct PipeWireTests {
         return probe
     }
 
-    /// The figures of a fault, printed: no D-Bus reply waited more than 100 ms, and (when
-    /// something recorded what was heard) Position never ran a second ahead of it. A reply is
-    /// timed from the test's main actor: `scripts/test` runs this suite in a test process of
-    /// its own, one test at a time, so that no other suite's work is timed with the daemon's.
+    /// The figures of a fault, printed: no D-Bus reply waited half a second, and (when
+    /// something recorded what was heard) Position never ran a second ahead of it. A reply held
+    /// up by GStreamer would wait out the 3 s stuck limit or the output's 10 s; a busy machine
+    /// adds tens of milliseconds to a prompt one (131 ms was seen beside two builds), so the
+    /// bound tells the two apart and leaves speed to `scripts/bench --storm`. A reply is timed
+    /// from the test's main actor: `scripts/test` runs this suite in a test process of its own,
+    /// one test at a time, so that no other suite's work is timed with the daemon's.
     private func expectFigures(
         _ probe: FaultProbe, _ fault: String, since start: ContinuousClock.Instant, signalsFrom mark: Int,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
-        #expect(probe.longestReply(since: start) < .milliseconds(100), sourceLocation: sourceLocation)
+        #expect(probe.longestReply(since: start) < .milliseconds(500), sourceLocation: sourceLocation)
         if !probe.recordings.isEmpty {
             #expect(
                 probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))", sourceLocation: sourceLocation)
