@@ -87,6 +87,9 @@ struct DesktopIntegrationTests {
         try FileManager.default.createDirectory(
             at: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         environment["XDG_RUNTIME_DIR"] = runtime.path
+        // Not in a greeter's session nor for other system users: the package enables it for all.
+        let written = try String(contentsOfFile: unit, encoding: .utf8)
+        #expect(written.split(separator: "\n").contains("ConditionUser=!@system"), "\(written)")
         let verify = try await Tools.run(analyze, ["verify", "--user", "--man=no", unit], environment: environment)
         #expect(verify.status == 0, "\(verify.output)\(verify.error)")
         #expect(!(verify.output + verify.error).contains("quaver.service:"), "\(verify.output)\(verify.error)")
