@@ -88,7 +88,7 @@ struct Quaver: ParsableCommand {
               quaver --audio-sink "fakesink sync=true"   play silently (no sound card needed)
               quaver ./doctor                       play a folder named doctor
             """,
-        version: "0.1.0",
+        version: Version.current,
         subcommands: [Play.self, Doctor.self],
         defaultSubcommand: Play.self
     )
