@@ -63,6 +63,22 @@ char *cshims_decoder_uri(gpointer object) {
     return uri;
 }
 
+GstElement *cshims_audio_sink_queue(GstElement *playbin) {
+    GstElement *playsink = NULL;
+    GST_OBJECT_LOCK(playbin);
+    for (GList *child = GST_BIN_CHILDREN(GST_BIN(playbin)); child; child = child->next) {
+        if (g_str_equal(G_OBJECT_TYPE_NAME(child->data), "GstPlaySink")) {
+            playsink = GST_ELEMENT(gst_object_ref(child->data));
+            break;
+        }
+    }
+    GST_OBJECT_UNLOCK(playbin);
+    if (!playsink) return NULL;
+    GstElement *queue = gst_bin_get_by_name(GST_BIN(playsink), "aqueue");
+    gst_object_unref(playsink);
+    return queue;
+}
+
 // decodebin's "autoplug-select" handler: an element for video, images or subtitles (a
 // decoder, a parser, a converter or a sink) is skipped, so those streams are never decoded
 // nor parsed (playbin's flags only stop them being shown). Demuxers are kept: they carry the

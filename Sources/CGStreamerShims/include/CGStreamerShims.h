@@ -45,6 +45,11 @@ gpointer cshims_message_source(GstMessage *message);
 // when it is in none (the output, playbin itself).
 char *cshims_decoder_uri(gpointer object);
 
+// The queue in front of the audio sink (playsink's "aqueue"), with a reference, or NULL. Only
+// playbin's own children and playsink's are looked through: the decoding side's elements,
+// whose locks a busy or stuck streaming thread can hold for seconds, are never touched.
+GstElement *cshims_audio_sink_queue(GstElement *playbin);
+
 // Signal handlers with return values and several arguments are written in C: makes every
 // decodebin inside `playbin` skip the elements of video, image and subtitle streams, and
 // gives playbin a video sink that takes nothing, so that it creates no real one.
