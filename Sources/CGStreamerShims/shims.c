@@ -63,7 +63,7 @@ char *cshims_decoder_uri(gpointer object) {
     return uri;
 }
 
-GstElement *cshims_audio_sink_queue(GstElement *playbin) {
+GstElement *cshims_playsink(GstElement *playbin) {
     GstElement *playsink = NULL;
     GST_OBJECT_LOCK(playbin);
     for (GList *child = GST_BIN_CHILDREN(GST_BIN(playbin)); child; child = child->next) {
@@ -73,10 +73,11 @@ GstElement *cshims_audio_sink_queue(GstElement *playbin) {
         }
     }
     GST_OBJECT_UNLOCK(playbin);
-    if (!playsink) return NULL;
-    GstElement *queue = gst_bin_get_by_name(GST_BIN(playsink), "aqueue");
-    gst_object_unref(playsink);
-    return queue;
+    return playsink;
+}
+
+GstElement *cshims_audio_sink_queue(GstElement *playsink) {
+    return gst_bin_get_by_name(GST_BIN(playsink), "aqueue");
 }
 
 // decodebin's "autoplug-select" handler: an element for video, images or subtitles (a

@@ -30,9 +30,15 @@ extension Pipeline {
         }
     }
 
+    /// Asked of playsink, not playbin: playbin answers a query, or a search of its bins, under
+    /// locks the decoding side's streaming threads hold, and four times a second that wait,
+    /// on a decoder busy or stuck with an odd file, was what made most pipelines count as
+    /// stuck. The sink's position is what playbin would have answered.
     private static func progress(of playbin: UnsafeMutablePointer<GstElement>) -> Progress {
-        var progress = Progress(position: position(of: playbin), at: .now)
-        progress.queued = queuedInFrontOfSink(playbin)
+        guard let playsink = cshims_playsink(playbin) else { return Progress(position: nil, at: .now) }
+        defer { gst_object_unref(UnsafeMutableRawPointer(playsink)) }
+        var progress = Progress(position: position(of: playsink), at: .now)
+        progress.queued = queuedInFrontOfSink(playsink)
         guard let clock = gst_element_get_clock(playbin) else { return progress }
         defer { gst_object_unref(UnsafeMutableRawPointer(clock)) }
         let time = gst_clock_get_time(clock)
@@ -41,12 +47,9 @@ extension Pipeline {
         return progress
     }
 
-    /// The time of audio in playsink's `aqueue`, the queue in front of the audio sink. Found
-    /// in playsink alone: a search of the whole playbin waited, four times a second, on the
-    /// locks of decoders a stuck or slow streaming thread held, and that wait was what made
-    /// most pipelines count as stuck on odd files.
-    private static func queuedInFrontOfSink(_ playbin: UnsafeMutablePointer<GstElement>) -> Duration? {
-        guard let queue = cshims_audio_sink_queue(playbin) else { return nil }
+    /// The time of audio in playsink's `aqueue`, the queue in front of the audio sink.
+    private static func queuedInFrontOfSink(_ playsink: UnsafeMutablePointer<GstElement>) -> Duration? {
+        guard let queue = cshims_audio_sink_queue(playsink) else { return nil }
         defer { gst_object_unref(UnsafeMutableRawPointer(queue)) }
         var value = GValue()
         g_value_init(&value, GType(11 << 2))  // G_TYPE_UINT64, a macro Swift does not import

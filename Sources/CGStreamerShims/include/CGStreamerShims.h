@@ -45,10 +45,14 @@ gpointer cshims_message_source(GstMessage *message);
 // when it is in none (the output, playbin itself).
 char *cshims_decoder_uri(gpointer object);
 
-// The queue in front of the audio sink (playsink's "aqueue"), with a reference, or NULL. Only
-// playbin's own children and playsink's are looked through: the decoding side's elements,
-// whose locks a busy or stuck streaming thread can hold for seconds, are never touched.
-GstElement *cshims_audio_sink_queue(GstElement *playbin);
+// playbin's sink bin (its GstPlaySink child), with a reference, or NULL. Found among
+// playbin's own children under playbin's object lock alone: asking playbin itself (a query,
+// a search by name) goes through locks that the decoding side's streaming threads hold, for
+// seconds when one is busy or stuck.
+GstElement *cshims_playsink(GstElement *playbin);
+
+// The queue in front of the audio sink inside `playsink` ("aqueue"), with a reference, or NULL.
+GstElement *cshims_audio_sink_queue(GstElement *playsink);
 
 // Signal handlers with return values and several arguments are written in C: makes every
 // decodebin inside `playbin` skip the elements of video, image and subtitle streams, and
