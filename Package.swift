@@ -61,7 +61,7 @@ let package = Package(
         // elements): it loads, plays, seeks and reports events; it decides nothing.
         .target(
             name: "PlaybackPipeline",
-            dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims"]
+            dependencies: ["PlaybackVocabulary", "Media", "CGStreamer", "CGStreamerShims", "CLibcShims"]
         ),
         // The engine: plays one entry at a time through the pipeline, with the transport
         // reducer, the position clock, the progress, stream and preroll watches.
@@ -126,7 +126,7 @@ let package = Package(
             name: "PlaybackTests",
             dependencies: [
                 "PlaybackVocabulary", "Media", "PlaybackPipeline", "PlaybackEngine", "PlaybackPlayer", "ToneGenerator",
-                "SeededRandom", "AudioCheck", "TestKit",
+                "SeededRandom", "AudioCheck", "TestKit", "CLibcShims",
             ]),
         .testTarget(
             name: "IntegrationTests", dependencies: ["DBus", "CDBus", "SeededRandom", "AudioCheck", "TestKit"]),

@@ -3,7 +3,9 @@
 #include "CLibcShims.h"
 #include <fcntl.h>
 #include <malloc.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int csystem_birth_time(const char *path, int64_t *seconds, uint32_t *nanoseconds) {
     struct statx info;
@@ -29,4 +31,33 @@ void csystem_trim_heap(void) { malloc_trim(0); }
 int64_t csystem_file_system_type(const char *path) {
     struct statfs info;
     return statfs(path, &info) == 0 ? (int64_t)info.f_type : -1;
+}
+
+int32_t csystem_thread_id(void) { return (int32_t)gettid(); }
+
+// The calling thread's CPUs before csystem_pin_thread pinned it, to let it go back to them.
+static __thread cpu_set_t unpinned;
+static __thread int pinned;
+
+int csystem_pin_thread(int cpu) {
+    if (cpu < 0) {
+        if (!pinned) return 0;
+        pinned = 0;
+        return sched_setaffinity(0, sizeof unpinned, &unpinned);
+    }
+    if (!pinned && sched_getaffinity(0, sizeof unpinned, &unpinned) != 0) return -1;
+    pinned = 1;
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    CPU_SET(cpu, &cpus);
+    return sched_setaffinity(0, sizeof cpus, &cpus);
+}
+
+int csystem_last_allowed_cpu(void) {
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) return -1;
+    for (int each = CPU_SETSIZE - 1; each >= 0; each--) {
+        if (CPU_ISSET(each, &cpus)) return each;
+    }
+    return -1;
 }

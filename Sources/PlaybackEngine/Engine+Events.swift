@@ -10,6 +10,8 @@ extension Engine {
         guard state.hears(pipeline: number) else { return }  // a replaced pipeline's
         switch delivery.event {
         case .stuck(let since): return pipelineGotStuck(since: since)
+        case .slowCall(let since, let why): return callIsSlow(since: since, why)
+        case .slowCallReturned(let since): return slowCallReturned(since: since)
         case .requestState(let state): return report(.stateRequested(state))
         case .outputVolumeChanged(let heard): return outputVolumeChanged(heard)
         case .loudnessApplied(let plan, let gain): return report(.loudnessApplied(plan, gain: gain))
@@ -86,7 +88,8 @@ extension Engine {
             if let load = transport.loaded, transport.loadedEntry != nil {
                 logger.debug("pipeline for \(name(of: load)): \(names.joined(separator: " "))")
             }
-        case .stuck, .requestState, .outputVolumeChanged, .loudnessApplied, .loudnessMeasured:
+        case .stuck, .slowCall, .slowCallReturned, .requestState, .outputVolumeChanged, .loudnessApplied,
+            .loudnessMeasured:
             break  // handled above, whatever load they come with
         }
     }

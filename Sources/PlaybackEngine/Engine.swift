@@ -356,20 +356,56 @@ package final class Engine {
         }
     }
 
+    /// A call into GStreamer made at `since` ran past the stuck limit, but works, or waits
+    /// for a CPU: the pipeline is kept, and the log says why (once a call).
+    func callIsSlow(since: ContinuousClock.Instant, _ why: SlowCall) {
+        let limit = StreamWatch.seconds(stuckLimit)
+        switch why {
+        case .working:
+            let patience = StreamWatch.seconds(StarvationCheck.patience(limit: stuckLimit))
+            logger.info(
+                "GStreamer is still working in a call into the pipeline after \(limit) (a slow call, not a deadlock); waiting up to \(patience) for it"
+            )
+        case .starved:
+            logger.info(
+                "GStreamer has not returned from a call into the pipeline within \(limit), but the process is waiting for a CPU (the machine is busy, not a deadlock); waiting for it"
+            )
+        }
+    }
+
+    /// The slow call made at `since` returned.
+    func slowCallReturned(since: ContinuousClock.Instant) {
+        logger.info("GStreamer returned from the slow call after \(Self.tenths(ContinuousClock.now - since))")
+    }
+
     /// A new pipeline takes the stuck one's place, so that the daemon goes on answering and
     /// playing; the stuck one is freed if GStreamer ever lets go of it.
     private func replacePipeline() {
         let stuck = pipeline!
-        logger.error(
-            "GStreamer did not return from a call into the pipeline within \(StreamWatch.seconds(stuckLimit)) (a deadlock inside it); \(replacementPlan)"
-        )
-        let since = ContinuousClock.now
-        let limit = stuckLimit
+        let limit = StreamWatch.seconds(stuckLimit)
+        // Only a call that was blocked is called a deadlock: without the kernel's scheduler
+        // statistics, a starved process looks the same.
+        let how =
+            switch stuck.stuck?.why {
+            case .blocked, nil: "within \(limit), neither working nor starved of CPU (a deadlock inside it)"
+            case .busyPastCap:
+                "within \(StreamWatch.seconds(StarvationCheck.patience(limit: stuckLimit))), though working all along (a call that does not end)"
+            case .unjudged:
+                "within \(limit) (a deadlock inside it, or a machine too busy to run it: this kernel does not report CPU starvation)"
+            }
+        logger.error("GStreamer did not return from a call into the pipeline \(how); \(replacementPlan)")
+        let since = stuck.stuck?.since ?? ContinuousClock.now - stuckLimit
         stuck.release { [logger] in
-            let tenths = Int(((ContinuousClock.now - since + limit) / .milliseconds(100)).rounded())
-            logger.notice("GStreamer let go of the stuck pipeline after \(tenths / 10).\(tenths % 10) s; it is freed")
+            logger.notice(
+                "GStreamer let go of the stuck pipeline after \(Self.tenths(ContinuousClock.now - since)); it is freed")
         }
         pipeline = makePipeline()
+    }
+
+    /// A duration in seconds, to a tenth ("4.8 s").
+    private nonisolated static func tenths(_ duration: Duration) -> String {
+        let tenths = Int((duration / .milliseconds(100)).rounded())
+        return "\(tenths / 10).\(tenths % 10) s"
     }
 
     /// What the new pipeline does, as the transport decided before it is made: the track

@@ -11,11 +11,15 @@ package import PlaybackVocabulary
 /// playbin on a thread of its own: commands return at once, and what the pipeline does comes
 /// back as ``Event``s, in order, on the main actor. Nothing outside this type touches the
 /// playbin, and nothing waits for it. A call that GStreamer does not return from within
-/// `stuckLimit` is reported as ``Event/stuck``; the pipeline is then replaced by its owner, and
-/// this one is freed whenever GStreamer lets go of it.
+/// `stuckLimit`, blocked rather than slow or starved of CPU, is reported as ``Event/stuck``;
+/// the pipeline is then replaced by its owner, and this one is freed whenever GStreamer lets
+/// go of it.
 package final class Pipeline: @unchecked Sendable {
     /// How long a call into the playbin may take before the pipeline counts as stuck.
     var stuckLimit: Duration { jobs.limit }
+    /// The call that got the pipeline stuck, if one did: when it was made, and why it was
+    /// taken for stuck.
+    package var stuck: (since: ContinuousClock.Instant, why: StuckCall)? { jobs.stuck }
     /// The gapless hand-over: the next URI, answered by the main actor, read by
     /// `about-to-finish` on a streaming thread.
     package let handoff: GaplessHandoff
@@ -59,8 +63,12 @@ package final class Pipeline: @unchecked Sendable {
         let decoded = CounterReader(counter: decodedBytes)
         handoff = GaplessHandoff(answerWait: min(.seconds(1), stuckLimit / 3)) { decoded.read() }
         // The watchdog reports a stuck pipeline whatever load it was at.
-        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) { since in
-            deliver(Delivery(load: .max, event: .stuck(since: since)))
+        jobs = WatchedQueue(label: "quaver.pipeline", limit: stuckLimit) { report in
+            switch report {
+            case .stuck(let since, _): deliver(Delivery(load: .max, event: .stuck(since: since)))
+            case .slow(let since, let why): deliver(Delivery(load: .max, event: .slowCall(since: since, why)))
+            case .returned(let since): deliver(Delivery(load: .max, event: .slowCallReturned(since: since)))
+            }
         }
         run { pipeline in
             do throws(SetupError) {

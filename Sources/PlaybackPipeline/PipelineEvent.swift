@@ -60,10 +60,15 @@ extension Pipeline {
         /// `rganalysis` measured a whole track that has no tags. Reported from the streaming
         /// thread, whatever load it belongs to.
         case loudnessMeasured(TrackSignature, MeasuredGain)
-        /// A call into GStreamer made at `since` did not return within `stuckLimit`: the
-        /// pipeline is stuck (a deadlock inside GStreamer) and must be replaced. Nothing else is
-        /// reported after it.
+        /// A call into GStreamer made at `since` did not return within `stuckLimit`, and was
+        /// blocked (a deadlock inside GStreamer; ``Pipeline/stuck`` says how it was judged):
+        /// the pipeline is stuck and must be replaced. Nothing else is reported after it.
         case stuck(since: ContinuousClock.Instant)
+        /// A call into GStreamer made at `since` ran past `stuckLimit`, but is not stuck: it
+        /// works, or the machine gives the process no CPU. Reported once a call.
+        case slowCall(since: ContinuousClock.Instant, SlowCall)
+        /// The call made at `since`, reported as a ``slowCall(since:_:)``, returned.
+        case slowCallReturned(since: ContinuousClock.Instant)
     }
 
     /// An event with the number of the load it belongs to: events of a stream taken down

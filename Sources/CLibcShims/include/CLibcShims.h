@@ -25,4 +25,15 @@ void csystem_trim_heap(void);
 // -1 when it cannot be told. <sys/vfs.h> is not in Swift's Glibc module.
 int64_t csystem_file_system_type(const char *path);
 
+// gettid(2): the calling thread's id, the name of its folder in /proc/self/task. Swift's
+// Glibc module leaves out what <unistd.h> declares only under _GNU_SOURCE.
+int32_t csystem_thread_id(void);
+
+// Pins the calling thread to `cpu` (sched_setaffinity(2), also _GNU_SOURCE only); with -1,
+// lets it run again on the CPUs it could before it was pinned. Returns 0, or -1 with errno.
+int csystem_pin_thread(int cpu);
+
+// The highest-numbered CPU the calling thread may run on; -1 when it cannot be told.
+int csystem_last_allowed_cpu(void);
+
 #endif
