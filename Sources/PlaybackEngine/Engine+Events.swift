@@ -63,8 +63,13 @@ extension Engine {
             let asked = transport.intent == .playing ? "playing" : "paused"
             let checked = transport.loaded.map { name(of: $0) }
             let position = clock.position()
+            let seekTarget: Duration? =
+                if case .seeking(_, let target, _, _) = transport.phase { target ?? .zero } else { nil }
             let actions = state.transport.stateChecked(current: current, pending: pending, position: position)
-            if !actions.isEmpty, let checked {
+            if !actions.isEmpty, let checked, let seekTarget {
+                let from = transport.loaded?.position.map { "at \($0.clock)" } ?? "from the start"
+                logger.warning("the seek to \(seekTarget.clock) in \(checked) never landed; loading it again \(from)")
+            } else if !actions.isEmpty, let checked {
                 let change = pending == .voidPending ? "with no change under way" : "heading for \(pending)"
                 let outcome: String =
                     switch transport.phase {

@@ -268,11 +268,11 @@ package final class Engine {
     /// within ``stateCheckDelay`` is asked of the pipeline, and asked for again if it is not
     /// on its way.
     private func watchState() {
-        guard transport.awaitsState else { return stateCheck.cancel() }
+        guard transport.awaitsState || transport.awaitsSeek else { return stateCheck.cancel() }
         guard !stateCheck.isRunning else { return }
         let number = loadNumber
         stateCheck.start(after: Self.stateCheckDelay) { [weak self] in
-            guard let self, loadNumber == number, transport.awaitsState else { return }
+            guard let self, loadNumber == number, transport.awaitsState || transport.awaitsSeek else { return }
             pipeline.checkState()
         }
     }

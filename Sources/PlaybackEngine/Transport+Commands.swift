@@ -105,6 +105,7 @@ extension Transport {
         _ load: Load, to target: Duration, reached: Heading?, toward heading: Heading, nextTaken: Bool
     ) -> [Action] {
         if nextTaken { return start(load.at(target), toward: heading) }
+        changeUnderWay = false
         enter(.seeking(load, target: target, reached: reached, toward: heading))
         return [.seek(target)]
     }

@@ -17,6 +17,7 @@ extension Transport {
             enter(.loaded(load, heading, confirmed: false))
             return settleIfReached(current: current, pending: pending)
         case .seeking(let load, _, _, let heading):
+            changeUnderWay = false  // it landed
             enter(.loaded(load, heading, confirmed: false))
             let newTiming = shown.map { $0.status == heading && $0.entry == load.entry } ?? false
             let actions = settleIfReached(current: current, pending: pending)
@@ -56,6 +57,19 @@ extension Transport {
     mutating func stateChecked(
         current: Pipeline.State, pending: Pipeline.State, position: Duration = .zero
     ) -> [Action] {
+        if awaitsSeek, case .seeking(let load, let target, _, let heading) = phase {
+            // A seek in a file lands within moments; one still in flight at two checks in a
+            // row was lost (seen after a stuck pipeline was replaced, in an odd file: the
+            // stream stayed in the seek, shown Playing, for good). The entry is loaded again
+            // there, from NULL; a seek lost on such a reload loads it from the start.
+            guard changeUnderWay else {
+                changeUnderWay = true
+                return []
+            }
+            pipelineFailed = true
+            let at = target.flatMap { load.position == $0 ? nil : $0 }
+            return start(load.at(at), toward: heading)
+        }
         guard awaitsState, case .loaded(let load, let heading, _) = phase else { return [] }
         if heading == .paused, current == .paused, pending == .paused {
             // PAUSED with PAUSED still pending is a preroll GStreamer has not finished, and

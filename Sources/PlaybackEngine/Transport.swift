@@ -213,6 +213,14 @@ package struct Transport: Sendable, Equatable {
         return false
     }
 
+    /// A flushing seek is in flight in a local file, whose landing (ASYNC_DONE) comes within
+    /// moments: one that does not is checked like a state not confirmed (a network stream's
+    /// seek waits on its server, and is left to its stream watch).
+    var awaitsSeek: Bool {
+        if case .seeking(let load, _, _, _) = phase { return MediaSources.isLocal(load.uri) }
+        return false
+    }
+
     /// A flushing seek is in flight.
     var isSeeking: Bool {
         if case .seeking = phase { return true }
@@ -275,7 +283,9 @@ package struct Transport: Sendable, Equatable {
     /// Loads `load` toward `heading`, from NULL if the pipeline failed since its last teardown.
     mutating func start(_ load: Load, toward heading: Heading) -> [Action] {
         if retryingAfterStuck?.entry != load.entry { retryingAfterStuck = nil }
-        let seek = load.position ?? (rate != 1 ? .zero : nil)
+        // A fresh load starts at zero: a seek there only applies a rate other than 1.
+        let start = load.position.flatMap { $0 > .zero ? $0 : nil }
+        let seek = start ?? (rate != 1 ? .zero : nil)
         var shown = self.shown
         shown?.reloaded = true
         changeUnderWay = false

@@ -316,8 +316,9 @@ struct TransportTableTests {
         // Found under way at a second check in a row: taken for stalled, the entry is loaded
         // again where it was, from NULL (GStreamer can leave one so after a gapless switch).
         case (Self.resuming, .checkedPausedPendingPlaying) where row.changeUnderWay:
+            // At zero: a fresh load starts there, with no seek.
             return to(
-                .active(preroll(aAt(0), seek: 0), shown: restarted), loads(aAt(0), .paused, fresh: true),
+                .active(preroll(aAt(0)), shown: restarted), loads(aAt(0), .playing, fresh: true),
                 failed: false)
         case (Self.pausing, .checkedPlaying), (Self.pausing, .checkedPausedPendingPlaying):
             return to([.setState(.paused)])
@@ -401,10 +402,12 @@ struct TransportTableTests {
                 case Self.prerollingQueued: bAt(0)
                 default: aAt(3)
                 }
+            // A restart at zero needs no seek: a fresh load starts there.
+            let seek = restart.position.flatMap { $0 > .zero ? $0 : nil }
+            let target: Pipeline.State = heading == .playing && seek == nil ? .playing : .paused
             return to(
-                .active(
-                    .prerolling(restart, seek: restart.position, queued: nil, toward: heading), shown: restarted),
-                [.replacePipeline] + loads(restart, .paused), failed: false)
+                .active(.prerolling(restart, seek: seek, queued: nil, toward: heading), shown: restarted),
+                [.replacePipeline] + loads(restart, target), failed: false)
 
         default:
             return nil

@@ -165,6 +165,31 @@ struct TransportTraceTests {
         #expect(transport.loadedEntry == nil && transport.intent == .playing, "what follows plays")
     }
 
+    /// A seek in a file that never lands (after a stuck pipeline's replacement, in an odd
+    /// file, the stream stayed in it, shown Playing, for good): at the second state check it is
+    /// loaded again there from NULL, and a seek lost on that reload loads it from the start.
+    /// A network stream's seek waits on its server and is not checked.
+    @Test func aSeekThatNeverLandsIsLoadedAgainThenFromTheStart() {
+        var transport = playing(a)
+        #expect(transport.seek(to: .seconds(5)) == [.seek(.seconds(5))])
+        #expect(transport.awaitsSeek)
+        #expect(transport.stateChecked(current: .playing, pending: .voidPending).isEmpty, "left to land once")
+        let there = Transport.Load(entry: 1, uri: a.uri, position: .seconds(5))
+        #expect(
+            transport.stateChecked(current: .playing, pending: .voidPending) == [.load(there, .paused, fresh: true)])
+        _ = transport.asyncDone(current: .paused, pending: .voidPending)
+        #expect(transport.isSeeking, "the reload seeks to 5 s")
+        _ = transport.stateChecked(current: .paused, pending: .voidPending)
+        let restart = Transport.Load(entry: 1, uri: a.uri, position: nil)
+        #expect(
+            transport.stateChecked(current: .paused, pending: .voidPending) == [.load(restart, .playing, fresh: true)],
+            "lost again: from the start, with no seek")
+
+        var stream = playing(Transport.Load(entry: 9, uri: "http://radio.invalid/a.mp3"))
+        _ = stream.seek(to: .seconds(5))
+        #expect(!stream.awaitsSeek)
+    }
+
     @Test func aStreamPausesWhileItBuffersWithoutTellingClients() {
         var transport = playing(a)
         #expect(transport.buffering(percent: 20) == [.setState(.paused)])
