@@ -38,22 +38,9 @@ package struct StarvationCheck: Sendable, Equatable {
     }
 
     /// How long a thread, or the process's threads together, ran and waited for a CPU over
-    /// the window, and whether it was runnable at its end.
-    package struct Times: Sendable, Equatable {
-        /// Time on a CPU.
-        package var running: Duration
-        /// Time runnable on a run queue, waiting for a CPU.
-        package var waiting: Duration
-        /// Runnable (state R) at the end of the window.
-        package var runnable: Bool
-
-        /// A thread's (or the process's) times over a window.
-        package init(running: Duration, waiting: Duration, runnable: Bool = false) {
-            self.running = running
-            self.waiting = waiting
-            self.runnable = runnable
-        }
-    }
+    /// the window, and whether it was runnable at its end: the same three figures a reading
+    /// keeps of each thread since it started.
+    package typealias Times = SchedulerReading.Thread
 
     /// How the thread that runs the call fared.
     package var call: Times
