@@ -390,6 +390,8 @@ package final class Engine {
             case .blocked, nil: "within \(limit), neither working nor starved of CPU (a deadlock inside it)"
             case .busyPastCap:
                 "within \(StreamWatch.seconds(StarvationCheck.patience(limit: stuckLimit))), though working all along (a call that does not end)"
+            case .starvedPastCap:
+                "within \(StreamWatch.seconds(StarvationCheck.patience(limit: stuckLimit))) while the machine was too busy to run it (or it waits behind a streaming thread that spins)"
             case .unjudged:
                 "within \(limit) (a deadlock inside it, or a machine too busy to run it: this kernel does not report CPU starvation)"
             }

@@ -15,6 +15,10 @@ package enum StuckCall: Sendable, Equatable {
     /// The call's thread kept working past the patience for slow calls (a call that does
     /// not end, such as a loop inside GStreamer).
     case busyPastCap
+    /// The process looked starved of CPU for the whole patience: a loaded machine and a
+    /// call blocked behind a streaming thread that spins look alike by these figures, and a
+    /// queue that waits for ever on one shows Playing for good.
+    case starvedPastCap
     /// The kernel does not report its scheduler's statistics (CONFIG_SCHED_INFO off): a call
     /// past the limit is taken for stuck without telling a busy machine from a deadlock.
     case unjudged
@@ -100,9 +104,7 @@ package struct StarvationCheck: Sendable, Equatable {
     static let starvedRatio = 10
 
     /// The verdict on the window, for a call that has run for `ranFor` so far: a call whose
-    /// thread works is waited on up to `cap` in all; one starved of CPU, for as long as it is
-    /// (a deadlock shows in the first window the machine runs the process again, and a new
-    /// pipeline would be starved just the same).
+    /// thread works, or that looks starved of CPU, is waited on up to `cap` in all.
     package func verdict(ranFor: Duration, cap: Duration) -> Verdict {
         let part = window / Self.share
         if call.running >= part {
@@ -110,12 +112,16 @@ package struct StarvationCheck: Sendable, Equatable {
         }
         // Runnable, yet it ran less than its part: it waits for a CPU (the wait it has not
         // yet been given one for does not show before it has).
-        if call.runnable || call.waiting >= part { return .waitAgain(.starved) }
+        if call.runnable || call.waiting >= part {
+            return ranFor >= cap ? .stuck(.starvedPastCap) : .waitAgain(.starved)
+        }
         // The call's thread waits on another one (a streaming thread, typically): if the
         // process's threads waited for a CPU far longer than they ran, that one may well be
         // among them. The waiting must show, as time or as a thread runnable at the end.
         let waitedMost = process.waiting > .zero && process.waiting >= process.running * Self.starvedRatio
-        if waitedMost, process.waiting >= part || process.runnable { return .waitAgain(.starved) }
+        if waitedMost, process.waiting >= part || process.runnable {
+            return ranFor >= cap ? .stuck(.starvedPastCap) : .waitAgain(.starved)
+        }
         return .stuck(.blocked)
     }
 }
