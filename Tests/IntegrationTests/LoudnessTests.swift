@@ -96,11 +96,16 @@ struct LoudnessTests {
         try await beforePlay(session)
         let mark = session.signals.count
         _ = try await session.call("Play")
-        let playing = try await session.waitForPlayerChange(after: mark, "Playing") {
-            $0["PlaybackStatus"] == .string("Playing")
+        // Rendered faster than real time, a short queue can play to its end between two
+        // publications of a machine's busy main queue: clients then see it Stopped without a
+        // Playing first. The render is whole either way (its length is checked below).
+        let moved = try await session.waitForPlayerChange(after: mark, "Playing or Stopped") {
+            $0["PlaybackStatus"] == .string("Playing") || $0["PlaybackStatus"] == .string("Stopped")
         }
-        let started = session.signals.firstIndex { $0.received == playing.received } ?? mark
-        try await session.waitForStatus("Stopped", after: started + 1)
+        if moved.changed["PlaybackStatus"] == .string("Playing") {
+            let started = session.signals.firstIndex { $0.received == moved.received } ?? mark
+            try await session.waitForStatus("Stopped", after: started + 1)
+        }
         _ = try await session.call("Quit", interface: MPRISNames.root)
         #expect(try await session.waitForExit() == 0)
         let wav = try await Task.detached { try WAV(contentsOf: output) }.value
