@@ -80,7 +80,7 @@ extension Engine {
                 logger.warning("\(describe(stall)); clients see it waiting")
                 report(.changed(.transport))
             case .resume(let position, let at, let waited):
-                state.clock.set(position, rate: rate, at: at)
+                state.clock.set(position, rate: state.runningRate, at: at)
                 if let waited, let name = loadedName {
                     logger.info(
                         "the audio of \(name) moves again at \(position.clock), after \(Self.seconds(waited)) of waiting"

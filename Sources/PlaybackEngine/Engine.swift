@@ -93,6 +93,9 @@ package final class Engine {
     package var status: PlaybackStatus { transport.status }
     /// The playback rate (1: normal speed).
     package var rate: Double { transport.rate }
+    /// The rate the audio really moves at while it plays: ``rate``, unless the output takes
+    /// it slower or faster than real time.
+    package var effectiveRate: Double { transport.rate * state.pace }
     /// The entry whose stream is loaded (or being loaded).
     var loadedEntry: UInt64? { transport.loadedEntry }
     /// Whether playbin holds the next entry's URI for a gapless switch.

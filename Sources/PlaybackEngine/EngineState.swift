@@ -49,8 +49,16 @@ struct EngineState: Sendable {
     /// gain); an entry that left the queue is forgotten.
     private(set) var entries: [UInt64: EntryFacts] = [:]
 
+    /// How fast the audio moves against the rate asked for, while the transport plays: 1,
+    /// unless the output takes it slower (or faster) than real time, as the pipeline's answers
+    /// showed. The clock runs at the rate times this, so that it follows such an output
+    /// calmly, without a correction every second.
+    private(set) var pace = 1.0
+    /// A pace closer to 1 than this is the jitter of the answers, not a slow output.
+    static let paceTolerance = 0.05
+
     /// The rate the clock runs at while the transport plays, else 0.
-    private var runningRate: Double { transport.isPlaying ? transport.rate : 0 }
+    var runningRate: Double { transport.isPlaying ? transport.rate * pace : 0 }
 
     // MARK: - Pipelines and loads
 
@@ -114,6 +122,7 @@ struct EngineState: Sendable {
         seeks.loaded()
         awaitingOwnStreamStart = true
         positionFollow.loaded()
+        pace = 1
         facts = Pipeline.Facts()
         clock.set(load.position ?? .zero, rate: 0, at: now)
         return prerollWatch.loadStarted(load.entry, isLocal: isLocal)
@@ -136,6 +145,7 @@ struct EngineState: Sendable {
     /// playbin switched gaplessly to `load` at `now`: the clock starts again from zero.
     mutating func switched(to load: Transport.Load, now: Instant) -> [Transport.Action] {
         positionFollow.switched(at: now)
+        pace = 1
         clock.set(.zero, rate: runningRate, at: now)
         return transport.switched(to: load)
     }
@@ -149,6 +159,7 @@ struct EngineState: Sendable {
         let actions = transport.seek(to: target, nextTaken: nextTaken)
         guard !actions.contains(.refused) else { return actions }
         positionFollow.loaded()
+        pace = 1
         clock.set(target, rate: 0, at: now)
         return actions.isEmpty ? [.timingChanged] : actions
     }
@@ -163,6 +174,8 @@ struct EngineState: Sendable {
     /// the rate asked for at once; the seek that applies it follows.
     mutating func setRate(_ rate: Double, from position: Duration, now: Instant) -> [Transport.Action] {
         let actions = transport.setRate(rate, position: position)
+        positionFollow.paceInterrupted()
+        pace = 1
         if actions.contains(where: { if case .seek = $0 { true } else { false } }) {
             clock.set(position, rate: 0, at: now)
         }
@@ -221,8 +234,20 @@ struct EngineState: Sendable {
         -> Duration?
     {
         guard let reported, transport.isSettledLoad, !holding, at >= clock.stamp else { return nil }
+        if transport.isPlaying { positionFollow.answered(reported, at: at) }
         let predicted = clock.position(at: at)
         guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else { return nil }
+        // The clock drifted: at the pace the audio really moves, when that is not the rate.
+        // Before the pipeline has answered over a window, the clock's own last snapshot (a
+        // state reached, a seek landed) is where the audio was: the pace since then.
+        let sinceSnapshot: Double? =
+            at - clock.stamp >= PositionFollow.paceWindow ? (reported - clock.elapsed) / (at - clock.stamp) : nil
+        if transport.isPlaying, transport.rate > 0,
+            let observed = positionFollow.corrected(to: reported, at: at) ?? (pace == 1 ? sinceSnapshot : nil)
+        {
+            let measured = observed / transport.rate
+            pace = abs(measured - 1) < Self.paceTolerance || measured <= 0 ? 1 : measured
+        }
         clock.set(reported, rate: runningRate, at: at)
         return predicted
     }
@@ -314,6 +339,7 @@ struct EngineState: Sendable {
     /// while the pipeline plays and the audio moves (`holding`: it stands).
     mutating func settled(holding: Bool, now: Instant) {
         guard transport.status == .playing || transport.status == .paused else { return }
-        clock.changeRate(to: transport.isPlaying && !holding ? transport.rate : 0, at: now)
+        if !transport.isPlaying { positionFollow.paceInterrupted() }
+        clock.changeRate(to: transport.isPlaying && !holding ? runningRate : 0, at: now)
     }
 }

@@ -20,10 +20,25 @@ struct PositionFollow: Sendable {
     private(set) var switchedAt: Instant?
     private var lastQuery: Instant?
     private var furthest: (load: Int, position: Duration)?
+    /// The pipeline's first answer of this stretch of steady pace (since a load, a seek, a
+    /// switch, a pause, or a change of the output's pace), and when it held: the pace is
+    /// measured from there, over a window that grows, since a slow output moves in bursts that
+    /// make short windows noisy.
+    private var lastAnswer: (position: Duration, at: Instant)?
+    /// The answer the clock last took the pipeline's word at.
+    private var lastCorrection: (position: Duration, at: Instant)?
+    /// How far the pace since the last correction may differ from the stretch's before the
+    /// output counts as having changed its pace (a stretch measured anew from there).
+    static let paceChange = 0.1
+
+    /// How far apart two answers are for the pace between them to count: closer ones are
+    /// mostly the jitter of when each was taken.
+    static let paceWindow = Duration.milliseconds(800)
 
     /// A stream was loaded, or a seek asked for: its answers are its own.
     mutating func loaded() {
         switchedAt = nil
+        paceInterrupted()
     }
 
     /// playbin switched to the next stream gaplessly at `now`: what was shown of the stream
@@ -31,6 +46,36 @@ struct PositionFollow: Sendable {
     mutating func switched(at now: Instant) {
         switchedAt = now
         furthest = nil
+        paceInterrupted()
+    }
+
+    /// Playback paused or changed rate: the pace is measured anew.
+    mutating func paceInterrupted() {
+        lastAnswer = nil
+        lastCorrection = nil
+    }
+
+    /// The pipeline answered `reported` as of `at`.
+    mutating func answered(_ reported: Duration, at: Instant) {
+        if lastAnswer == nil { lastAnswer = (reported, at) }
+    }
+
+    /// The clock takes the pipeline's word `reported` as of `at`: how fast the position has
+    /// moved, in seconds of media a second (nil: not measured over ``paceWindow`` yet). Over
+    /// the stretch, unless the pace since the last correction differs by ``paceChange`` (the
+    /// output sped up or slowed down): then over that, which starts a new stretch.
+    mutating func corrected(to reported: Duration, at: Instant) -> Double? {
+        defer { lastCorrection = (reported, at) }
+        func pace(since start: (position: Duration, at: Instant)?) -> Double? {
+            guard let start, at - start.at >= Self.paceWindow else { return nil }
+            return (reported - start.position) / (at - start.at)
+        }
+        let stretch = pace(since: lastAnswer)
+        guard let recent = pace(since: lastCorrection), let stretch, abs(recent - stretch) > Self.paceChange else {
+            return stretch
+        }
+        lastAnswer = lastCorrection
+        return recent
     }
 
     /// Whether to ask the pipeline where it is now (and if so, the asking is counted).

@@ -40,6 +40,10 @@ public final class Player {
     public var current: Entry? { state.shown }
     /// The playback rate (1: normal speed).
     public var rate: Double { engine.rate }
+    /// The rate the audio really moves at while it plays: ``rate``, unless the output takes it
+    /// slower (or faster) than real time, as its position showed. Clients that extrapolate the
+    /// position are told this one, so that they follow such an output without corrections.
+    public var effectiveRate: Double { engine.effectiveRate }
     /// The volume, on the cubic scale of desktop mixers (0...1).
     public var volume: Double { engine.volume }
     /// What follows the last entry, or the current one at its end.

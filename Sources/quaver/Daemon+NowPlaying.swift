@@ -38,9 +38,12 @@ extension Daemon {
         // An image shown anew becomes the one the cache trims last (gone meanwhile: left out).
         if let url = now.artworkURL, url != published?.artworkURL, !artwork.markUsed(url) { now.artworkURL = nil }
         lookForArtworkAgainIfNeeded(entry, published: now)
-        now.defaultPlaybackRate = player.rate
+        // An output slower than real time moves the audio slower than the rate asked for: the
+        // rate clients extrapolate with (MPRIS Rate among them) is the one it really moves at,
+        // so that they follow it without a correction every second.
+        now.defaultPlaybackRate = player.effectiveRate
         // Waiting for audio that does not move is Apple's rate 0 (MPRIS shows it as Paused).
-        let rate = player.status == .playing && !player.isWaitingForAudio ? player.rate : 0
+        let rate = player.status == .playing && !player.isWaitingForAudio ? player.effectiveRate : 0
         if republishTiming || !sameItem || now.playbackRate != rate {
             now.playbackRate = rate
             now.elapsedPlaybackTime =

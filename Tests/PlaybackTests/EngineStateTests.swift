@@ -60,6 +60,29 @@ struct EngineStateTests {
         }
     }
 
+    /// An output that takes the audio at 0.7 of real time for 20 s, then at full speed: the
+    /// clock takes the pipeline's word once when the slowness is first seen and runs at its
+    /// pace from then on, and at most twice when it ends, instead of a correction (a backward
+    /// Seeked for clients) every second.
+    @Test func aSlowOutputIsFollowedAtItsPaceNotCorrectedEverySecond() {
+        var state = Self.playing()
+        var heard = Duration.zero
+        var corrections: [Double] = []
+        for second in 1...40 {
+            heard += second <= 20 ? .milliseconds(700) : .seconds(1)
+            let at = Self.at(Double(second))
+            if state.positionReported(heard, at: at, holding: false) != nil { corrections.append(Double(second)) }
+            let shown = state.clock.position(at: at)
+            #expect(abs((shown - heard).inSeconds) < 0.6, "at \(second) s: shown \(shown), heard \(heard)")
+        }
+        // One when the slowness is first seen (the pace since the clock's last snapshot); at its
+        // end, the pace since the last correction still holds the slow seconds, so a second
+        // one follows the next answer.
+        #expect(corrections.filter { $0 <= 20 }.count == 1, "corrections at \(corrections) s")
+        #expect(corrections.filter { $0 > 20 }.count <= 2, "corrections at \(corrections) s")
+        #expect(state.pace == 1, "full speed again")
+    }
+
     /// A call that got stuck right after a gapless switch: the audio stood from the call on,
     /// so the new entry goes on from where it was then, not from where the clock ran to during
     /// the stuck limit (that loaded a short track past its end, where every seek was refused).

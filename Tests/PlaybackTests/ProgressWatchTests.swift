@@ -237,7 +237,8 @@ struct ProgressWatchTests {
         let oneX = Self.sample(0.25, 10.25)
         #expect(Watch.moved(from: previous, to: oneX, rate: 1))
         #expect(Watch.moved(from: previous, to: oneX, rate: 2), "half of what rate 2 makes still moves")
-        #expect(!Watch.moved(from: previous, to: Self.sample(0.25, 10.1), rate: 1))
+        #expect(Watch.moved(from: previous, to: Self.sample(0.25, 10.1), rate: 1), "a slow output's burst moves")
+        #expect(!Watch.moved(from: previous, to: Self.sample(0.25, 10.04), rate: 1))
         #expect(Watch.moved(from: previous, to: Self.sample(0.25, 10.07), rate: 0.5))
     }
 }
