@@ -40,8 +40,10 @@ extension Daemon {
         lookForArtworkAgainIfNeeded(entry, published: now)
         // An output slower than real time moves the audio slower than the rate asked for: the
         // rate clients extrapolate with (MPRIS Rate among them) is the one it really moves at,
-        // so that they follow it without a correction every second.
-        now.defaultPlaybackRate = player.effectiveRate
+        // so that they follow it without a correction every second; Rate within the range
+        // the MPRIS spec binds it to.
+        let rates = player.supportedRates
+        now.defaultPlaybackRate = min(max(player.effectiveRate, rates.lowerBound), rates.upperBound)
         // Waiting for audio that does not move is Apple's rate 0 (MPRIS shows it as Paused).
         let rate = player.status == .playing && !player.isWaitingForAudio ? player.effectiveRate : 0
         if republishTiming || !sameItem || now.playbackRate != rate {
