@@ -238,13 +238,9 @@ struct EngineState: Sendable {
         let predicted = clock.position(at: at)
         guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else { return nil }
         // The clock drifted: at the pace the audio really moves, when that is not the rate.
-        // Before the pipeline has answered over a window, the clock's own last snapshot (a
-        // state reached, a seek landed) is where the audio was: the pace since then.
-        let sinceSnapshot: Double? =
-            at - clock.stamp >= PositionFollow.paceWindow ? (reported - clock.elapsed) / (at - clock.stamp) : nil
-        if transport.isPlaying, transport.rate > 0,
-            let observed = positionFollow.corrected(to: reported, at: at) ?? (pace == 1 ? sinceSnapshot : nil)
-        {
+        // Only the pipeline's own answers measure the pace: the clock's snapshot (a state
+        // reached) comes before an output's latency, which would pass for a slow pace.
+        if transport.isPlaying, transport.rate > 0, let observed = positionFollow.corrected(to: reported, at: at) {
             let measured = observed / transport.rate
             pace = abs(measured - 1) < Self.paceTolerance || measured <= 0 ? 1 : measured
         }
