@@ -243,17 +243,26 @@ struct WholeSaveTests {
         #expect(failures.count == 1, "\(failures.joined(separator: "\n"))")
     }
 
+    /// Launches `session` with nothing named on what version 0.1.0 saved: a `queue.m3u8` of
+    /// `tracks`, and a version 1 `state.json` that expects `queueCount` entries, on the second,
+    /// 2 s in, at volume 0.5 with loop `loop`.
+    static func launchOnPreviousVersion(_ session: Session, _ tracks: [URL], queueCount: Int, loop: String)
+        async throws
+    {
+        try SavedStateEdgeTests.writeSession(
+            session, queue: tracks.map(\.absoluteString),
+            state: """
+                {"version": 1, "queueCount": \(queueCount), "current": 1, "position": 2000000, "volume": 0.5, "rate": 1, "loop": "\(loop)", "shuffle": false}
+                """)
+        try await session.launch([])
+    }
+
     @Test("the previous version's queue.m3u8 and state.json restore whole, and the next save moves to the new files")
     func previousVersionRestores() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try SavedStateEdgeTests.writeSession(
-            session, queue: tracks.map(\.absoluteString),
-            state: """
-                {"version": 1, "queueCount": 3, "current": 1, "position": 2000000, "volume": 0.5, "rate": 1, "loop": "off", "shuffle": false}
-                """)
-        try await session.launch([])
+        try await Self.launchOnPreviousVersion(session, tracks, queueCount: 3, loop: "off")
         try await session.waitForStatus("Paused")
         #expect(try await session.metadata()["xesam:title"] == .string("Track 2"))
         let position = try await session.position()
@@ -280,12 +289,7 @@ struct WholeSaveTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
-        try SavedStateEdgeTests.writeSession(
-            session, queue: tracks.map(\.absoluteString),
-            state: """
-                {"version": 1, "queueCount": 2, "current": 1, "position": 2000000, "volume": 0.5, "rate": 1, "loop": "all", "shuffle": false}
-                """)
-        try await session.launch([])
+        try await Self.launchOnPreviousVersion(session, tracks, queueCount: 2, loop: "all")
         #expect(try await Self.urls(session) == tracks.map(\.absoluteString), "the queue is lost:\n\(session.log())")
         #expect(try await session.get("Volume") == .double(0.5), "the options are kept")
         #expect(try await session.get("LoopStatus") == .string("Playlist"))
