@@ -130,16 +130,13 @@ struct WatchedQueueTests {
         #expect(watched.kinds == [.stuck(.blocked)], "nothing is reported after it")
     }
 
-    /// While one CPU runs 48 loops of the same priority for four times the limit, two jobs
-    /// are starved, not stuck, and each is reported so once, then that it returned: one
-    /// whose thread computes, pinned beside the loops (it gets a forty-ninth of the CPU and
-    /// is runnable throughout); one blocked on such a thread, as a call waits on a
-    /// streaming thread (the process's threads wait for a CPU far longer than they run).
+    /// While one CPU runs 48 loops of the same priority for four times the limit, a job whose
+    /// thread computes, pinned beside the loops (it gets a forty-ninth of the CPU and is
+    /// runnable throughout), is starved, not stuck: reported so once, then that it returned.
     ///
     /// Pinned beside loops rather than run under SCHED_IDLE: a job runs on a thread of
     /// Dispatch's pool, which a process without CAP_SYS_NICE could not bring back from
-    /// SCHED_IDLE afterwards, while its CPUs it can. One test for both, so that the loops
-    /// take a CPU from the suites that run beside it only once.
+    /// SCHED_IDLE afterwards, while its CPUs it can.
     @Test func jobsStarvedOfCPUAreWaitedOn() async throws {
         let loops = DispatchGroup()
         let cpu = try Self.busyCPU(for: .milliseconds(1200), loops)
@@ -153,24 +150,15 @@ struct WatchedQueueTests {
             _ = csystem_pin_thread(-1)
         }
 
-        let waiting = Watched()
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            _ = csystem_pin_thread(cpu)
-            // Its own time on a CPU, not the clock's: a starved thread's clock runs on. At a
-            // fiftieth of a CPU, 60 ms take until the loops end.
-            while Self.threadCPUTime() < .milliseconds(60) {}
-            done.signal()
-        }.start()
-        waiting.queue.run { done.wait() }
-
+        // A job waiting on another thread starved this way is judged by the whole process's
+        // figures, which the other suites' threads of this test process sway: it took such a
+        // job for blocked in a quiet run, so that rule is checked on measured figures alone
+        // (StarvationCheckTests).
         await withCheckedContinuation { continuation in loops.notify(queue: .main) { continuation.resume() } }
         stop.withLock { $0 = true }
         #expect(await computing.waitFor(upTo: .seconds(10)) { $0 == .returned }, "\(computing.kinds)")
-        #expect(await waiting.waitFor(upTo: .seconds(10)) { $0 == .returned }, "\(waiting.kinds)")
         #expect(pinned.withLock { $0 } == 0, "the computing job's thread was pinned")
         #expect(computing.kinds == [.slow(.starved), .returned])
-        #expect(waiting.kinds == [.slow(.starved), .returned])
     }
 
     /// A job that keeps working past its patience is stuck all the same (a loop inside
