@@ -138,12 +138,12 @@ struct EngineDefectTests {
         let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path), sink: "identity sleep-time=100000000 ! fakesink sync=false")
-        let timer = ReplyTimer()
-        _ = try await timer.time { try await session.get("PlaybackStatus") }
+        let timer = ReplyTimer(log: { session.log() })
+        _ = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
 
-        _ = try await timer.time { try await session.call("Next") }
+        _ = try await timer.time("Next") { try await session.call("Next") }
         let asked = ContinuousClock.now
-        _ = try await timer.time { try await session.position() }
+        _ = try await timer.time("Get Position after Next") { try await session.position() }
         let positionTime = ContinuousClock.now - asked
         print("stuck sink: Get Position right after Next answered in \(positionTime)")
         // A call that waited on the stuck pipeline would take the whole stuck limit (3 s); a
@@ -155,10 +155,10 @@ struct EngineDefectTests {
         func readUntil(_ limit: Duration, _ done: () -> Bool) async throws -> Bool {
             _ = try await Waiter.poll(timeout: limit, every: .milliseconds(250)) {
                 if done() { return true }
-                _ = try await timer.time { try await session.get("PlaybackStatus") }
-                _ = try await timer.time { try await session.position() }
-                _ = try await timer.time { try await session.metadata() }
-                _ = try await timer.time { try await session.get("CanPlay") }
+                _ = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
+                _ = try await timer.time("Get Position") { try await session.position() }
+                _ = try await timer.time("Get Metadata") { try await session.metadata() }
+                _ = try await timer.time("Get CanPlay") { try await session.get("CanPlay") }
                 return false
             }
             return done()
@@ -174,7 +174,7 @@ struct EngineDefectTests {
                 || !session.logLines(containing: "took no audio").isEmpty
         }
         #expect(gaveUp, "Quaver says it gave up: \(session.log())")
-        let status = try await timer.time { try await session.get("PlaybackStatus") }
+        let status = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
         #expect(status == .string("Paused") || status == .string("Stopped"), "the truth: nothing plays (\(status))")
         // The stuck pipeline is replaced; when the replacement sticks too, it is replaced by one
         // that holds nothing, and nothing is tried again until Play.
@@ -184,21 +184,36 @@ struct EngineDefectTests {
             session.logLines(containing: replaced).count <= 2, "nothing is tried again without Play: \(session.log())")
         let shown = try await session.metadata()["xesam:title"]?.string ?? "-"
         print("stuck sink: \(timer.count) calls, slowest reply \(timer.slowest); status \(status), showing \(shown)")
-        #expect(timer.slowest < Self.waitedOnThePipeline, "every call answered: the slowest took \(timer.slowest)")
+        #expect(
+            timer.slowest < Self.waitedOnThePipeline,
+            "every call answered: \(timer.slowestCall)\nthe whole log:\n\(session.log())")
         #expect(session.daemonStatus == nil)
     }
 }
 
-/// Times D-Bus calls and keeps the slowest reply.
+/// Times D-Bus calls and keeps the slowest reply, with what the daemon logged while it was
+/// awaited: a slow reply is then explained by the log, not guessed at.
 @MainActor
 final class ReplyTimer {
     private(set) var slowest: Duration = .zero
     private(set) var count = 0
+    /// The slowest call's name and the daemon's log lines written while it was awaited.
+    private(set) var slowestCall = ""
+    private let log: (() -> String)?
 
-    func time<T>(_ call: () async throws -> T) async rethrows -> T {
+    /// `log`: the daemon's log so far, read before and after each call.
+    init(log: (() -> String)? = nil) { self.log = log }
+
+    func time<T>(_ name: String = "", _ call: () async throws -> T) async rethrows -> T {
         let start = ContinuousClock.now
+        let before = log?().utf8.count ?? 0
         defer {
-            slowest = max(slowest, ContinuousClock.now - start)
+            let took = ContinuousClock.now - start
+            if took > slowest {
+                slowest = took
+                let during = log.map { String(decoding: $0().utf8.dropFirst(before), as: UTF8.self) } ?? ""
+                slowestCall = "\(name) took \(took); the daemon logged meanwhile:\n\(during)"
+            }
             count += 1
         }
         return try await call()

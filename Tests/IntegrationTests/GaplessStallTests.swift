@@ -47,15 +47,22 @@ struct GaplessStallTests {
         .reduce(into: [String]()) { seen, title in if seen.last != title { seen.append(title) } }
         #expect(ended, "the queue plays to its end: titles \(titles)\n\(session.log())")
         // A fresh load of an AIFF can meet the same race and not start: that one is skipped
-        // with its reason (by the preroll watch), and the queue goes on.
+        // with its reason (by the preroll watch), and the queue goes on. A track that played
+        // and then stood (the race at its end, met twice) is shown while it played, and then
+        // skipped with its reason: it may be among the titles, in its place.
         // The file's whole name and the colon after it: "Stall 1" alone is also "Stall 10"'s start.
         let skipped = (1...10).filter { session.log().contains("skipping \(files[$0 - 1]): ") }
         let expected = (1...10).filter { !skipped.contains($0) }.map { "Stall \($0)" }
-        #expect(titles == expected, "each track in turn, but those skipped (\(skipped)): \(titles)\n\(session.log())")
+        let reasons = session.logLines(containing: "skipping").joined(separator: "\n")
+        #expect(
+            titles.filter { expected.contains($0) } == expected
+                && titles.allSatisfy { title in (1...10).contains { "Stall \($0)" == title } }
+                && titles == titles.sorted { Int($0.dropFirst(6))! < Int($1.dropFirst(6))! },
+            "each track in turn, but those skipped (\(skipped)): \(titles)\n\(reasons)\n\(session.log())")
         #expect(skipped.count <= 2, "most tracks play: \(session.log())")
         let recovered = session.log().components(separatedBy: "what follows never started").count - 1
         print(
-            "10 tracks of 1.5 s, MP3 and AIFF in turn: \(recovered) gapless switches never happened and were loaded afresh; \(ContinuousClock.now - start) in all"
+            "10 tracks of 1.5 s, MP3 and AIFF in turn: \(recovered) gapless switches never happened and were loaded afresh; \(ContinuousClock.now - start) in all; skipped: \(reasons.isEmpty ? "none" : reasons)"
         )
     }
 }
