@@ -17,6 +17,8 @@ extension Daemon {
     func run(_ actions: [Startup.Action]) {
         for action in actions {
             switch action {
+            case .readSession:
+                readSession()
             case .ownName:
                 ownName()
             case .armDeadline(let seconds):

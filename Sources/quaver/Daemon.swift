@@ -132,7 +132,22 @@ final class Daemon {
             self?.end(.busLost)
         }
 
-        let found = store.start(restoring: options.items.isEmpty && options.resume)
+        installSignalHandlers()
+        run(startup.connected())
+    }
+
+    /// Reads the saved session on the saver's queue, then goes on with the start on the main
+    /// actor (unless the daemon ends meanwhile).
+    func readSession() {
+        session.read(restoring: options.items.isEmpty && options.resume) { [weak self] found in
+            self?.sessionFound(found)
+        }
+    }
+
+    /// Queues what the saved session holds, else what the arguments, the music folder or the
+    /// demo give, and starts playing it.
+    private func sessionFound(_ found: StateStore.Found) {
+        guard startup.phase == .readingSession else { return }
         let restored = found.restored
         if let restored {
             let state = restored.state
@@ -146,7 +161,6 @@ final class Daemon {
             session.found(newest: found.newest)
         }
         startPlaylists()
-        installSignalHandlers()
         sleepGuard = SleepGuard(logger: logger) { [unowned self] in
             let wasPlaying = player.status == .playing
             player.pause()
@@ -169,7 +183,7 @@ final class Daemon {
         }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
-        run(startup.connected(starting: isStarting, makingDemo: makingDemo))
+        run(startup.sessionRead(starting: isStarting, makingDemo: makingDemo))
     }
 
     // MARK: - Player to now-playing info

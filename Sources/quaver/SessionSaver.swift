@@ -41,6 +41,16 @@ final class SessionSaver {
     /// Where the saving is (for the log and the tests).
     var phase: SessionSave.Phase { save.phase }
 
+    /// Reads what the folder holds at start (see ``StateStore/start(restoring:)``) on the
+    /// writer queue, and hands it to `found` on the main actor.
+    func read(restoring: Bool, found: @escaping @MainActor @Sendable (StateStore.Found) -> Void) {
+        let store = self.store
+        writer.async {
+            let read = store.start(restoring: restoring)
+            DispatchQueue.main.async { MainActor.assumeIsolated { found(read) } }
+        }
+    }
+
     /// What the folder holds at start, before anything is written: `newest` is its highest
     /// queue generation, and `restored` the generation whose file the player's queue was
     /// restored from as it is, at `queueRevision` (it is not written again unchanged).

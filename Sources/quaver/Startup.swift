@@ -1,7 +1,9 @@
 /// The daemon's life with its bus name, from `start` to exit: the decisions apart from the
 /// bus and the timers, so that a table test walks every one.
 ///
-/// The name is owned once the first state is true (a track prerolled or playing, or nothing
+/// The saved session is read off the main actor once the bus is connected: a queue file may
+/// be tens of megabytes, and the main actor never waits for the disk. The name is owned once
+/// the first state is true (a track prerolled or playing, or nothing
 /// to play), so that no client reads a Stopped with no track that is about to change. A
 /// start that takes long owns it all the same at a deadline, and publishes what is true
 /// then. Every way the process ends goes through ``end(_:)``: what is saved and released
@@ -11,6 +13,8 @@ struct Startup: Equatable {
     enum Phase: Equatable {
         /// Made: not connected to the bus, nothing queued.
         case made
+        /// Connected; the saved session is being read, off the main actor.
+        case readingSession
         /// Connected; what plays first is being found or loaded, and the name waits for it
         /// for `deadline` seconds at most.
         case findingFirstState(deadline: Double)
@@ -35,6 +39,9 @@ struct Startup: Equatable {
 
     /// What the executor carries out.
     enum Action: Equatable {
+        /// Read the saved session off the main actor, then report it with
+        /// ``sessionRead(starting:makingDemo:)`` once what it holds is queued.
+        case readSession
         /// Own the name now (and stop the deadline's timer).
         case ownName
         /// Own the name in this many seconds, unless the first state comes first.
@@ -56,11 +63,18 @@ struct Startup: Equatable {
     /// How far the daemon is now.
     private(set) var phase = Phase.made
 
-    /// Connected to the bus with the media queued or being found: `starting` says whether
-    /// what plays first is still being found or loaded; `makingDemo`, whether that is the
-    /// demo being rendered.
-    mutating func connected(starting: Bool, makingDemo: Bool) -> [Action] {
+    /// Connected to the bus: the saved session is read next.
+    mutating func connected() -> [Action] {
         guard phase == .made else { return [] }
+        phase = .readingSession
+        return [.readSession]
+    }
+
+    /// The saved session is read, and the media queued or being found: `starting` says
+    /// whether what plays first is still being found or loaded; `makingDemo`, whether that
+    /// is the demo being rendered.
+    mutating func sessionRead(starting: Bool, makingDemo: Bool) -> [Action] {
+        guard phase == .readingSession else { return [] }
         guard starting else {
             phase = .named
             return [.ownName]
@@ -84,10 +98,11 @@ struct Startup: Equatable {
         return [.ownName]
     }
 
-    /// The daemon is to end, for `ending`: once.
+    /// The daemon is to end, for `ending`: once. Before the saved session is read, nothing
+    /// is saved: a save then would write an empty queue over the one on disk.
     mutating func end(_ ending: Ending) -> [Action] {
         guard phase != .ending else { return [] }
-        let connected = phase != .made
+        let connected = phase != .made && phase != .readingSession
         phase = .ending
         switch ending {
         case .asked: return [connected ? .saveAndExit(success: true) : .exit(success: true)]

@@ -7,14 +7,16 @@ import Testing
 @Suite("start-up: the bus name and how the daemon ends")
 struct StartupTests {
     enum Input: CustomStringConvertible, Sendable {
-        case connected(starting: Bool, demo: Bool)
+        case connected
+        case sessionRead(starting: Bool, demo: Bool)
         case progressed(starting: Bool)
         case deadlinePassed
         case end(Startup.Ending)
 
         var description: String {
             switch self {
-            case .connected(let starting, let demo): "connected(starting: \(starting), demo: \(demo))"
+            case .connected: "connected"
+            case .sessionRead(let starting, let demo): "sessionRead(starting: \(starting), demo: \(demo))"
             case .progressed(let starting): "progressed(starting: \(starting))"
             case .deadlinePassed: "deadlinePassed"
             case .end(let ending): "end(\(ending))"
@@ -29,81 +31,115 @@ struct StartupTests {
 
     static let rows: [Row] = [
         Row(
-            name: "nothing to find: the name at once", inputs: [.connected(starting: false, demo: false)],
+            name: "nothing to find: the name at once",
+            inputs: [.connected, .sessionRead(starting: false, demo: false)],
             actions: [.ownName], phase: .named),
         Row(
             name: "a first state to find: the name waits, 2 s at most",
-            inputs: [.connected(starting: true, demo: false)], actions: [.armDeadline(seconds: 2)], phase: finding),
+            inputs: [.connected, .sessionRead(starting: true, demo: false)], actions: [.armDeadline(seconds: 2)],
+            phase: finding),
         Row(
-            name: "the demo being made: the name waits 15 s at most", inputs: [.connected(starting: true, demo: true)],
+            name: "the demo being made: the name waits 15 s at most",
+            inputs: [.connected, .sessionRead(starting: true, demo: true)],
             actions: [.armDeadline(seconds: 15)], phase: findingDemo),
         Row(
             name: "still starting: the name still waits",
-            inputs: [.connected(starting: true, demo: false), .progressed(starting: true)], actions: [],
+            inputs: [.connected, .sessionRead(starting: true, demo: false), .progressed(starting: true)], actions: [],
             phase: finding),
         Row(
             name: "the first state found: the name",
-            inputs: [.connected(starting: true, demo: false), .progressed(starting: false)], actions: [.ownName],
+            inputs: [.connected, .sessionRead(starting: true, demo: false), .progressed(starting: false)],
+            actions: [.ownName],
             phase: .named),
         Row(
             name: "the deadline: the name, whatever the state",
-            inputs: [.connected(starting: true, demo: false), .deadlinePassed], actions: [.ownName], phase: .named),
+            inputs: [.connected, .sessionRead(starting: true, demo: false), .deadlinePassed], actions: [.ownName],
+            phase: .named),
         Row(
             name: "the name is asked for once: a late deadline",
-            inputs: [.connected(starting: true, demo: false), .progressed(starting: false), .deadlinePassed],
+            inputs: [
+                .connected, .sessionRead(starting: true, demo: false), .progressed(starting: false), .deadlinePassed,
+            ],
             actions: [], phase: .named),
         Row(
             name: "the name is asked for once: progress after it",
-            inputs: [.connected(starting: false, demo: false), .progressed(starting: false)], actions: [],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .progressed(starting: false)], actions: [],
             phase: .named),
         Row(
             name: "nothing is owned before the start", inputs: [.progressed(starting: false), .deadlinePassed],
             actions: [], phase: .made),
         Row(
             name: "connected once",
-            inputs: [.connected(starting: false, demo: false), .connected(starting: true, demo: true)],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .connected], actions: [], phase: .named),
+        Row(
+            name: "the session read once",
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .sessionRead(starting: true, demo: true)],
             actions: [], phase: .named),
         Row(
+            name: "connected: the saved session is read first", inputs: [.connected], actions: [.readSession],
+            phase: .readingSession),
+        Row(
+            name: "nothing is owned while the session is read",
+            inputs: [.connected, .progressed(starting: false), .deadlinePassed], actions: [], phase: .readingSession),
+        Row(
+            name: "no session read before connecting", inputs: [.sessionRead(starting: false, demo: false)],
+            actions: [], phase: .made),
+        Row(
+            name: "asked to quit while the session is read: exit 0, nothing saved over it",
+            inputs: [.connected, .end(.asked("terminated"))], actions: [.exit(success: true)], phase: .ending),
+        Row(
+            name: "a session read after the end starts nothing",
+            inputs: [.connected, .end(.asked("terminated")), .sessionRead(starting: true, demo: false)],
+            actions: [], phase: .ending),
+        Row(
             name: "asked to quit while running: save, release, exit 0",
-            inputs: [.connected(starting: false, demo: false), .end(.asked("terminated"))],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated"))],
             actions: [.saveAndExit(success: true)], phase: .ending),
         Row(
             name: "asked to quit while starting: save, release, exit 0",
-            inputs: [.connected(starting: true, demo: false), .end(.asked("interrupted"))],
+            inputs: [.connected, .sessionRead(starting: true, demo: false), .end(.asked("interrupted"))],
             actions: [.saveAndExit(success: true)], phase: .ending),
         Row(
             name: "asked to quit before connecting: nothing to save", inputs: [.end(.asked("terminated"))],
             actions: [.exit(success: true)], phase: .ending),
         Row(
             name: "the name is another's: exit 0, nothing saved",
-            inputs: [.connected(starting: false, demo: false), .end(.nameTaken)], actions: [.exit(success: true)],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.nameTaken)],
+            actions: [.exit(success: true)],
             phase: .ending),
         Row(
             name: "the name refused: exit 1, nothing saved",
-            inputs: [.connected(starting: false, demo: false), .end(.nameRefused("denied"))],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.nameRefused("denied"))],
             actions: [.exit(success: false)], phase: .ending),
         Row(
             name: "the bus lost: exit 1, nothing saved",
-            inputs: [.connected(starting: false, demo: false), .end(.busLost)], actions: [.exit(success: false)],
+            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.busLost)],
+            actions: [.exit(success: false)],
             phase: .ending),
         Row(
             name: "ended once: a second signal",
             inputs: [
-                .connected(starting: false, demo: false), .end(.asked("terminated")), .end(.asked("interrupted")),
+                .connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated")),
+                .end(.asked("interrupted")),
             ],
             actions: [], phase: .ending),
         Row(
             name: "ended once: the bus lost while stopping",
-            inputs: [.connected(starting: false, demo: false), .end(.asked("terminated")), .end(.busLost)],
+            inputs: [
+                .connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated")), .end(.busLost),
+            ],
             actions: [], phase: .ending),
         Row(
             name: "nothing is owned while ending: the deadline",
-            inputs: [.connected(starting: true, demo: false), .end(.asked("terminated")), .deadlinePassed],
+            inputs: [
+                .connected, .sessionRead(starting: true, demo: false), .end(.asked("terminated")), .deadlinePassed,
+            ],
             actions: [], phase: .ending),
         Row(
             name: "nothing is owned while ending: the first state",
             inputs: [
-                .connected(starting: true, demo: false), .end(.asked("terminated")), .progressed(starting: false),
+                .connected, .sessionRead(starting: true, demo: false), .end(.asked("terminated")),
+                .progressed(starting: false),
             ],
             actions: [], phase: .ending),
     ]
@@ -114,7 +150,9 @@ struct StartupTests {
         var actions: [Startup.Action] = []
         for input in row.inputs {
             switch input {
-            case .connected(let starting, let demo): actions = startup.connected(starting: starting, makingDemo: demo)
+            case .connected: actions = startup.connected()
+            case .sessionRead(let starting, let demo):
+                actions = startup.sessionRead(starting: starting, makingDemo: demo)
             case .progressed(let starting): actions = startup.progressed(starting: starting)
             case .deadlinePassed: actions = startup.deadlinePassed()
             case .end(let ending): actions = startup.end(ending)
