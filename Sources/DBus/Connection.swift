@@ -117,22 +117,50 @@ public final class Connection {
         case alreadyOwner
     }
 
-    /// Asks the bus for a well-known name without queueing for it.
+    /// Asks the bus for a well-known name without queueing for it, blocking the calling
+    /// thread until the bus answers: for programs that own their name before their main
+    /// queue runs. A running program awaits ``requestNameWithoutBlocking(_:allowReplacement:)``
+    /// instead.
     /// The corresponding libdbus function is `dbus_bus_request_name`.
     public func requestName(_ name: String, allowReplacement: Bool = false) throws(BusError) -> RequestNameReply {
+        let flags = try Self.requestFlags(name, allowReplacement: allowReplacement)
+        let error = ErrorBox()
+        let result = dbus_bus_request_name(raw, name, flags, &error.raw)
+        if let failure = error.take() { throw failure }
+        return Self.requestNameReply(UInt32(bitPattern: result))
+    }
+
+    /// Asks the bus for a well-known name without queueing for it, and waits for the answer
+    /// without blocking the main queue: messages that arrive meanwhile are handled.
+    /// The corresponding bus method is `org.freedesktop.DBus.RequestName`.
+    public func requestNameWithoutBlocking(_ name: String, allowReplacement: Bool = false) async throws(BusError)
+        -> RequestNameReply
+    {
+        let flags = try Self.requestFlags(name, allowReplacement: allowReplacement)
+        let reply = try await call(
+            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+            interface: "org.freedesktop.DBus", member: "RequestName", arguments: [.string(name), .uint32(flags)])
+        guard case .uint32(let code)? = reply.first else {
+            throw BusError(.failed, "RequestName answered \(reply), not a reply code")
+        }
+        return Self.requestNameReply(code)
+    }
+
+    private static func requestFlags(_ name: String, allowReplacement: Bool) throws(BusError) -> UInt32 {
         guard NameValidation.isValidBusName(name), !name.hasPrefix(":") else {
             throw BusError(.invalidArgs, "invalid well-known bus name '\(name)'")
         }
         var flags = UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE)
         if allowReplacement { flags |= UInt32(DBUS_NAME_FLAG_ALLOW_REPLACEMENT) }
-        let error = ErrorBox()
-        let result = dbus_bus_request_name(raw, name, flags, &error.raw)
-        if let failure = error.take() { throw failure }
-        switch result {
-        case Int32(DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER): return .primaryOwner
-        case Int32(DBUS_REQUEST_NAME_REPLY_IN_QUEUE): return .inQueue
-        case Int32(DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER): return .alreadyOwner
-        default: return .exists
+        return flags
+    }
+
+    private static func requestNameReply(_ code: UInt32) -> RequestNameReply {
+        switch code {
+        case UInt32(DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER): .primaryOwner
+        case UInt32(DBUS_REQUEST_NAME_REPLY_IN_QUEUE): .inQueue
+        case UInt32(DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER): .alreadyOwner
+        default: .exists
         }
     }
 

@@ -72,19 +72,33 @@ extension Daemon {
         return player.requestedStatus != .stopped || loads.isLoading
     }
 
-    /// Owns the MPRIS name; the daemon ends when it cannot.
+    /// Owns the MPRIS name, awaiting the bus's answer without blocking the main actor; the
+    /// daemon ends when it cannot.
     private func ownName() {
         guard let connection else { return }
         nameDeadline?.cancel()
         nameDeadline = nil
         syncNowPlaying(republishTiming: true)
-        let name: String?
-        do throws(BusError) {
-            name = try mpris.register(on: connection, processID: getpid(), instanceFallback: options.instance == .new)
-        } catch {
-            logger.critical("cannot own the MPRIS name: \(error.message)")
-            return end(.nameRefused(error.message))
+        let instanceFallback = options.instance == .new
+        Task { @MainActor [weak self, mpris] in
+            let name: String?
+            do throws(BusError) {
+                name = try await mpris.registerWithoutBlocking(
+                    on: connection, processID: getpid(), instanceFallback: instanceFallback)
+            } catch {
+                self?.nameRefused(error)
+                return
+            }
+            self?.nameAnswered(name)
         }
+    }
+
+    private func nameRefused(_ error: BusError) {
+        logger.critical("cannot own the MPRIS name: \(error.message)")
+        end(.nameRefused(error.message))
+    }
+
+    private func nameAnswered(_ name: String?) {
         guard let name else {
             logger.notice("Quaver is already running as org.mpris.MediaPlayer2.\(options.name); leaving it be")
             return end(.nameTaken)

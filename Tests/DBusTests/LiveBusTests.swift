@@ -122,6 +122,27 @@ struct LiveBusTests {
         }
     }
 
+    @Test("requesting names without blocking: the same answers, and the connection serves meanwhile")
+    func namesWithoutBlocking() async throws {
+        try await withFixture { f async throws in
+            #expect(try await f.service.requestNameWithoutBlocking(Self.name) == .alreadyOwner)
+            #expect(try await f.client.requestNameWithoutBlocking(Self.name) == .exists)
+            #expect(try await f.client.requestNameWithoutBlocking("org.example.Other") == .primaryOwner)
+            do {
+                let reply = try await f.client.requestNameWithoutBlocking(":1.99")
+                Issue.record("a unique name is refused, not \(reply)")
+            } catch {
+                #expect((error as? BusError)?.name == .invalidArgs, "\(error)")
+            }
+            // The service answers a call while its own request is awaited: nothing blocks.
+            async let answered = f.call("Add", [.int32(1), .int32(2)])
+            #expect(try await f.service.requestNameWithoutBlocking("org.example.Third") == .primaryOwner)
+            #expect(try await answered == [.int64(3)])
+            f.service.releaseName(Self.name)
+            #expect(try await f.client.requestNameWithoutBlocking(Self.name) == .primaryOwner)
+        }
+    }
+
     // MARK: Method calls
 
     @Test("method calls and their replies")

@@ -116,10 +116,51 @@ public final class MPRISServer {
     /// Exports the object, then asks for `org.mpris.MediaPlayer2.<playerName>`; when another
     /// process owns it, takes `org.mpris.MediaPlayer2.<playerName>.instance<PID>` instead, or
     /// returns nil when `instanceFallback` is false. Returns the name obtained.
+    ///
+    /// This form blocks the calling thread until the bus answers: call it before the main
+    /// queue runs, as a small program does. A program whose main queue already runs (it plays,
+    /// or answers other calls) awaits
+    /// ``registerWithoutBlocking(on:processID:instanceFallback:)``, which waits without
+    /// blocking it.
     @discardableResult
     public func register(
         on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true
     ) throws(BusError) -> String? {
+        let primary = appear(on: connection)
+        switch try connection.requestName(primary) {
+        case .primaryOwner, .alreadyOwner:
+            busName = primary
+        case .exists, .inQueue:
+            guard instanceFallback else { return nil }
+            let instance = instanceName(of: primary, processID: processID)
+            busName = try Self.instanceOwned(try connection.requestName(instance), primary, instance)
+        }
+        return busName
+    }
+
+    /// Does what ``register(on:processID:instanceFallback:)`` does, waiting for the bus's
+    /// answers without blocking the main queue: calls and signals that arrive meanwhile are
+    /// handled.
+    @discardableResult
+    public func registerWithoutBlocking(
+        on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true
+    ) async throws(BusError) -> String? {
+        let primary = appear(on: connection)
+        switch try await connection.requestNameWithoutBlocking(primary) {
+        case .primaryOwner, .alreadyOwner:
+            busName = primary
+        case .exists, .inQueue:
+            guard instanceFallback else { return nil }
+            let instance = instanceName(of: primary, processID: processID)
+            busName = try Self.instanceOwned(
+                try await connection.requestNameWithoutBlocking(instance), primary, instance)
+        }
+        return busName
+    }
+
+    /// Exports the object on `connection`, with what it publishes first; returns the name to
+    /// ask for.
+    private func appear(on connection: Connection) -> String {
         self.connection = connection
         // The state of a player that appears playing or paused, and its track list, are
         // announced once, whole, when the object appears: a client that watches for the name
@@ -132,20 +173,20 @@ public final class MPRISServer {
         trackListReplaced = trackList != nil
         setNeedsPublish()
         connection.export(object)
-        let primary = "org.mpris.MediaPlayer2." + configuration.playerName
-        switch try connection.requestName(primary) {
-        case .primaryOwner, .alreadyOwner:
-            busName = primary
-        case .exists, .inQueue:
-            guard instanceFallback else { return nil }
-            let instance = primary + ".instance\(processID)"
-            logger.info("\(primary) is owned by another process; using \(instance)")
-            guard try connection.requestName(instance) == .primaryOwner else {
-                throw BusError(.failed, "could not own \(primary) or \(instance)")
-            }
-            busName = instance
-        }
-        return busName
+        return "org.mpris.MediaPlayer2." + configuration.playerName
+    }
+
+    private func instanceName(of primary: String, processID: Int32) -> String {
+        let instance = primary + ".instance\(processID)"
+        logger.info("\(primary) is owned by another process; using \(instance)")
+        return instance
+    }
+
+    private static func instanceOwned(
+        _ reply: Connection.RequestNameReply, _ primary: String, _ instance: String
+    ) throws(BusError) -> String {
+        guard reply == .primaryOwner else { throw BusError(.failed, "could not own \(primary) or \(instance)") }
+        return instance
     }
 
     /// This process's id: what ``register(on:processID:instanceFallback:)`` names an
