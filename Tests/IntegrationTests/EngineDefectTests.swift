@@ -138,13 +138,18 @@ struct EngineDefectTests {
         let session = try await Session()
         defer { session.stop() }
         try await session.launch(tracks.map(\.path), sink: "identity sleep-time=100000000 ! fakesink sync=false")
+        // Timed on a connection and a queue of their own: other tests' tasks on the main
+        // actor do not stretch them.
+        let reader = try session.timedReader()
+        let name = session.busName
         let timer = ReplyTimer(log: { session.log() })
-        _ = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
+        try await timer.timed("Get PlaybackStatus") { try await reader.roundTrip(of: name, get: "PlaybackStatus") }
 
-        _ = try await timer.time("Next") { try await session.call("Next") }
-        let asked = ContinuousClock.now
-        _ = try await timer.time("Get Position after Next") { try await session.position() }
-        let positionTime = ContinuousClock.now - asked
+        try await timer.timed("Next") {
+            try await reader.roundTrip(of: name, interface: MPRISNames.player, member: "Next")
+        }
+        let positionTime = try await reader.roundTrip(of: name, get: "Position")
+        try await timer.timed("Get Position after Next") { positionTime }
         print("stuck sink: Get Position right after Next answered in \(positionTime)")
         // A call that waited on the stuck pipeline would take the whole stuck limit (3 s); a
         // loaded machine adds to a reply's time, never takes from it. How fast replies are is
@@ -155,10 +160,9 @@ struct EngineDefectTests {
         func readUntil(_ limit: Duration, _ done: () -> Bool) async throws -> Bool {
             _ = try await Waiter.poll(timeout: limit, every: .milliseconds(250)) {
                 if done() { return true }
-                _ = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
-                _ = try await timer.time("Get Position") { try await session.position() }
-                _ = try await timer.time("Get Metadata") { try await session.metadata() }
-                _ = try await timer.time("Get CanPlay") { try await session.get("CanPlay") }
+                for property in ["PlaybackStatus", "Position", "Metadata", "CanPlay"] {
+                    try await timer.timed("Get \(property)") { try await reader.roundTrip(of: name, get: property) }
+                }
                 return false
             }
             return done()
@@ -174,7 +178,7 @@ struct EngineDefectTests {
                 || !session.logLines(containing: "took no audio").isEmpty
         }
         #expect(gaveUp, "Quaver says it gave up: \(session.log())")
-        let status = try await timer.time("Get PlaybackStatus") { try await session.get("PlaybackStatus") }
+        let status = try await session.get("PlaybackStatus")
         #expect(status == .string("Paused") || status == .string("Stopped"), "the truth: nothing plays (\(status))")
         // The stuck pipeline is replaced; when the replacement sticks too, it is replaced by one
         // that holds nothing, and nothing is tried again until Play.
@@ -204,18 +208,25 @@ final class ReplyTimer {
     /// `log`: the daemon's log so far, read before and after each call.
     init(log: (() -> String)? = nil) { self.log = log }
 
+    /// Times `call` from the main actor: the round trip, and any wait for the main actor.
     func time<T>(_ name: String = "", _ call: () async throws -> T) async rethrows -> T {
         let start = ContinuousClock.now
         let before = log?().utf8.count ?? 0
-        defer {
-            let took = ContinuousClock.now - start
-            if took > slowest {
-                slowest = took
-                let during = log.map { String(decoding: $0().utf8.dropFirst(before), as: UTF8.self) } ?? ""
-                slowestCall = "\(name) took \(took); the daemon logged meanwhile:\n\(during)"
-            }
-            count += 1
-        }
+        defer { record(name, ContinuousClock.now - start, logFrom: before) }
         return try await call()
+    }
+
+    /// Keeps the time of a call that timed itself (see ``TimedReader``).
+    func timed(_ name: String, _ call: () async throws -> Duration) async throws {
+        let before = log?().utf8.count ?? 0
+        record(name, try await call(), logFrom: before)
+    }
+
+    private func record(_ name: String, _ took: Duration, logFrom before: Int) {
+        count += 1
+        guard took > slowest else { return }
+        slowest = took
+        let during = log.map { String(decoding: $0().utf8.dropFirst(before), as: UTF8.self) } ?? ""
+        slowestCall = "\(name) took \(took); the daemon logged meanwhile:\n\(during)"
     }
 }

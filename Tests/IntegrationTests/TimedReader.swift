@@ -58,6 +58,58 @@ final class TimedReader: @unchecked Sendable {
         return best!
     }
 
+    /// How long `busName` took to answer a call of `member` on `interface` with string
+    /// `arguments`, timed on the reader's queue: what the daemon took, and the bus, without
+    /// the wait for the test's main actor. Throws when the call fails.
+    func roundTrip(
+        of busName: String, interface: String, member: String, arguments: [String] = []
+    ) async throws -> Duration {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(
+                    with: Result {
+                        try self.timedCall(of: busName, interface: interface, member: member, arguments: arguments)
+                    })
+            }
+        }
+    }
+
+    /// `busName`'s Player property `name`, as ``roundTrip(of:interface:member:arguments:)``
+    /// times it.
+    func roundTrip(of busName: String, get name: String) async throws -> Duration {
+        try await roundTrip(
+            of: busName, interface: MPRISNames.properties, member: "Get", arguments: [MPRISNames.player, name])
+    }
+
+    private func timedCall(of busName: String, interface: String, member: String, arguments: [String]) throws
+        -> Duration
+    {
+        let path = interface == MPRISNames.properties || interface == MPRISNames.player ? MPRISNames.path.rawValue : "/"
+        guard let call = dbus_message_new_method_call(busName, path, interface, member) else {
+            throw HarnessError("out of memory for a \(member) call")
+        }
+        defer { dbus_message_unref(call) }
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(call, &iterator)
+        for text in arguments {
+            let appended = text.withCString { string in
+                var pointer: UnsafePointer<CChar>? = string
+                return dbus_message_iter_append_basic(&iterator, Int32(UInt8(ascii: "s")), &pointer)
+            }
+            guard appended != 0 else { throw HarnessError("out of memory for a \(member) call") }
+        }
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let before = ContinuousClock.now
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, call, 10_000, &error) else {
+            throw HarnessError("\(member) was not answered: \(Self.text(of: error))")
+        }
+        let took = ContinuousClock.now - before
+        dbus_message_unref(reply)
+        return took
+    }
+
     /// One blocking `Properties.Get(Player, Position)`.
     private func readPosition(of busName: String) throws -> Int64 {
         guard
