@@ -226,16 +226,17 @@ let filterThunk: DBusHandleMessageFunction = { _, message, data in
 
 /// Carries a continuation to the pending-call notify callback. Resumed exactly once.
 final class PendingReply: @unchecked Sendable {
-    private var continuation: CheckedContinuation<Result<Message, BusError>, Never>?
-    init(_ continuation: CheckedContinuation<Result<Message, BusError>, Never>) { self.continuation = continuation }
+    private var handler: ((Result<Message, BusError>) -> Void)?
+    init(_ handler: @escaping (Result<Message, BusError>) -> Void) { self.handler = handler }
 
+    /// Hands the reply (or its absence) to the handler, once.
     func complete(_ pending: OpaquePointer) {
-        guard let continuation else { return }
-        self.continuation = nil
+        guard let handler else { return }
+        self.handler = nil
         if let reply = dbus_pending_call_steal_reply(pending) {
-            continuation.resume(returning: .success(Message(owning: reply)))
+            handler(.success(Message(owning: reply)))
         } else {
-            continuation.resume(returning: .failure(BusError(.noReply, "no reply")))
+            handler(.failure(BusError(.noReply, "no reply")))
         }
     }
 }

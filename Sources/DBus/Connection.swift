@@ -119,7 +119,7 @@ public final class Connection {
 
     /// Asks the bus for a well-known name without queueing for it, blocking the calling
     /// thread until the bus answers: for programs that own their name before their main
-    /// queue runs. A running program awaits ``requestNameWithoutBlocking(_:allowReplacement:)``
+    /// queue runs. A running program uses ``requestName(_:allowReplacement:answered:)``
     /// instead.
     /// The corresponding libdbus function is `dbus_bus_request_name`.
     public func requestName(_ name: String, allowReplacement: Bool = false) throws(BusError) -> RequestNameReply {
@@ -130,20 +130,38 @@ public final class Connection {
         return Self.requestNameReply(UInt32(bitPattern: result))
     }
 
-    /// Asks the bus for a well-known name without queueing for it, and waits for the answer
-    /// without blocking the main queue: messages that arrive meanwhile are handled.
+    /// Asks the bus for a well-known name without queueing for it, and calls `answered` on
+    /// the main actor with the bus's answer: the main queue goes on meanwhile. No task is
+    /// made, so a program that must not wake while idle stays asleep (on Linux, Swift's
+    /// global executor starts a worker pool that wakes the process every second).
     /// The corresponding bus method is `org.freedesktop.DBus.RequestName`.
-    public func requestNameWithoutBlocking(_ name: String, allowReplacement: Bool = false) async throws(BusError)
-        -> RequestNameReply
-    {
-        let flags = try Self.requestFlags(name, allowReplacement: allowReplacement)
-        let reply = try await call(
-            destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
-            interface: "org.freedesktop.DBus", member: "RequestName", arguments: [.string(name), .uint32(flags)])
-        guard case .uint32(let code)? = reply.first else {
-            throw BusError(.failed, "RequestName answered \(reply), not a reply code")
+    public func requestName(
+        _ name: String, allowReplacement: Bool = false,
+        answered: @escaping @MainActor (Result<RequestNameReply, BusError>) -> Void
+    ) {
+        let message: Message
+        do throws(BusError) {
+            let flags = try Self.requestFlags(name, allowReplacement: allowReplacement)
+            message = try Message.methodCall(
+                destination: "org.freedesktop.DBus", path: ObjectPath("/org/freedesktop/DBus")!,
+                interface: "org.freedesktop.DBus", member: "RequestName", arguments: [.string(name), .uint32(flags)])
+        } catch {
+            return answered(.failure(error))
         }
-        return Self.requestNameReply(code)
+        send(message, timeout: .seconds(25)) { result in
+            answered(
+                result.flatMap { reply -> Result<RequestNameReply, BusError> in
+                    if let error = reply.error { return .failure(error) }
+                    do throws(BusError) {
+                        guard case .uint32(let code)? = try reply.readArguments().first else {
+                            return .failure(BusError(.failed, "RequestName answered without a reply code"))
+                        }
+                        return .success(Self.requestNameReply(code))
+                    } catch {
+                        return .failure(error)
+                    }
+                })
+        }
     }
 
     private static func requestFlags(_ name: String, allowReplacement: Bool) throws(BusError) -> UInt32 {
@@ -290,21 +308,31 @@ public final class Connection {
     }
 
     func callReturningMessage(_ message: Message, timeout: Duration) async throws(BusError) -> Message {
-        guard !isClosed else { throw BusError(.disconnected, "connection closed") }
+        let result: Result<Message, BusError> = await withCheckedContinuation { continuation in
+            send(message, timeout: timeout) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// Sends `message` and calls `replied` on the main actor with its reply (an error reply
+    /// too), or with why none came. No task and no thread waits meanwhile.
+    func send(
+        _ message: Message, timeout: Duration,
+        replied: @escaping @MainActor (Result<Message, BusError>) -> Void
+    ) {
+        guard !isClosed else { return replied(.failure(BusError(.disconnected, "connection closed"))) }
         var pending: OpaquePointer?
         let milliseconds = Connection.milliseconds(timeout)
         guard dbus_connection_send_with_reply(raw, message.raw, &pending, milliseconds) != 0, let pending else {
-            throw BusError(.disconnected, "could not send \(message.member ?? "call"): not connected")
+            return replied(
+                .failure(BusError(.disconnected, "could not send \(message.member ?? "call"): not connected")))
         }
-        let result: Result<Message, BusError> = await withCheckedContinuation { continuation in
-            let box = PendingReply(continuation)
-            dbus_pending_call_set_notify(
-                pending, pendingNotifyThunk, Unmanaged.passRetained(box).toOpaque(), pendingFreeThunk)
-            // The reply may already have arrived and been processed before set_notify.
-            if dbus_pending_call_get_completed(pending) != 0 { box.complete(pending) }
-        }
+        let box = PendingReply { result in MainActor.assumeIsolated { replied(result) } }
+        dbus_pending_call_set_notify(
+            pending, pendingNotifyThunk, Unmanaged.passRetained(box).toOpaque(), pendingFreeThunk)
+        // The reply may already have arrived and been processed before set_notify.
+        if dbus_pending_call_get_completed(pending) != 0 { box.complete(pending) }
         dbus_pending_call_unref(pending)
-        return try result.get()
     }
 
     /// `timeout` in whole milliseconds as libdbus takes it, computed without overflow: a

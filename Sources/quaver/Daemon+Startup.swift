@@ -72,24 +72,19 @@ extension Daemon {
         return player.requestedStatus != .stopped || loads.isLoading
     }
 
-    /// Owns the MPRIS name, awaiting the bus's answer without blocking the main actor; the
-    /// daemon ends when it cannot.
+    /// Owns the MPRIS name; the main actor goes on until the bus answers, and the daemon ends
+    /// when it cannot.
     private func ownName() {
         guard let connection else { return }
         nameDeadline?.cancel()
         nameDeadline = nil
         syncNowPlaying(republishTiming: true)
         let instanceFallback = options.instance == .new
-        Task { @MainActor [weak self, mpris] in
-            let name: String?
-            do throws(BusError) {
-                name = try await mpris.registerWithoutBlocking(
-                    on: connection, processID: getpid(), instanceFallback: instanceFallback)
-            } catch {
-                self?.nameRefused(error)
-                return
+        mpris.register(on: connection, processID: getpid(), instanceFallback: instanceFallback) { [weak self] result in
+            switch result {
+            case .success(let name): self?.nameAnswered(name)
+            case .failure(let error): self?.nameRefused(error)
             }
-            self?.nameAnswered(name)
         }
     }
 

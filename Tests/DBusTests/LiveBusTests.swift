@@ -125,21 +125,37 @@ struct LiveBusTests {
     @Test("requesting names without blocking: the same answers, and the connection serves meanwhile")
     func namesWithoutBlocking() async throws {
         try await withFixture { f async throws in
-            #expect(try await f.service.requestNameWithoutBlocking(Self.name) == .alreadyOwner)
-            #expect(try await f.client.requestNameWithoutBlocking(Self.name) == .exists)
-            #expect(try await f.client.requestNameWithoutBlocking("org.example.Other") == .primaryOwner)
-            do {
-                let reply = try await f.client.requestNameWithoutBlocking(":1.99")
-                Issue.record("a unique name is refused, not \(reply)")
-            } catch {
-                #expect((error as? BusError)?.name == .invalidArgs, "\(error)")
+            @MainActor func request(_ connection: Connection, _ name: String) async -> Result<
+                Connection.RequestNameReply, BusError
+            > {
+                await withCheckedContinuation { continuation in
+                    connection.requestName(name) { continuation.resume(returning: $0) }
+                }
             }
-            // The service answers a call while its own request is awaited: nothing blocks.
-            async let answered = f.call("Add", [.int32(1), .int32(2)])
-            #expect(try await f.service.requestNameWithoutBlocking("org.example.Third") == .primaryOwner)
-            #expect(try await answered == [.int64(3)])
+            #expect(try await request(f.service, Self.name).get() == .alreadyOwner)
+            #expect(try await request(f.client, Self.name).get() == .exists)
+            #expect(try await request(f.client, "org.example.Other").get() == .primaryOwner)
+            if case .success(let reply) = await request(f.client, ":1.99") {
+                Issue.record("a unique name is refused, not \(reply)")
+            }
+            if case .failure(let error) = await request(f.client, "single") {
+                #expect(error.name == .invalidArgs)
+            } else {
+                Issue.record("a name without a dot is refused")
+            }
+            // The service answers a call while its own request is on its way: nothing blocks.
+            var came = false
+            var answer: Connection.RequestNameReply?
+            f.service.requestName("org.example.Third") {
+                came = true
+                answer = try? $0.get()
+            }
+            #expect(!came, "the answer comes later, from the bus")
+            #expect(try await f.call("Add", [.int32(1), .int32(2)]) == [.int64(3)])
+            _ = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(10)) { came }
+            #expect(answer == .primaryOwner)
             f.service.releaseName(Self.name)
-            #expect(try await f.client.requestNameWithoutBlocking(Self.name) == .primaryOwner)
+            #expect(try await request(f.client, Self.name).get() == .primaryOwner)
         }
     }
 

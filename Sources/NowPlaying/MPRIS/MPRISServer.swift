@@ -119,9 +119,8 @@ public final class MPRISServer {
     ///
     /// This form blocks the calling thread until the bus answers: call it before the main
     /// queue runs, as a small program does. A program whose main queue already runs (it plays,
-    /// or answers other calls) awaits
-    /// ``registerWithoutBlocking(on:processID:instanceFallback:)``, which waits without
-    /// blocking it.
+    /// or answers other calls) uses
+    /// ``register(on:processID:instanceFallback:answered:)``, which does not block it.
     @discardableResult
     public func register(
         on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true
@@ -138,24 +137,41 @@ public final class MPRISServer {
         return busName
     }
 
-    /// Does what ``register(on:processID:instanceFallback:)`` does, waiting for the bus's
-    /// answers without blocking the main queue: calls and signals that arrive meanwhile are
-    /// handled.
-    @discardableResult
-    public func registerWithoutBlocking(
-        on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true
-    ) async throws(BusError) -> String? {
+    /// Does what ``register(on:processID:instanceFallback:)`` does without blocking: the
+    /// main queue goes on (answering calls, playing) until the bus answers, and `answered`
+    /// is then called on the main actor with the name obtained (nil: another process owns
+    /// it and `instanceFallback` is false). No task is made, so a program that must not
+    /// wake while idle stays asleep.
+    public func register(
+        on connection: Connection, processID: Int32 = MPRISServer.currentProcessID, instanceFallback: Bool = true,
+        answered: @escaping @MainActor (Result<String?, BusError>) -> Void
+    ) {
         let primary = appear(on: connection)
-        switch try await connection.requestNameWithoutBlocking(primary) {
-        case .primaryOwner, .alreadyOwner:
-            busName = primary
-        case .exists, .inQueue:
-            guard instanceFallback else { return nil }
-            let instance = instanceName(of: primary, processID: processID)
-            busName = try Self.instanceOwned(
-                try await connection.requestNameWithoutBlocking(instance), primary, instance)
+        connection.requestName(primary) { [weak self] reply in
+            guard let self else { return }
+            switch reply {
+            case .failure(let error):
+                answered(.failure(error))
+            case .success(.primaryOwner), .success(.alreadyOwner):
+                busName = primary
+                answered(.success(primary))
+            case .success(.exists), .success(.inQueue):
+                guard instanceFallback else { return answered(.success(nil)) }
+                let instance = instanceName(of: primary, processID: processID)
+                connection.requestName(instance) { [weak self] reply in
+                    guard let self else { return }
+                    let owned = reply.flatMap { reply -> Result<String?, BusError> in
+                        do throws(BusError) {
+                            return .success(try Self.instanceOwned(reply, primary, instance))
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    if case .success(let name) = owned { busName = name }
+                    answered(owned)
+                }
+            }
         }
-        return busName
     }
 
     /// Exports the object on `connection`, with what it publishes first; returns the name to
