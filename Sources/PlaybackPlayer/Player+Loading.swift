@@ -8,20 +8,6 @@ import PlaybackVocabulary
 /// Loading entries: a local file's tags are read first, so that clients see one Metadata
 /// for it, and a broken file is skipped before it reaches the pipeline.
 extension Player {
-    func go(to index: Int, forward: Bool = true) {
-        let intent = requestedStatus
-        state.selection.move(from: selectedEntry?.id, to: index, in: state.queue, forward: forward)
-        guard intent != .stopped else {
-            step { state in
-                state.abandonReading()
-                state.show(state.queue[index])
-                return [.readSelected, .announce(.transport)]
-            }
-            return
-        }
-        load(index, intent: intent)
-    }
-
     /// Loads the entry at `index` toward `intent`; a local file's tags are read first.
     func load(_ index: Int, at position: Duration? = nil, intent: Status) {
         state.selection.index = index

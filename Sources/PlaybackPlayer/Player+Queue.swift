@@ -1,7 +1,7 @@
 import FoundationEssentials
 public import Media
-public import PlaybackPipeline
-public import PlaybackVocabulary
+import PlaybackPipeline
+import PlaybackVocabulary
 
 /// Adding, removing and replacing entries of the queue.
 extension Player {

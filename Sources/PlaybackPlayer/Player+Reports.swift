@@ -14,7 +14,7 @@ extension Player {
         return PlayerState.EngineView(
             status: transport.status, intent: transport.intent, settledEntry: transport.settledEntry,
             upcomingEntry: transport.upcomingEntry, loadedEntry: transport.loadedEntry,
-            committedEntry: engine.pipeline.handoff.committedEntryID)
+            hasLoad: transport.loaded != nil, committedEntry: engine.pipeline.handoff.committedEntryID)
     }
 
     /// What the engine reported, once its step is done.
@@ -51,15 +51,27 @@ extension Player {
 
     /// Runs one step of the player's state and carries out what it decided. Leaving a shown
     /// track whose picture was over the limit hands the memory its parsing took back.
-    func step(_ body: (inout PlayerState) -> [PlayerState.Action]) {
+    /// False when the step, or the engine, refused a command.
+    @discardableResult
+    func step(_ body: (inout PlayerState) -> [PlayerState.Action]) -> Bool {
         let left = state.shown
         let actions = body(&state)
         if let left, left.id != state.shown?.id, left.info?.oversizedPictureBytes != nil { trimHeapSoon() }
-        perform(actions)
+        return perform(actions)
     }
 
-    /// Carries out what a step of the player's state decided, in order.
-    func perform(_ actions: [PlayerState.Action]) {
+    /// Runs the listener's `command` through the player's state. False when it was refused.
+    @discardableResult
+    func run(_ command: PlayerState.Command) -> Bool {
+        let view = engineView
+        return step { $0.command(command, view) }
+    }
+
+    /// Carries out what a step of the player's state decided, in order. False when a
+    /// command was refused, by the step or by the engine.
+    @discardableResult
+    func perform(_ actions: [PlayerState.Action]) -> Bool {
+        var accepted = true
         for action in actions {
             switch action {
             case .load(let position, let intent):
@@ -67,10 +79,21 @@ extension Player {
                 load(index, at: position, intent: intent)
             case .play:
                 play()
+            case .resume:
+                // The step resumes only the entry the engine holds, which it always can; a
+                // refusal would leave Play without effect, so the entry is loaded instead.
+                if !engine.resume(), let index = selectedIndex { load(index, intent: .playing) }
+            case .pause:
+                engine.pause()
             case .pauseForInterruption:
-                pauseTransport()
+                let view = engineView
+                step { $0.pausing(view) }
             case .stop:
                 engine.stop()
+            case .seek(let target):
+                accepted = engine.seek(to: target) && accepted
+            case .refused:
+                accepted = false
             case .readSelected:
                 readSelectedIfNeeded()
             case .nextMayHaveChanged:
@@ -92,6 +115,7 @@ extension Player {
                 onChange?(change)
             }
         }
+        return accepted
     }
 
     /// Tells the pipeline which URI follows the current one, for a gapless switch (see

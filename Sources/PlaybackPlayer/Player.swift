@@ -2,8 +2,8 @@ import Dispatch
 import FoundationEssentials
 public import Logging
 public import Media
-public import PlaybackEngine
-public import PlaybackPipeline
+import PlaybackEngine
+import PlaybackPipeline
 public import PlaybackVocabulary
 
 /// A play queue and its transport over a GStreamer pipeline.
@@ -164,114 +164,45 @@ public final class Player {
 
     /// Starts or resumes playback. Returns false when there is nothing to play.
     @discardableResult
-    public func play() -> Bool {
-        state.userActed()
-        guard let index = selectedIndex ?? firstIndex() else { return false }
-        state.selection.index = index
-        let id = queue[index].id
-        if state.isReading(id) {
-            state.readingPlays()
-        } else if transport.upcomingEntry != id || !engine.resume() {
-            load(index, intent: .playing)
-        }
-        return true
-    }
+    public func play() -> Bool { run(.play) }
 
     /// Loads an entry paused, at `position` when given (the `--paused` start, a restored
     /// session). Without `index`, the selected entry. Returns false when there is none.
     @discardableResult
     public func preroll(index: Int? = nil, at position: Duration? = nil) -> Bool {
-        state.userActed()
-        guard let index = index.flatMap({ queue.indices.contains($0) ? $0 : nil }) ?? selectedIndex ?? firstIndex()
-        else { return false }
-        load(index, at: position, intent: .paused)
-        return true
+        run(.preroll(index: index, at: position))
     }
 
     /// Starts playing an entry at `position` (a restored session told to play).
     @discardableResult
     public func play(index: Int, at position: Duration?) -> Bool {
-        state.userActed()
-        guard queue.indices.contains(index) else { return false }
-        load(index, at: position, intent: .playing)
-        return true
+        run(.playEntry(index: index, at: position))
     }
 
     /// Pauses; nothing to do when not playing nor about to.
-    public func pause() {
-        state.userActed()
-        pauseTransport()
-    }
-
-    /// Pauses what plays or is about to, the listener's command or not.
-    func pauseTransport() {
-        state.readingPaused()
-        guard transport.intent == .playing || status == .playing else { return }
-        engine.pause()
-    }
+    public func pause() { run(.pause) }
 
     /// Pauses when playing or about to, else plays. Waiting for audio that does not move is
     /// shown as paused, so the toggle plays on (goes on waiting) then, as clients expect.
-    public func togglePlayPause() {
-        if requestedStatus == .playing && !isWaitingForAudio { pause() } else { play() }
-    }
+    public func togglePlayPause() { run(.togglePlayPause(waitingForAudio: isWaitingForAudio)) }
 
     /// Stops: nothing stays loaded, and the position goes back to zero.
-    public func stop() {
-        state.userActed()
-        state.stopped()
-        engine.stop()
-    }
+    public func stop() { run(.stop) }
 
     /// Goes to the next entry in play order; nothing happens when there is none.
-    public func next() {
-        state.userActed()
-        guard let index = selectedIndex, let target = neighbour(of: index, forward: true, automatic: false),
-            target != index
-        else {
-            return
-        }
-        go(to: target)
-    }
+    public func next() { run(.next) }
 
     /// Restarts the current entry when more than 3 s in, else goes to the previous one.
     /// Both as the commands received so far leave it (a seek or a load may not have landed).
-    public func previous() {
-        state.userActed()
-        if requestedStatus != .stopped, requestedPosition > .seconds(3) {
-            seek(to: .zero)
-            return
-        }
-        guard let index = selectedIndex, let target = neighbour(of: index, forward: false, automatic: false),
-            target != index
-        else {
-            if requestedStatus != .stopped { seek(to: .zero) }
-            return
-        }
-        go(to: target, forward: false)
-    }
+    public func previous() { run(.previous(position: requestedPosition)) }
 
     /// Makes the entry with `id` current, keeping the play/pause/stop state.
     @discardableResult
-    public func goTo(id: UInt64) -> Bool {
-        state.userActed()
-        guard let index = queue.index(of: id) else { return false }
-        go(to: index)
-        return true
-    }
+    public func goTo(id: UInt64) -> Bool { run(.goTo(id)) }
 
     /// Seeks within the selected entry. False when nothing is loaded to seek in.
     @discardableResult
-    public func seek(to position: Duration) -> Bool {
-        let target = max(position, .zero)
-        if state.reading != nil {
-            state.readingSeeks(to: target)  // loads there once its tags are in
-            return true
-        }
-        guard requestedStatus != .stopped || transport.loaded != nil, transport.upcomingEntry == selectedEntry?.id
-        else { return false }
-        return engine.seek(to: target)
-    }
+    public func seek(to position: Duration) -> Bool { run(.seek(to: position)) }
 
     /// Sets the rate, clamped to `supportedRates`; NaN is ignored.
     public func setRate(_ newRate: Double) {
@@ -316,12 +247,9 @@ public final class Player {
     @discardableResult
     public func open(_ items: [MediaItem]) -> Bool {
         guard !items.isEmpty else { return false }
-        state.userActed()
         let added = enqueue(items, after: selectedIndex)
-        guard let first = added.first, let index = queue.index(of: first.id) else { return false }
-        if let selected = selectedEntry { state.selection.recordMove(from: selected.id, to: first.id, forward: true) }
-        load(index, intent: .playing)
-        return true
+        guard let first = added.first else { return false }
+        return run(.playAdded(first.id))
     }
 
     /// Stops the pipeline for good (before exit); `done` is called on the main actor once

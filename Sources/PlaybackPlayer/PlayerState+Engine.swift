@@ -19,6 +19,8 @@ extension PlayerState {
         var upcomingEntry: UInt64?
         /// The entry whose stream is in the pipeline.
         var loadedEntry: UInt64?
+        /// Whether the transport holds a load (one whose output failed too).
+        var hasLoad = false
         /// The entry playbin took for a gapless switch and has not started yet.
         var committedEntry: UInt64?
         /// What the pipeline tells of the settled entry, for one never read ahead (a network

@@ -43,11 +43,20 @@ struct PlayerState {
         case load(at: Duration?, intent: PlaybackStatus)
         /// Plays, as the Play command does.
         case play
+        /// Resumes the entry the engine holds or is loading.
+        case resume
+        /// Pauses the engine.
+        case pause
         /// Pauses for the sound server's interruption (not a listener's command: its end
         /// may resume).
         case pauseForInterruption
         /// Stops the engine: nothing stays loaded.
         case stop
+        /// Seeks within the entry the engine holds or is loading.
+        case seek(to: Duration)
+        /// The command had nothing to act on: its caller hears so (MPRIS answers with an
+        /// error, or does nothing where the specification says so).
+        case refused
         /// Reads the selected entry's tags when they are not known, so that a stopped player
         /// shows what Play would start (or moves past what cannot play).
         case readSelected
@@ -191,7 +200,7 @@ struct PlayerState {
             queue[$0].id
         }
         queue.remove(at: index)
-        var actions: [Action] = [.userActed, .forget(id), .announce(.queue)]
+        let actions: [Action] = [.userActed, .forget(id), .announce(.queue)]
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
             selection.recordMove(from: id, to: followerID, forward: true)
             selection.move(from: nil, to: follower, in: queue, forward: true)

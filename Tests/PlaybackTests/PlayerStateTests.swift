@@ -112,6 +112,7 @@ struct PlayerStateTests {
         case loadedFailed
         case switched
         case repeatMode(RepeatMode)
+        case command(PlayerState.Command)
 
         var description: String {
             switch self {
@@ -129,6 +130,7 @@ struct PlayerStateTests {
             case .loadedFailed: "the loaded entry fails"
             case .switched: "playbin switches to what was handed over"
             case .repeatMode(let mode): "repeat \(mode)"
+            case .command(let command): "command \(command)"
             }
         }
     }
@@ -138,7 +140,7 @@ struct PlayerStateTests {
             return random.chance(0.8) ? .insert(count: random.int(1..<4), at: 0, streams: false) : .removeUnknown
         }
         let index = random.int(0..<count)
-        switch random.int(0..<19) {
+        switch random.int(0..<24) {
         case 0, 1, 2:
             return .insert(count: random.int(1..<4), at: random.int(0..<(count + 1)), streams: random.chance(0.3))
         case 3, 4, 5: return .remove(index)
@@ -152,6 +154,13 @@ struct PlayerStateTests {
         case 15: return .ended
         case 16: return .loadedFailed
         case 17: return .switched
+        case 19, 20:
+            return .command(
+                random.pick([.play, .pause, .stop, .next, .togglePlayPause(waitingForAudio: random.chance(0.2))]))
+        case 21: return .command(.previous(position: random.chance(0.5) ? .seconds(5) : .seconds(1)))
+        case 22:
+            return .command(random.chance(0.8) ? .goTo(UInt64(random.int(0..<(count * 3)))) : .seek(to: .seconds(2)))
+        case 23: return .command(.preroll(index: random.chance(0.5) ? index : nil, at: nil))
         default: return .repeatMode(random.pick(RepeatMode.allCases))
         }
     }
@@ -171,7 +180,7 @@ struct PlayerStateTests {
         var view: PlayerState.EngineView {
             PlayerState.EngineView(
                 status: loaded == nil ? .stopped : requested, intent: loaded == nil ? .stopped : requested,
-                settledEntry: loaded, upcomingEntry: loaded, loadedEntry: loaded)
+                settledEntry: loaded, upcomingEntry: loaded, loadedEntry: loaded, hasLoad: loaded != nil)
         }
         var generation: Int?
         let check = InvariantChecks()
@@ -250,6 +259,16 @@ struct PlayerStateTests {
             case .repeatMode(let mode):
                 state.selection.setRepeatMode(mode)
                 removedID = nil
+            case .command(let command):
+                let before = state.selectedID
+                actions = state.command(command, view)
+                removedID = nil
+                if actions == [.refused] {
+                    check(state.selectedID == before, "a refused command moves nothing: \(number) \(step)")
+                }
+                if case .goTo(let id) = command, !actions.contains(.refused) {
+                    check(state.selectedID == id, "Go to selects its entry: \(number) \(step)")
+                }
             }
             // The player's side of the actions that change the state.
             for action in actions {
@@ -269,6 +288,14 @@ struct PlayerStateTests {
                     loaded = nil
                 case .play where state.selectedIndex != nil:
                     requested = .playing
+                case .resume:
+                    check(loaded == state.selectedID && loaded != nil, "only the held entry resumes: \(number) \(step)")
+                    requested = .playing
+                case .pause:
+                    check(requested == .playing, "only what plays pauses: \(number) \(step)")
+                    requested = .paused
+                case .seek:
+                    check(loaded == state.selectedID && loaded != nil, "a seek is in the held entry: \(number) \(step)")
                 default:
                     break
                 }
