@@ -87,6 +87,11 @@ struct ArticleCodeTests {
         guard let dependency = fragment.text.firstMatch(of: /\.package\(path: "\.\.\/(\w+)"\)/) else {
             throw HarnessError("the Package.swift fragment depends on no package beside it: \(fragment.text)")
         }
+        // The article tells where the program goes, and the test puts it there.
+        let article = try String(contentsOf: articles.appendingPathComponent(programs[0].article), encoding: .utf8)
+        #expect(
+            article.contains("`Sources/\(target)/main.swift`"),
+            "\(programs[0].article) does not say that the program goes in Sources/\(target)/main.swift")
         let work = workFolder
         let package = work.appendingPathComponent("Adopter")
         let fileManager = FileManager.default
