@@ -129,7 +129,8 @@ let package = Package(
                 "SeededRandom", "AudioCheck", "TestKit", "CLibcShims",
             ]),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["DBus", "CDBus", "SeededRandom", "AudioCheck", "TestKit"]),
+            name: "IntegrationTests",
+            dependencies: ["DBus", "CDBus", "NowPlaying", "SeededRandom", "AudioCheck", "TestKit"]),
         // The daemon's pure decisions (the session save, the start-up), through `@testable import`.
         .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom"]),
     ],

@@ -21,8 +21,11 @@ public final class RemoteCommandTarget: Hashable, Sendable {
 /// One remote command: a list of targets (handlers) and an enabled flag, like Apple's
 /// `MPRemoteCommand`. A command is *active*, and its MPRIS `Can*` flag true, only when it
 /// is enabled and has at least one target.
+///
+/// Only the library subclasses it: ``SkipIntervalCommand`` adds what Apple's
+/// `MPSkipIntervalCommand` adds.
 @MainActor
-public final class RemoteCommand<Event: Sendable> {
+public class RemoteCommand<Event: Sendable> {
     /// A target: called on the main actor with the command's event while a client's call
     /// waits for its reply, so it returns at once (start long work, and publish its outcome
     /// through the info center).
@@ -134,6 +137,33 @@ public struct SeekCommandEvent: Sendable, Equatable {
     public var position: Duration
 }
 
+/// Skip a step forward or back (MPRIS `Seek` with a positive or a negative offset), like
+/// Apple's `MPSkipIntervalCommandEvent`.
+public struct SkipIntervalCommandEvent: Sendable, Equatable {
+    /// How far to skip, in seconds (a `TimeInterval`, as Apple's `interval`): the size of the
+    /// client's step, never negative. The command says which way:
+    /// ``RemoteCommandCenter/skipForwardCommand`` goes ahead by it,
+    /// ``RemoteCommandCenter/skipBackwardCommand`` back by it. Clients choose their own
+    /// steps (GNOME's media keys 45 s ahead and 10 s back, Plasma's shortcuts 30 s and 5 s),
+    /// whatever ``SkipIntervalCommand/preferredIntervals`` says.
+    public var interval: Double
+
+    /// An event that skips `interval` seconds.
+    public init(interval: Double) {
+        self.interval = interval
+    }
+}
+
+/// A command that skips by a step, like Apple's `MPSkipIntervalCommand`:
+/// ``RemoteCommandCenter/skipForwardCommand`` and ``RemoteCommandCenter/skipBackwardCommand``.
+public final class SkipIntervalCommand: RemoteCommand<SkipIntervalCommandEvent> {
+    /// The steps, in seconds, your player would offer, as Apple's `preferredIntervals`.
+    /// Kept so that code written for Apple's API builds unchanged, but never published:
+    /// MPRIS has no way to tell clients a step, so each client sends its own and the
+    /// event's ``SkipIntervalCommandEvent/interval`` is the client's. 15 s unless set.
+    public var preferredIntervals: [Double] = [15]
+}
+
 /// Play at another speed (MPRIS `Rate`); within ``RemoteCommandCenter/supportedPlaybackRates``.
 public struct ChangePlaybackRateCommandEvent: Sendable, Equatable {
     /// The speed asked for: 1 is normal, 2 twice as fast.
@@ -229,12 +259,20 @@ public final class RemoteCommandCenter {
     public private(set) lazy var nextTrackCommand = make("nextTrack", RemoteCommandEvent.self)
     /// Go to the previous item (MPRIS `Previous`; `CanGoPrevious`).
     public private(set) lazy var previousTrackCommand = make("previousTrack", RemoteCommandEvent.self)
-    /// Go to a position in the current item (MPRIS `SetPosition`, and `Seek` when
-    /// ``seekCommand`` has no target; `CanSeek`).
+    /// Go to a position in the current item (MPRIS `SetPosition`, and `Seek` when neither
+    /// ``seekCommand`` nor the skip command of the seek's direction is active; `CanSeek`).
     public private(set) lazy var changePlaybackPositionCommand = make(
         "changePlaybackPosition", ChangePlaybackPositionCommandEvent.self)
-    /// Move relative to the position (MPRIS `Seek`; `CanSeek`).
+    /// Move relative to the position (MPRIS `Seek`, and `SetPosition` when
+    /// ``changePlaybackPositionCommand`` is not active; `CanSeek`). While it is active, every
+    /// `Seek` comes here, and the skip commands get none.
     public private(set) lazy var seekCommand = make("seek", SeekCommandEvent.self)
+    /// Skip ahead by the client's step, like Apple's `skipForwardCommand`: MPRIS `Seek` with a
+    /// positive offset, when ``seekCommand`` is not active (`CanSeek`).
+    public private(set) lazy var skipForwardCommand = makeSkip("skipForward")
+    /// Skip back by the client's step, like Apple's `skipBackwardCommand`: MPRIS `Seek` with a
+    /// negative offset, when ``seekCommand`` is not active (`CanSeek`).
+    public private(set) lazy var skipBackwardCommand = makeSkip("skipBackward")
     /// Play at another speed (MPRIS `Rate`), within ``supportedPlaybackRates``.
     public private(set) lazy var changePlaybackRateCommand = make(
         "changePlaybackRate", ChangePlaybackRateCommandEvent.self)
@@ -284,6 +322,8 @@ public final class RemoteCommandCenter {
         previousTrackCommand.removeAllTargets()
         changePlaybackPositionCommand.removeAllTargets()
         seekCommand.removeAllTargets()
+        skipForwardCommand.removeAllTargets()
+        skipBackwardCommand.removeAllTargets()
         changePlaybackRateCommand.removeAllTargets()
         changeRepeatModeCommand.removeAllTargets()
         changeShuffleModeCommand.removeAllTargets()
@@ -297,6 +337,17 @@ public final class RemoteCommandCenter {
 
     private func make<E: Sendable>(_ name: String, _: E.Type) -> RemoteCommand<E> {
         RemoteCommand<E>(name: name) { [weak self] in self?.notify() }
+    }
+
+    private func makeSkip(_ name: String) -> SkipIntervalCommand {
+        SkipIntervalCommand(name: name) { [weak self] in self?.notify() }
+    }
+
+    /// Whether any command that moves within the item is active: what `CanSeek` needs
+    /// besides a seekable item.
+    var canMoveWithinItem: Bool {
+        changePlaybackPositionCommand.isActive || seekCommand.isActive || skipForwardCommand.isActive
+            || skipBackwardCommand.isActive
     }
 
     private func notify() {

@@ -145,12 +145,27 @@ extension MPRISServer {
             }
             return
         }
-        if commandCenter.seekCommand.isActive {
-            seekRequested = try run(commandCenter.seekCommand, SeekCommandEvent(offset: offset, position: position))
-        } else {
-            seekRequested = try run(
-                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
+        seekRequested = try move(by: offset, to: position)
+    }
+
+    /// Hands a move within the item to the command that matches it best: ``seekCommand``,
+    /// MPRIS `Seek`'s own counterpart with both the offset and where it leads; else the
+    /// skip command of the move's direction, as code written for Apple's API expects a
+    /// client's step to arrive; else ``changePlaybackPositionCommand`` with the position.
+    /// Whether a command took it.
+    private func move(by offset: Duration, to position: Duration) throws(BusError) -> Bool {
+        let center = commandCenter
+        if center.seekCommand.isActive {
+            return try run(center.seekCommand, SeekCommandEvent(offset: offset, position: position))
         }
+        let seconds = Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
+        if offset > .zero, center.skipForwardCommand.isActive {
+            return try run(center.skipForwardCommand, SkipIntervalCommandEvent(interval: seconds))
+        }
+        if offset < .zero, center.skipBackwardCommand.isActive {
+            return try run(center.skipBackwardCommand, SkipIntervalCommandEvent(interval: -seconds))
+        }
+        return try run(center.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
     }
 
     private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
@@ -163,14 +178,20 @@ extension MPRISServer {
             logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
             return
         }
-        seekRequested = try run(
-            commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+        if commandCenter.changePlaybackPositionCommand.isActive {
+            seekRequested = try run(
+                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+        } else {
+            // A player with relative commands alone still gets a slider's drag: the move from
+            // where it is, as KDE Connect turns its own slider into a `Seek`.
+            seekRequested = try move(by: time - target.position, to: time)
+        }
     }
 
     /// Whether the item commands act on can seek: a seeking command is active, and the
     /// item has a known length (a live stream has none).
     private var canSeekTarget: Bool {
-        let active = commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
+        let active = commandCenter.canMoveWithinItem
         if let pending = infoCenter.pendingItem { return active && pending.duration != nil }
         return canSeek
     }

@@ -15,7 +15,7 @@ extension MPRISServer {
     var canPause: Bool { hasItem && commandCenter.pauseCommand.isActive }
     var canSeek: Bool {
         guard let info = infoCenter.nowPlayingInfo, !info.isLiveStream, info.duration != nil else { return false }
-        return commandCenter.changePlaybackPositionCommand.isActive || commandCenter.seekCommand.isActive
+        return commandCenter.canMoveWithinItem
     }
     var canGoNext: Bool { commandCenter.nextTrackCommand.isActive }
     var canGoPrevious: Bool { commandCenter.previousTrackCommand.isActive }
