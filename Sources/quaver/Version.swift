@@ -3,5 +3,5 @@
 /// entry for each one released.
 enum Version {
     /// The version of this build.
-    static let current = "0.1.0"
+    static let current = "0.2.0"
 }
