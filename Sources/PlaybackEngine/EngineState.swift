@@ -56,6 +56,9 @@ struct EngineState: Sendable {
     private(set) var pace = 1.0
     /// A pace closer to 1 than this is the jitter of the answers, not a slow output.
     static let paceTolerance = 0.05
+    /// How far a pace refined while the position is within the tolerance must have moved
+    /// the position over its stretch (see ``refinePace(_:predicted:at:)``).
+    static let paceRefinement = Duration.milliseconds(100)
 
     /// The rate the clock runs at while the transport plays, else 0.
     var runningRate: Double { transport.isPlaying ? transport.rate * pace : 0 }
@@ -236,7 +239,18 @@ struct EngineState: Sendable {
         guard let reported, transport.isSettledLoad, !holding, at >= clock.stamp else { return nil }
         if transport.isPlaying { positionFollow.answered(reported, at: at) }
         let predicted = clock.position(at: at)
-        guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else { return nil }
+        guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else {
+            return refinePace(reported, predicted: predicted, at: at)
+        }
+        // A first drift, not far, before any pace could be measured: the next answer measures
+        // it, so that an output slower than real time costs one correction, not two.
+        let drift = reported - predicted
+        if transport.isPlaying, pace == 1, drift < PositionFollow.tolerance * 2,
+            drift > .zero - PositionFollow.tolerance * 2,
+            positionFollow.stretchPace(to: reported, at: at) == nil
+        {
+            return nil
+        }
         // The clock drifted: at the pace the audio really moves, when that is not the rate.
         // Only the pipeline's own answers measure the pace: the clock's snapshot (a state
         // reached) comes before an output's latency, which would pass for a slow pace.
@@ -245,6 +259,24 @@ struct EngineState: Sendable {
             pace = abs(measured - 1) < Self.paceTolerance || measured <= 0 ? 1 : measured
         }
         clock.set(reported, rate: runningRate, at: at)
+        return predicted
+    }
+
+    /// A slow (or fast) output whose position is still within the tolerance: the pace
+    /// measured over the longer stretch is taken as the clock's rate from where the clock has
+    /// it, so that the first estimate's error does not grow into a second correction (a
+    /// `Seeked`). Clients see the rate change and no jump. Only a difference that would have
+    /// moved the position by ``paceRefinement`` over the stretch counts: a bursty output's
+    /// answers jitter by about that much, and a rate change each second would be noise.
+    /// Nil when the pace stays.
+    private mutating func refinePace(_ reported: Duration, predicted: Duration, at: Instant) -> Duration? {
+        guard pace != 1, transport.isPlaying, transport.rate > 0,
+            let (observed, stretch) = positionFollow.stretchPace(to: reported, at: at)
+        else { return nil }
+        let measured = observed / transport.rate
+        guard measured > 0, stretch * abs(measured - pace) > Self.paceRefinement else { return nil }
+        pace = measured
+        clock.set(predicted, rate: runningRate, at: at)
         return predicted
     }
 

@@ -78,6 +78,14 @@ struct PositionFollow: Sendable {
         return recent
     }
 
+    /// The pace over the stretch so far, were the clock to take `reported` as of `at`, and
+    /// how long the stretch is (nil: not measured over ``paceWindow`` yet). Changes nothing:
+    /// the clock's rate follows it while the position stays within ``tolerance``.
+    func stretchPace(to reported: Duration, at: Instant) -> (pace: Double, over: Duration)? {
+        guard let start = lastAnswer, at - start.at >= Self.paceWindow else { return nil }
+        return ((reported - start.position) / (at - start.at), at - start.at)
+    }
+
     /// Whether to ask the pipeline where it is now (and if so, the asking is counted).
     mutating func shouldQuery(now: Instant, isPlaying: Bool) -> Bool {
         guard isPlaying, switchedAt.map({ now - $0 > Self.switchSettling }) ?? true else { return false }
