@@ -84,54 +84,19 @@ final class TimedReader: @unchecked Sendable {
     private func timedCall(of busName: String, interface: String, member: String, arguments: [String]) throws
         -> Duration
     {
-        let path = interface == MPRISNames.properties || interface == MPRISNames.player ? MPRISNames.path.rawValue : "/"
-        guard let call = dbus_message_new_method_call(busName, path, interface, member) else {
-            throw HarnessError("out of memory for a \(member) call")
-        }
+        let call = try makeCall(to: busName, interface: interface, member: member, arguments: arguments)
         defer { dbus_message_unref(call) }
-        var iterator = DBusMessageIter()
-        dbus_message_iter_init_append(call, &iterator)
-        for text in arguments {
-            let appended = text.withCString { string in
-                var pointer: UnsafePointer<CChar>? = string
-                return dbus_message_iter_append_basic(&iterator, Int32(UInt8(ascii: "s")), &pointer)
-            }
-            guard appended != 0 else { throw HarnessError("out of memory for a \(member) call") }
-        }
-        var error = DBusError()
-        dbus_error_init(&error)
-        defer { dbus_error_free(&error) }
-        let before = ContinuousClock.now
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, call, 10_000, &error) else {
-            throw HarnessError("\(member) was not answered: \(Self.text(of: error))")
-        }
-        let took = ContinuousClock.now - before
+        let (reply, took) = try send(call, naming: member)
         dbus_message_unref(reply)
         return took
     }
 
     /// One blocking `Properties.Get(Player, Position)`.
     private func readPosition(of busName: String) throws -> Int64 {
-        guard
-            let call = dbus_message_new_method_call(
-                busName, MPRISNames.path.rawValue, MPRISNames.properties, "Get")
-        else { throw HarnessError("out of memory for a Position call") }
+        let call = try makeCall(
+            to: busName, interface: MPRISNames.properties, member: "Get", arguments: [MPRISNames.player, "Position"])
         defer { dbus_message_unref(call) }
-        var arguments = DBusMessageIter()
-        dbus_message_iter_init_append(call, &arguments)
-        for text in [MPRISNames.player, "Position"] {
-            let appended = text.withCString { string in
-                var pointer: UnsafePointer<CChar>? = string
-                return dbus_message_iter_append_basic(&arguments, Int32(UInt8(ascii: "s")), &pointer)
-            }
-            guard appended != 0 else { throw HarnessError("out of memory for a Position call") }
-        }
-        var error = DBusError()
-        dbus_error_init(&error)
-        defer { dbus_error_free(&error) }
-        guard let reply = dbus_connection_send_with_reply_and_block(raw, call, 10_000, &error) else {
-            throw HarnessError("Position was not answered: \(Self.text(of: error))")
-        }
+        let (reply, _) = try send(call, naming: "Position")
         defer { dbus_message_unref(reply) }
         var body = DBusMessageIter()
         var variant = DBusMessageIter()
@@ -147,6 +112,42 @@ final class TimedReader: @unchecked Sendable {
         var microseconds: Int64 = 0
         dbus_message_iter_get_basic(&variant, &microseconds)
         return microseconds
+    }
+
+    /// A call of `member` on `busName`'s MPRIS object with string `arguments`; the caller
+    /// unrefs it.
+    private func makeCall(to busName: String, interface: String, member: String, arguments: [String]) throws
+        -> OpaquePointer
+    {
+        let path = interface == MPRISNames.properties || interface == MPRISNames.player ? MPRISNames.path.rawValue : "/"
+        guard let call = dbus_message_new_method_call(busName, path, interface, member) else {
+            throw HarnessError("out of memory for a \(member) call")
+        }
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(call, &iterator)
+        for text in arguments {
+            let appended = text.withCString { string in
+                var pointer: UnsafePointer<CChar>? = string
+                return dbus_message_iter_append_basic(&iterator, Int32(UInt8(ascii: "s")), &pointer)
+            }
+            guard appended != 0 else {
+                dbus_message_unref(call)
+                throw HarnessError("out of memory for a \(member) call")
+            }
+        }
+        return call
+    }
+
+    /// Sends `call` and blocks for its reply (the caller unrefs it), with the round trip's time.
+    private func send(_ call: OpaquePointer, naming member: String) throws -> (reply: OpaquePointer, took: Duration) {
+        var error = DBusError()
+        dbus_error_init(&error)
+        defer { dbus_error_free(&error) }
+        let before = ContinuousClock.now
+        guard let reply = dbus_connection_send_with_reply_and_block(raw, call, 10_000, &error) else {
+            throw HarnessError("\(member) was not answered: \(Self.text(of: error))")
+        }
+        return (reply, ContinuousClock.now - before)
     }
 
     private static func text(of error: DBusError) -> String {
