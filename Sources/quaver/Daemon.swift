@@ -112,7 +112,9 @@ final class Daemon {
         return server.object.introspectionXML()
     }
 
-    /// Queues the media, connects to the bus, exports MPRIS, owns the name and starts playing.
+    /// Connects to the bus and answers signals; the saved session is then read off the main
+    /// actor, and ``sessionFound(_:)`` queues the media, exports MPRIS, owns the name and
+    /// starts playing (``Startup`` decides when).
     /// - Parameter connection: the session bus connection to use (the one that asked whether
     ///   Quaver already runs), or nil to connect now.
     func start(on existing: Connection? = nil) throws(ExitError) {
