@@ -103,13 +103,21 @@ public final class PipeWireSession {
         guard ready else { throw HarnessError("the PipeWire session did not start: \(logs())") }
     }
 
-    /// Starts one part; pipewire-pulse is ready once its socket answers.
+    /// Starts one part, and waits until it answers: pipewire on its socket (WirePlumber and
+    /// pipewire-pulse connect once, at their start, and give up on a server not yet
+    /// listening), pipewire-pulse on its own.
     public func start(_ part: Part) async throws {
         if bus == nil { bus = try await PrivateBus() }
         guard let program = Tools.find(part.rawValue) else { throw HarnessError("\(part.rawValue) is not installed") }
         let log = directory.appendingPathComponent("\(part.rawValue).log").path
         running[part] = try ChildProcess(
             program.path, [], environment: serverEnvironment, output: .file(log), error: .file(log))
+        if part == .pipewire {
+            let answers = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
+                try await self.run("pw-cli", ["info", "0"]).output.contains("core.name")
+            }
+            guard answers else { throw HarnessError("pipewire did not answer: \(logs())") }
+        }
         guard part == .pulse else { return }
         let answers = try await Waiter.poll(timeout: .seconds(20), every: .milliseconds(50)) {
             try await self.pactl(["info"]).status == 0
