@@ -75,14 +75,19 @@ extension Player {
         for action in actions {
             switch action {
             case .load(let position, let intent):
-                guard let index = selectedIndex else { continue }
-                load(index, at: position, intent: intent)
+                step { $0.loadSelected(at: position, intent: intent) }
+            case .readBeforeLoad(let id, let uri, let generation):
+                readBeforeLoad(id, uri: uri, generation: generation)
+            case .startLoad(let id, let position, let intent):
+                startLoad(id, at: position, intent: intent)
+            case .readAgain(let id, let uri):
+                prefetch.readAgain(id, uri: uri)
             case .play:
                 play()
             case .resume:
                 // The step resumes only the entry the engine holds, which it always can; a
                 // refusal would leave Play without effect, so the entry is loaded instead.
-                if !engine.resume(), let index = selectedIndex { load(index, intent: .playing) }
+                if !engine.resume() { step { $0.loadSelected(at: nil, intent: .playing) } }
             case .pause:
                 engine.pause()
             case .pauseForInterruption:
@@ -105,8 +110,6 @@ extension Player {
                 engine.reload(at: requestedPosition)
             case .trimHeap:
                 trimHeapSoon()
-            case .userActed:
-                state.userActed()
             case .forget(let id):
                 engine.forget(id)
             case .log(let level, let message):

@@ -222,19 +222,13 @@ public final class Player {
 
     /// Sets what follows the last entry, or the current one at its end.
     public func setRepeatMode(_ mode: RepeatMode) {
-        guard mode != repeatMode else { return }
-        state.selection.setRepeatMode(mode)
-        perform([.nextMayHaveChanged])
-        onChange?(.options)
+        step { $0.setRepeatMode(mode) }
     }
 
     /// Shuffle plays every entry once per cycle in a random order; turning it off goes on
     /// in queue order from the current entry.
     public func setShuffle(_ on: Bool) {
-        guard on != shuffle else { return }
-        state.selection.setShuffle(on, in: state.queue)
-        perform([.nextMayHaveChanged])
-        onChange?(.options)
+        step { $0.setShuffle(on) }
     }
 
     /// Queues `uris` after the current entry and plays the first of them.
@@ -255,7 +249,7 @@ public final class Player {
     /// Stops the pipeline for good (before exit); `done` is called on the main actor once
     /// GStreamer has let go of it, so that the process does not exit under its threads.
     public func shutdown(done: (@MainActor @Sendable () -> Void)? = nil) {
-        state.abandonReading()
+        step { $0.shuttingDown() }
         engine.shutdown(done: done)
     }
 
@@ -274,6 +268,4 @@ public final class Player {
         state.selection.neighbour(
             of: index, in: state.queue, forward: forward, automatic: automatic, allowRepeatOne: allowRepeatOne)
     }
-
-    func isLocal(_ uri: String) -> Bool { MediaSources.isLocal(uri) }
 }

@@ -39,8 +39,15 @@ struct PlayerState {
     /// What the player carries out after a step, in order.
     enum Action: Equatable {
         /// Loads the selected entry toward `intent` (paused or playing), at `position`; a
-        /// local file's tags are read first.
+        /// local file's tags are read first (see ``loadSelected(at:intent:)``).
         case load(at: Duration?, intent: PlaybackStatus)
+        /// Reads the tags of the entry `id` (at `uri`) that a load waits for; its end is
+        /// ``readBeforeLoadEnded(_:generation:_:_:)`` with `generation`.
+        case readBeforeLoad(UInt64, uri: String, generation: Int)
+        /// Hands the entry `id` to the engine, to load at `position` toward `intent`.
+        case startLoad(UInt64, at: Duration?, intent: PlaybackStatus)
+        /// Reads the tags of the entry `id` again in the background, with time to spare.
+        case readAgain(UInt64, uri: String)
         /// Plays, as the Play command does.
         case play
         /// Resumes the entry the engine holds or is loading.
@@ -72,8 +79,6 @@ struct PlayerState {
         case trimHeap
         /// One log line.
         case log(Logger.Level, String)
-        /// A command came: the end of an interruption no longer resumes playback.
-        case userActed
         /// The entry left the queue: the engine forgets it.
         case forget(UInt64)
         /// Tells the observer.
@@ -162,6 +167,28 @@ struct PlayerState {
         reading?.position = position
     }
 
+    // MARK: - Options
+
+    /// The listener chose the repeat mode `mode`: what follows the selected entry may change.
+    mutating func setRepeatMode(_ mode: Player.RepeatMode) -> [Action] {
+        guard mode != selection.order.repeatMode else { return [] }
+        selection.setRepeatMode(mode)
+        return [.nextMayHaveChanged, .announce(.options)]
+    }
+
+    /// The listener turned shuffle on or off: what follows the selected entry may change.
+    mutating func setShuffle(_ on: Bool) -> [Action] {
+        guard on != selection.order.shuffle else { return [] }
+        selection.setShuffle(on, in: queue)
+        return [.nextMayHaveChanged, .announce(.options)]
+    }
+
+    /// The player shuts down: a read that ends after this loads nothing.
+    mutating func shuttingDown() -> [Action] {
+        abandonReading()
+        return []
+    }
+
     // MARK: - Editing the queue
 
     /// Queues `items` before `position` and returns their entries; `announce`: the observer
@@ -200,7 +227,8 @@ struct PlayerState {
             queue[$0].id
         }
         queue.remove(at: index)
-        let actions: [Action] = [.userActed, .forget(id), .announce(.queue)]
+        userActed()
+        let actions: [Action] = [.forget(id), .announce(.queue)]
         if let followerID, followerID != id, let follower = queue.index(of: followerID) {
             selection.recordMove(from: id, to: followerID, forward: true)
             selection.move(from: nil, to: follower, in: queue, forward: true)
@@ -229,7 +257,8 @@ struct PlayerState {
         queue.removeAll()
         selection.reset()
         show(nil)
-        var actions: [Action] = [.userActed, .stop]
+        userActed()
+        var actions: [Action] = [.stop]
         let (added, inserted) = insert(items, at: 0, announce: false)
         actions += inserted
         show(selectedPlayable)

@@ -53,7 +53,7 @@ struct PlayerStateTests {
         let actions = try #require(removal)
         #expect(state.selectedIndex == 0 && state.selected?.uri == "file:///music/2.flac")
         #expect(state.shown?.id == state.selectedID)
-        #expect(actions == [.userActed, .forget(removed.id), .announce(.queue), .load(at: nil, intent: .playing)])
+        #expect(actions == [.forget(removed.id), .announce(.queue), .load(at: nil, intent: .playing)])
     }
 
     /// Removing the last entry with nothing after it stops, and shows what Play would start.
@@ -64,7 +64,7 @@ struct PlayerStateTests {
         let lastID = state.queue[1].id
         let removal = state.remove(id: lastID, requested: .playing)
         let actions = try #require(removal)
-        #expect(actions == [.userActed, .forget(lastID), .announce(.queue), .stop, .readSelected])
+        #expect(actions == [.forget(lastID), .announce(.queue), .stop, .readSelected])
         #expect(state.selectedIndex == 0 && state.shown?.id == state.queue[0].id)
 
         let lastRemoval = state.remove(id: state.queue[0].id, requested: .stopped)
@@ -90,9 +90,11 @@ struct PlayerStateTests {
     /// Replacing the queue shows its first entry at once and plays when asked.
     @Test func replacingTheQueueShowsItsFirstEntry() {
         var state = Self.queued(3)
+        state.interruption.interrupted()
         let actions = state.replace(with: Self.files(2), play: true)
         #expect(state.queue.count == 2 && state.shown?.id == state.queue[0].id)
-        #expect(actions.first == .userActed && actions.contains(.stop) && actions.last == .play)
+        #expect(actions.first == .stop && actions.last == .play)
+        #expect(!state.interruption.shouldResume, "a new queue is the listener's act: the interruption's end leaves it")
     }
 
     // MARK: - Random walks
@@ -106,7 +108,7 @@ struct PlayerStateTests {
         case fail(Int)
         case move(to: Int)
         case load(PlaybackStatus)
-        case readFinished
+        case readFinished(ReadOutcome)
         case settle
         case ended
         case loadedFailed
@@ -124,13 +126,26 @@ struct PlayerStateTests {
             case .fail(let index): "#\(index) found unplayable"
             case .move(let index): "select #\(index)"
             case .load(let intent): "load toward \(intent)"
-            case .readFinished: "the read before the load ends"
+            case .readFinished(let outcome): "the read before the load ends: \(outcome)"
             case .settle: "the loaded entry settles"
             case .ended: "the loaded entry ends"
             case .loadedFailed: "the loaded entry fails"
             case .switched: "playbin switches to what was handed over"
             case .repeatMode(let mode): "repeat \(mode)"
             case .command(let command): "command \(command)"
+            }
+        }
+    }
+
+    /// How a read before a load ends.
+    enum ReadOutcome: CaseIterable {
+        case read, tooSlow, broken
+
+        var result: Result<TrackInfo, MediaError> {
+            switch self {
+            case .read: .success(TrackInfo())
+            case .tooSlow: .failure(MediaError("timed out", isTimeout: true))
+            case .broken: .failure(MediaError("not an audio file"))
             }
         }
     }
@@ -149,7 +164,7 @@ struct PlayerStateTests {
         case 9: return .fail(index)
         case 10: return .move(to: index)
         case 11: return .load(random.pick([.playing, .paused]))
-        case 12, 13: return .readFinished
+        case 12, 13: return .readFinished(random.pick(ReadOutcome.allCases))
         case 14: return .settle
         case 15: return .ended
         case 16: return .loadedFailed
@@ -182,7 +197,8 @@ struct PlayerStateTests {
                 status: loaded == nil ? .stopped : requested, intent: loaded == nil ? .stopped : requested,
                 settledEntry: loaded, upcomingEntry: loaded, loadedEntry: loaded, hasLoad: loaded != nil)
         }
-        var generation: Int?
+        /// The read a load waits for: its entry and generation.
+        var read: (id: UInt64, generation: Int)?
         let check = InvariantChecks()
         for number in 0..<2_000 where !check.failed {
             let step = Self.randomStep(&random, count: state.queue.count)
@@ -226,12 +242,11 @@ struct PlayerStateTests {
             case .load(let intent):
                 actions = state.selectedIndex == nil ? [] : [.load(at: nil, intent: intent)]
                 removedID = nil
-            case .readFinished:
-                if let waited = generation, let read = state.finishReading(generation: waited) {
-                    requested = read.intent
-                    loaded = state.selectedID
+            case .readFinished(let outcome):
+                if let (id, generation) = read {
+                    actions = state.readBeforeLoadEnded(id, generation: generation, outcome.result, view)
                 }
-                generation = nil
+                read = nil
                 removedID = nil
             case .settle:
                 actions = state.settled(view)
@@ -257,7 +272,7 @@ struct PlayerStateTests {
                     check(state.selectedID == item.entryID, "the switch selects what was handed over: \(number)")
                 }
             case .repeatMode(let mode):
-                state.selection.setRepeatMode(mode)
+                actions = state.setRepeatMode(mode)
                 removedID = nil
             case .command(let command):
                 let before = state.selectedID
@@ -270,19 +285,24 @@ struct PlayerStateTests {
                     check(state.selectedID == id, "Go to selects its entry: \(number) \(step)")
                 }
             }
-            // The player's side of the actions that change the state.
-            for action in actions {
+            // The player's side of the actions: the engine as this walk models it, and the
+            // steps a load runs (the read before it), in the order the player runs them.
+            var pending = actions[...]
+            while let action = pending.popFirst() {
                 switch action {
                 case .load(let position, let intent):
                     check(state.selectedIndex != nil, "a load needs a selected entry: \(number) \(step)")
                     check(intent != .stopped, "a load heads somewhere: \(number) \(step)")
-                    if state.selected?.needsRead == true {
-                        generation = state.startReading(at: position, intent: intent)
-                    } else {
-                        state.abandonReading()
-                        requested = intent
-                        loaded = state.selectedID
-                    }
+                    pending = state.loadSelected(at: position, intent: intent) + pending
+                case .readBeforeLoad(let id, _, let generation):
+                    check(id == state.selectedID, "only the selected entry is read before its load: \(number) \(step)")
+                    read = (id, generation)
+                case .startLoad(let id, _, let intent):
+                    check(
+                        id == state.selectedID, "a load (and its position) is the selected entry's: \(number) \(step)")
+                    check(state.reading == nil, "no read waits once a load starts: \(number) \(step)")
+                    requested = intent
+                    loaded = id
                 case .stop:
                     requested = .stopped
                     loaded = nil
