@@ -25,8 +25,12 @@ struct FootprintOptions: ParsableArguments {
     var footprintStarts = 20
 
     /// Length of the playing window.
-    @Option(help: "Seconds of playing over which CPU ticks are counted.")
-    var footprintWindow = 15.0
+    @Option(help: "Seconds of playing over which CPU ticks and context switches are counted.")
+    var footprintWindow = 60.0
+
+    /// Leaves out the pass through a sound server.
+    @Flag(help: "Measure into fakesink only, not also into pulsesink on a private PipeWire session.")
+    var footprintNoServer = false
 
     /// Tracks in the big queue.
     @Option(help: "Tracks in the big queue (hard links of the one FLAC in a folder; 0: leave it out).")
@@ -51,7 +55,8 @@ struct FootprintOptions: ParsableArguments {
         }
         return FootprintSettings(
             quaver: quaver, builds: extra, workDir: workDir, starts: footprintStarts,
-            window: .milliseconds(Int(footprintWindow * 1000)), queue: footprintQueue)
+            window: .milliseconds(Int(footprintWindow * 1000)), queue: footprintQueue,
+            sinks: footprintNoServer ? [.fake] : [.fake, .pulse])
     }
 }
 
@@ -69,12 +74,27 @@ struct FootprintSettings: Sendable {
     var window: Duration
     /// Tracks in the big queue.
     var queue: Int
+    /// The outputs measured, each with the floor and every build.
+    var sinks: [FootprintSink]
+}
+
+/// Where the audio goes in a pass of the footprint benchmark.
+enum FootprintSink: String, Sendable {
+    /// `fakesink sync=true`: GStreamer's clock paces the audio, no sound server.
+    case fake = "fakesink"
+    /// `pulsesink` on a private PipeWire session (pipewire-pulse), as on a desktop.
+    case pulse = "pulsesink"
+
+    /// The audio sink, as both programs take it.
+    var element: String { self == .fake ? "fakesink sync=true" : "pulsesink" }
 }
 
 /// What one program measured.
 struct FootprintRow {
     /// The name in the table.
     var label: String
+    /// Where the audio went.
+    var sink: FootprintSink = .fake
     /// Start to bus name owned (Quaver), or to PLAYING (gst-launch), in ms, per start.
     var starts: [Double] = []
     /// At the end of the playing window, from /proc/PID/smaps_rollup, in KiB.
@@ -83,6 +103,10 @@ struct FootprintRow {
     var anonymous: UInt64?
     /// utime + stime over the playing window, in clock ticks.
     var cpuTicks: UInt64?
+    /// Context switches of all its threads over the playing window.
+    var switches: UInt64?
+    /// Threads at the end of the playing window.
+    var threads: Int?
     /// VmRSS with the big queue loaded, paused, in KiB; and start to Playing with it, in ms.
     var queueRSS: UInt64?
     var queuePlaying: Double?
@@ -109,10 +133,27 @@ final class FootprintBenchmark {
     func run() async throws -> String {
         let began = ContinuousClock.now
         try await setUp()
-        rows.append(await floor())
         let main = try quaverBinary(settings.quaver)
-        for (label, path) in [("Quaver", main)] + settings.builds.map({ ("Quaver (\($0.0))", $0.1) }) {
-            rows.append(await quaver(label: label, binary: path))
+        let builds = [("Quaver", main)] + settings.builds.map { ("Quaver (\($0.0))", $0.1) }
+        for sink in settings.sinks {
+            // Start-up and the big queue do not depend on the output: timed in the first pass.
+            let first = sink == settings.sinks.first
+            var server: PipeWireSession?
+            if sink == .pulse {
+                guard PipeWireSession.isInstalled else {
+                    notes.append("No pass through pulsesink: PipeWire is not installed (scripts/setup installs it).")
+                    continue
+                }
+                log("starting a private PipeWire session")
+                server = try await PipeWireSession()
+            }
+            let environment = server?.clientEnvironment ?? [:]
+            rows.append(await floor(sink: sink, environment: environment, timeStarts: first))
+            for (label, path) in builds {
+                rows.append(
+                    await quaver(label: label, binary: path, sink: sink, environment: environment, timeStarts: first))
+            }
+            server?.stop()
         }
         notes.append(
             "The run took \(Int((ContinuousClock.now - began).inSeconds.rounded())) s; work files and logs in \(programs.workDir.path)."
@@ -157,20 +198,24 @@ final class FootprintBenchmark {
     // MARK: The floor
 
     /// gst-launch-1.0 playing the same file into the same sink: GStreamer alone.
-    private func floor() async -> FootprintRow {
-        var row = FootprintRow(label: "gst-launch-1.0 playbin (the floor)")
+    private func floor(sink: FootprintSink, environment extra: [String: String], timeStarts: Bool) async
+        -> FootprintRow
+    {
+        var row = FootprintRow(label: "gst-launch-1.0 playbin (the floor)", sink: sink)
         let command = [
             programs.gstLaunch, "playbin", "uri=" + URL(fileURLWithPath: programs.tracks[0]).absoluteString,
-            "audio-sink=fakesink sync=true",
+            "audio-sink=\(sink.element)",
         ]
-        let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 }
-        log("gst-launch-1.0: \(settings.starts) starts and a playing window")
-        for round in -1..<settings.starts {
+        var environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": programs.gstRegistry]) { $1 }
+        environment.merge(extra) { $1 }
+        let starts = timeStarts ? settings.starts : 0
+        log("gst-launch-1.0 into \(sink.rawValue): \(starts) starts and a playing window")
+        for round in -1..<starts {
             do {
                 let launched = try LineWatcher(command, environment: environment)
                 let playing = try await launched.wait(forLineContaining: "New clock", timeout: .seconds(20))
                 if round >= 0 { row.starts.append(playing.inMilliseconds) }
-                if round == settings.starts - 1 { try await measureWindow(pid: launched.pid, into: &row) }
+                if round == starts - 1 { try await measureWindow(pid: launched.pid, into: &row) }
                 launched.kill()
             } catch {
                 row.problems.append("gst-launch-1.0: \(error)")
@@ -182,28 +227,36 @@ final class FootprintBenchmark {
 
     // MARK: Quaver
 
-    private func quaver(label: String, binary: String) async -> FootprintRow {
-        var row = FootprintRow(label: label)
+    private func quaver(
+        label: String, binary: String, sink: FootprintSink, environment: [String: String], timeStarts: Bool
+    ) async -> FootprintRow {
+        var row = FootprintRow(label: label, sink: sink)
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             row.problems.append("no quaver binary at \(binary)")
             return row
         }
         var programs = self.programs!
         programs.quaver = binary
-        log("\(label): \(settings.starts) starts, a playing window and the big queue")
+        let starts = timeStarts ? settings.starts : 0
+        log(
+            "\(label) into \(sink.rawValue): \(starts) starts, a playing window\(timeStarts ? " and the big queue" : "")"
+        )
         do {
             let session = try await PlayerSession(.quaver, programs: programs, label: "footprint-\(rows.count)")
             defer { session.close() }
-            for round in -1..<settings.starts {
+            for round in -1..<starts {
                 let times = try await session.start(programs.daemonCommand(.quaver, paused: true))
                 await session.stop()
                 if round >= 0 { row.starts.append(times.owned.inMilliseconds) }
             }
-            try await session.start(programs.daemonCommand(.quaver, paused: false))
+            let command = programs.daemonCommand(.quaver, paused: false).map {
+                $0 == FootprintSink.fake.element ? sink.element : $0
+            }
+            try await session.start(command, environment: environment)
             try await session.settle("Playing")
             try await measureWindow(pid: try session.pid, into: &row)
             await session.stop()
-            if let queueFolder {
+            if timeStarts, let queueFolder {
                 let playing = session.events.expect("PlaybackStatus Playing") { $0.playbackStatus == "Playing" }
                 let loaded = session.events.expect("`queue loaded:` line") { event in
                     if case .output(let line) = event.kind { line.contains("queue loaded:") } else { false }
@@ -235,6 +288,8 @@ final class FootprintBenchmark {
         try await Task.sleep(for: settings.window)
         let after = try ProcessProbe.Sample(of: pid)
         row.cpuTicks = after.cpuTicks &- before.cpuTicks
+        row.switches = after.contextSwitches(since: before)
+        row.threads = after.switchesByThread.count
         guard let rollup = ProcessProbe.read("smaps_rollup", of: pid) else {
             throw HarnessError("cannot read /proc/\(pid)/smaps_rollup")
         }
@@ -274,28 +329,42 @@ final class FootprintBenchmark {
 
     private func markdown() -> String {
         func mib(_ kib: UInt64?) -> String { kib.map { String(format: "%.1f", Double($0) / 1024) } ?? "–" }
-        func median(_ values: [Double]) -> String {
-            guard !values.isEmpty else { return "–" }
+        func middle(_ values: [Double]) -> Double? {
+            guard !values.isEmpty else { return nil }
             let sorted = values.sorted()
             let middle = sorted.count / 2
-            let value = sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
-            return String(format: "%.1f [%.1f–%.1f]", value, sorted.first!, sorted.last!)
+            return sorted.count.isMultiple(of: 2) ? (sorted[middle - 1] + sorted[middle]) / 2 : sorted[middle]
         }
-        let floorRSS = rows.first?.rss
+        func median(_ values: [Double]) -> String {
+            guard let value = middle(values), let low = values.min(), let high = values.max() else { return "–" }
+            return String(format: "%.1f [%.1f–%.1f]", value, low, high)
+        }
+        func ratio(_ value: Double?, _ floor: Double?) -> String {
+            guard let value, let floor, floor > 0 else { return "–" }
+            return String(format: "%.2f", value / floor)
+        }
+        let seconds = settings.window.inSeconds
+        func perSecond(_ switches: UInt64?) -> Double? { switches.map { Double($0) / seconds } }
         var text =
-            "| program | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | CPU ticks over \(Int(settings.window.inSeconds)) s playing | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
-        text += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n"
+            "| program | sink | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | × floor | CPU ticks over \(Int(seconds)) s playing | × floor | context switches / s | × floor | threads | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
+        text += "| --- | --- |" + String(repeating: " ---: |", count: 13) + "\n"
         for row in rows {
-            let ratio =
-                row.rss.flatMap { rss in floorRSS.map { String(format: "%.2f", Double(rss) / Double($0)) } } ?? "–"
+            let floor = rows.first { $0.sink == row.sink }
+            let startFloor = rows.first { !$0.starts.isEmpty }
+            text += "| \(row.label) | \(row.sink.rawValue) | \(mib(row.rss)) | "
             text +=
-                "| \(row.label) | \(mib(row.rss)) | \(ratio) | \(mib(row.pss)) | \(mib(row.anonymous)) | \(median(row.starts)) | "
+                "\(ratio(row.rss.map(Double.init), floor?.rss.map(Double.init))) | \(mib(row.pss)) | \(mib(row.anonymous)) | "
+            text += "\(median(row.starts)) | \(ratio(middle(row.starts), startFloor.flatMap { middle($0.starts) })) | "
+            text += "\(row.cpuTicks.map(String.init) ?? "–") | "
+            text += "\(ratio(row.cpuTicks.map(Double.init), floor?.cpuTicks.map(Double.init))) | "
+            text += "\(perSecond(row.switches).map { String(format: "%.1f", $0) } ?? "–") | "
             text +=
-                "\(row.cpuTicks.map(String.init) ?? "–") | \(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
+                "\(ratio(perSecond(row.switches), perSecond(floor?.switches))) | \(row.threads.map(String.init) ?? "–") | "
+            text += "\(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
         }
         text +=
             "\nResident by mapping at the end of the playing window (Rss / Pss in MiB; the 14 largest, then the rest together):\n\n"
-        text += "| mapping | " + rows.map(\.label).joined(separator: " | ") + " |\n"
+        text += "| mapping | " + rows.map { "\($0.label), \($0.sink.rawValue)" }.joined(separator: " | ") + " |\n"
         text += "| --- |" + String(repeating: " ---: |", count: rows.count) + "\n"
         var names: [String] = []
         for row in rows {
@@ -316,11 +385,11 @@ final class FootprintBenchmark {
             }.joined(separator: " | ") + " |\n"
         text += "\nHow:\n\n"
         text +=
-            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=\"fakesink sync=true\"` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink \"fakesink sync=true\" FILE` on a private dbus-daemon with its own HOME.\n"
+            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
         text +=
             "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
         text +=
-            "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.inSeconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcessProbe.ticksPerSecond)) ticks a second).\n"
+            "- Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) after 2 s of playing and the \(Int(settings.window.inSeconds)) s window; CPU: utime + stime from /proc/PID/stat over the window (\(Int(ProcessProbe.ticksPerSecond)) ticks a second); context switches: voluntary and involuntary, summed over /proc/PID/task/*/status over the window; threads: /proc/PID/task at its end.\n"
         if settings.queue > 0 {
             text +=
                 "- Queue: a folder of \(settings.queue) hard links of the FLAC (named `000000.flac` on), named on the command line; start → PlaybackStatus Playing, and VmRSS once Quaver has logged `queue loaded:`, paused, 1 s later.\n"

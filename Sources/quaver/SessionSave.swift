@@ -86,6 +86,11 @@ struct SessionSave: Equatable {
     /// The newest snapshot the player gave: what is saved when a write finishes, or the
     /// daemon closes, while the player shows none (media is being queued).
     private(set) var latest: Snapshot?
+    /// Something changed since the last write was handed out. A snapshot taken when a write
+    /// finishes differs from the one written whenever playback moves on (its position), so
+    /// only a change noted meanwhile (or another queue) makes it due: otherwise a playing
+    /// player would be written over and over, one write after the other.
+    private(set) var changedSinceWrite = false
     /// A failure was reported and no write has succeeded since.
     private(set) var failing = false
 
@@ -102,7 +107,11 @@ struct SessionSave: Equatable {
             phase = .scheduled
         case .writing(false):
             phase = .writing(scheduled: true)
-        case .scheduled, .writing(true), .closed:
+            changedSinceWrite = true
+        case .writing(true):
+            changedSinceWrite = true
+            return []
+        case .scheduled, .closed:
             return []
         }
         return [.scheduleTurn]
@@ -129,8 +138,12 @@ struct SessionSave: Equatable {
             let due = takeDue(snapshot)
             guard !due.isEmpty else { return [] }
             phase = .writing(scheduled: phase == .scheduled)
+            changedSinceWrite = false
             return [.write(due)]
-        case .writing, .closed:
+        case .writing:
+            changedSinceWrite = true
+            return []
+        case .closed:
             return []
         }
     }
@@ -157,11 +170,13 @@ struct SessionSave: Equatable {
         }
         guard case .writing(let scheduled) = phase else { return actions }
         if let snapshot { latest = snapshot }
-        let due = outcome == .written ? takeDue(snapshot) : Due()
+        let otherQueue = snapshot.map { $0.queueRevision != writtenQueueRevision } ?? false
+        let due = outcome == .written && (changedSinceWrite || otherQueue) ? takeDue(snapshot) : Due()
         guard !due.isEmpty else {
             phase = scheduled ? .scheduled : .idle
             return actions
         }
+        changedSinceWrite = false
         return actions + [.write(due)]
     }
 

@@ -59,6 +59,36 @@ struct SessionStateTests {
         }
     }
 
+    /// Each save replaces state.json (a new file renamed over it), so its inode tells whether
+    /// a save happened. The position moves on while playing; that alone is no change.
+    @Test("while playing, the session is written when something changes, not as the audio moves on")
+    func noSavesWhilePlaying() async throws {
+        let tracks = try await TestMedia.tracks(count: 2, seconds: 10)
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch(tracks.map(\.path))
+        try await session.waitForStatus("Playing")
+        let stateFile = session.stateFolder.appendingPathComponent("state.json")
+        func inode() -> UInt64? {
+            (try? FileManager.default.attributesOfItem(atPath: stateFile.path))?[.systemFileNumber] as? UInt64
+        }
+        let written = await session.waiter.wait(timeout: .seconds(5), pollingEvery: .milliseconds(20)) {
+            inode() != nil
+        }
+        #expect(written, "the start is saved")
+        try await Task.sleep(for: .milliseconds(500))
+        let before = inode()
+        try await Task.sleep(for: .seconds(2))
+        #expect(inode() == before, "2 s of playing with nothing changed wrote the session again")
+        #expect(try await session.get("PlaybackStatus") == .string("Playing"))
+
+        try await session.playerctl("pause")
+        let saved = await session.waiter.wait(timeout: .seconds(5), pollingEvery: .milliseconds(20)) {
+            inode() != before
+        }
+        #expect(saved, "a pause is saved")
+    }
+
     @Test("SIGTERM saves where playback was")
     func terminateSaves() async throws {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)

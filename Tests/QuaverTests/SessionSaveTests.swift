@@ -104,6 +104,13 @@ struct SessionSaveTests {
             name: "a write done with nothing due goes idle", inputs: [.save(a), written(a)], actions: [],
             phase: .idle),
         Row(
+            name: "playback that moved on during a write, with no change, is not written again (it was, in a loop)",
+            inputs: [.changed, .turnEnded(a), written(b)], actions: [], phase: .idle),
+        Row(
+            name: "a change during a write is written after it, and the next write ends the round",
+            inputs: [.save(a), .changed, .turnEnded(b), written(c), written(d)], actions: [],
+            phase: .idle),
+        Row(
             name: "a write done before the turn's end leaves the save asked for",
             inputs: [.save(a), .changed, written(a)], actions: [], phase: .scheduled),
         Row(
