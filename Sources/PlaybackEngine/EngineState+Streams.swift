@@ -20,6 +20,28 @@ extension EngineState {
         transport.settledEntry == id && transport.status != .stopped
     }
 
+    /// A stream starts in the pipeline: loaded (`handedOver` false) or switched to gaplessly.
+    /// Its tags start afresh; a loaded network stream is watched from its load on, and a
+    /// handed-over one was watched since playbin took it.
+    mutating func streamBegan(_ id: UInt64, isStream: Bool, handedOver: Bool) -> [Action] {
+        streamTags = StreamTags()
+        streamWatch.streamBegan()
+        return isStream && !handedOver ? [.armStreamWatch(id, since: nil)] : disarmStreamWatch()
+    }
+
+    /// (Re)arms the watch over the stream `id`, the sources having sent `bytes` by `now`
+    /// (see ``StreamWatch/arm(_:bytes:now:since:)``), and starts its countdown.
+    mutating func armStreamWatch(_ id: UInt64, bytes: UInt64, now: Instant, since: Instant?) -> [Action] {
+        streamWatch.arm(id, bytes: bytes, now: now, since: since)
+        return [.startStreamTimer(after: streamWatch.stallLimit)]
+    }
+
+    /// No stream is waited for.
+    mutating func disarmStreamWatch() -> [Action] {
+        streamWatch.disarm()
+        return [.stopStreamTimer]
+    }
+
     /// A buffering level of `percent`. Only the loaded network stream that should play
     /// pauses while its buffer fills (not a file, nor the stream that follows it before it
     /// starts: playing on is right then), and its watch follows the level. Nothing happens

@@ -66,11 +66,78 @@ struct EngineState: Sendable {
     /// The rate the clock runs at while the transport plays, else 0.
     var runningRate: Double { transport.isPlaying ? transport.rate * pace : 0 }
 
+    // MARK: - Carrying out
+
+    /// The state's part of carrying out `action` at `now`, when its turn comes, and the
+    /// pipeline's commands, timers and reports it comes to: a load or unload makes the reports
+    /// of what was loaded stale and starts the stream afresh, a pause stops the clock, a seek
+    /// is counted in flight, a replaced pipeline is counted, a settled transport runs the
+    /// clock. Never a ``Action/transport(_:)``.
+    mutating func carryingOut(_ action: Transport.Action, now: Instant) -> [Action] {
+        switch action {
+        case .load(let load, let target, let fresh):
+            let isLocal = MediaSources.isLocal(load.uri)
+            let prerollLimit = loadStarted(load, isLocal: isLocal, now: now)
+            let began = streamBegan(load.entry, isStream: !isLocal, handedOver: false)
+            let loudness = entries[load.entry]?.loudness
+            // playbin asks for the next URI as soon as it has read this one, which for a
+            // short file is during preroll: the owner answers at once.
+            return began + [
+                .loadPipeline(uri: load.uri, target, load: loadNumber, fresh: fresh, loudness: loudness),
+                prerollLimit.map { .timePreroll(load, limit: $0, number: loadNumber) } ?? .stopPrerollTimer,
+                .report(.loadStarted(load.entry)),
+            ]
+        case .unload(let fresh):
+            unloaded(now: now)
+            return disarmStreamWatch() + [.unloadPipeline(load: loadNumber, fresh: fresh)]
+        case .setState(let target):
+            if target == .paused { clock.changeRate(to: 0, at: now) }
+            return [.setPipelineState(target)]
+        case .reselectClock:
+            return [.setPipelineState(.paused), .setPipelineState(.playing)]
+        case .seek(let target):
+            seeks.sent()
+            return [.seekPipeline(target, rate: transport.rate)]
+        case .awaitPreroll:
+            return [.awaitPreroll]
+        case .replacePipeline:
+            pipelineReplaced()
+            return [.replacePipeline(number: pipelineNumber)]
+        case .publish:
+            return settle(now: now)
+        case .skip(let id, let reason):
+            return [.report(.failed(id, reason: reason))]
+        case .advance(let id):
+            return [.report(.ended(id))]
+        case .refused, .timingChanged:
+            return []  // answers to the command: the engine reads them off the step's actions
+        }
+    }
+
+    /// The transport settled at `now`: the clock runs at the rate while the pipeline plays
+    /// and the audio moves, a network stream that plays is no longer watched for a stall
+    /// (its server sent what was awaited), and the owner tells its observer.
+    private mutating func settle(now: Instant) -> [Action] {
+        var actions: [Action] = []
+        if transport.status != .stopped, let id = transport.settledEntry, let loaded = transport.loaded,
+            loaded.entry == id, !MediaSources.isLocal(loaded.uri)
+        {
+            actions += disarmStreamWatch()
+        }
+        if transport.status == .playing || transport.status == .paused {
+            if !transport.isPlaying { positionFollow.paceInterrupted() }
+            let holding = progress.watch.isHolding
+            clock.changeRate(to: transport.isPlaying && !holding ? runningRate : 0, at: now)
+        }
+        if transport.isPlaying { actions.append(.checkPositionSoon(load: loadNumber)) }
+        return actions + [.report(.settled)]
+    }
+
     // MARK: - Pipelines and loads
 
     /// The stuck pipeline is replaced by the next number: nothing it or its load says is
     /// heard any more.
-    mutating func pipelineReplaced() {
+    private mutating func pipelineReplaced() {
         pipelinesReplaced += 1
         pipelineNumber += 1
         loadNumber += 1
@@ -86,7 +153,7 @@ struct EngineState: Sendable {
     /// and the clock stands where it starts. Returns how long its preroll may take (nil: not
     /// timed, see ``PrerollWatch``). Only its entry's facts are kept: what is handed over
     /// after it is told anew. Part of carrying out a load (``carryingOut(_:now:)``).
-    mutating func loadStarted(_ load: Transport.Load, isLocal: Bool, now: Instant) -> Duration? {
+    private mutating func loadStarted(_ load: Transport.Load, isLocal: Bool, now: Instant) -> Duration? {
         entries = entries[load.entry].map { [load.entry: $0] } ?? [:]
         loadNumber += 1
         seeks.loaded()
@@ -99,7 +166,7 @@ struct EngineState: Sendable {
     }
 
     /// What was loaded is taken down at `now`. Part of carrying out an unload.
-    mutating func unloaded(now: Instant) {
+    private mutating func unloaded(now: Instant) {
         loadNumber += 1
         clock.set(.zero, rate: 0, at: now)
     }

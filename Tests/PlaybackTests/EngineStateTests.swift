@@ -21,7 +21,7 @@ struct EngineStateTests {
     static func playing(_ load: Load = a, now: ContinuousClock.Instant = t0) -> EngineState {
         var state = EngineState()
         _ = state.transport.load(load, intent: .playing)
-        _ = state.loadStarted(load, isLocal: MediaSources.isLocal(load.uri), now: now)
+        _ = state.loadCarriedOut(load, now: now)
         _ = state.streamStarted(handedOver: nil, now: now)
         _ = state.stateReached(.playing, position: .zero, at: now)
         return state
@@ -58,12 +58,12 @@ struct EngineStateTests {
         let alone = switches(&state)
         #expect(alone, "with nothing loaded, only a switch can start a stream")
         let table: [(step: String, run: (inout EngineState) -> Void, switches: Bool)] = [
-            ("load a", { _ = $0.loadStarted(Self.a, isLocal: true, now: Self.t0) }, false),
+            ("load a", { _ = $0.loadCarriedOut(Self.a, now: Self.t0) }, false),
             ("a plays on into what was handed over", { _ in }, true),
             ("and into the track after", { _ in }, true),
-            ("unload", { $0.unloaded(now: Self.t0) }, true),
-            ("load b", { _ = $0.loadStarted(Self.b, isLocal: true, now: Self.t0) }, false),
-            ("load a again", { _ = $0.loadStarted(Self.a, isLocal: true, now: Self.t0) }, false),
+            ("unload", { _ = $0.carryingOut(.unload(fresh: false), now: Self.t0) }, true),
+            ("load b", { _ = $0.loadCarriedOut(Self.b, now: Self.t0) }, false),
+            ("load a again", { _ = $0.loadCarriedOut(Self.a, now: Self.t0) }, false),
             ("a's stream after its own", { _ in }, true),
         ]
         for row in table {
@@ -148,10 +148,10 @@ struct EngineStateTests {
     @Test func reportsOfAReplacedPipelineOrAStreamTakenDownAreNotHeard() {
         var state = EngineState()
         let first = state.pipelineNumber
-        _ = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        _ = state.loadCarriedOut(Self.a, now: Self.t0)
         let load = state.loadNumber
         #expect(state.hears(pipeline: first, load: load))
-        state.unloaded(now: Self.t0)
+        _ = state.carryingOut(.unload(fresh: false), now: Self.t0)
         #expect(!state.hears(pipeline: first, load: load), "taken down since")
         #expect(state.hears(pipeline: first, load: state.loadNumber))
         let replaced = state.carryingOut(.replacePipeline, now: Self.t0)
@@ -191,7 +191,7 @@ struct EngineStateTests {
         #expect(refused == [.transport(.refused), .followTransport(timingChanged: false)])
         #expect(state.clock.position(at: Self.at(1)) == .zero)
         _ = state.transport.load(Self.a, intent: .playing)
-        _ = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        _ = state.loadCarriedOut(Self.a, now: Self.t0)
         let taken = state.seek(to: .seconds(5), nextTaken: false, now: Self.t0)
         #expect(
             taken == [.transport(.timingChanged), .followTransport(timingChanged: true)],
@@ -251,7 +251,7 @@ struct EngineStateTests {
                 .transport(.load(again30, .paused, fresh: true)), .followTransport(timingChanged: false),
             ], "from NULL")
         #expect(state.clock.position(at: Self.at(31)) == .seconds(30))
-        _ = state.loadStarted(again30, isLocal: true, now: Self.at(30))
+        _ = state.loadCarriedOut(again30, now: Self.at(30))
         _ = state.asyncDone(Self.facts(at: .seconds(30), .paused, now: Self.at(30)))
         _ = state.asyncDone(Self.facts(at: .seconds(30), .paused, now: Self.at(30)))
         _ = state.stateReached(.playing, position: .seconds(30), at: Self.at(30))
@@ -305,7 +305,7 @@ struct EngineStateTests {
         let echo = PipelineError(message: "again", domain: .stream, code: 0, source: ElementPath(source + "/x:y"))
         let ignored = state.pipelineFailed(echo, handedOver: nil, now: Self.at(6))
         #expect(ignored.transportActions.isEmpty && ignored.count == 2, "two debug lines, nothing else: \(ignored)")
-        let limit = state.loadStarted(reload, isLocal: true, now: Self.at(6))
+        let limit = state.loadCarriedOut(reload, now: Self.at(6))
         #expect(limit == PrerollWatch.limit)
     }
 
@@ -333,7 +333,7 @@ struct EngineStateTests {
                 (
                     "b loaded again",
                     {
-                        _ = $0.loadStarted(Self.b, isLocal: true, now: Self.at(6))
+                        _ = $0.loadCarriedOut(Self.b, now: Self.at(6))
                         $0.transport = Self.playing(Self.b).transport
                     }, start, false
                 ),
@@ -356,7 +356,7 @@ struct EngineStateTests {
         let limit = PrerollWatch.outputLimit
         var state = EngineState()
         _ = state.transport.load(Self.a, intent: .playing)
-        let timed = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        let timed = state.loadCarriedOut(Self.a, now: Self.t0)
         #expect(timed == limit)
         let number = state.loadNumber
         let passed = { (state: inout EngineState, number: Int, decoded: Bool) in
@@ -369,7 +369,7 @@ struct EngineStateTests {
                 .log(.warning, "/a.flac did not start within 15 s; loading it again"),
                 .transport(.load(Self.a, .playing, fresh: true)), .followTransport(timingChanged: false),
             ])
-        let retried = state.loadStarted(Self.a, isLocal: true, now: Self.at(15))
+        let retried = state.loadCarriedOut(Self.a, now: Self.at(15))
         #expect(retried == limit, "the retry is timed")
         let second = passed(&state, state.loadNumber, true)
         #expect(second.transportActions == [.unload(fresh: true), .publish], "the output failed: paused there")
@@ -380,11 +380,11 @@ struct EngineStateTests {
 
         var other = EngineState()
         _ = other.transport.load(Self.b, intent: .playing)
-        _ = other.loadStarted(Self.b, isLocal: true, now: Self.t0)
+        _ = other.loadCarriedOut(Self.b, now: Self.t0)
         _ = other.stateReached(.playing, position: .zero, at: Self.at(1))
         #expect(passed(&other, other.loadNumber, false).isEmpty, "it prerolled: nothing is decided")
         _ = other.transport.load(Self.a, intent: .playing)
-        _ = other.loadStarted(Self.a, isLocal: true, now: Self.at(2))
+        _ = other.loadCarriedOut(Self.a, now: Self.at(2))
         let none = passed(&other, other.loadNumber, false)
         let undecoded = "no audio was decoded from it within \(StreamWatch.seconds(limit))"
         #expect(none == EngineState.moved([.unload(fresh: true), .skip(1, reason: undecoded)]))
@@ -403,5 +403,15 @@ struct EngineStateTests {
                 .log(.debug, "the stream's volume was changed outside Quaver, to 1.0"), .report(.changed(.volume)),
             ])
         #expect(state.volume == 1)
+    }
+}
+
+extension EngineState {
+    /// Carries out the load of `load` at `now` as the engine does, and returns how long its
+    /// preroll may take (nil: not timed).
+    mutating func loadCarriedOut(_ load: Transport.Load, now: ContinuousClock.Instant) -> Duration? {
+        carryingOut(.load(load, .paused, fresh: false), now: now).lazy.compactMap {
+            if case .timePreroll(_, let limit, _) = $0 { limit } else { nil }
+        }.first
     }
 }
