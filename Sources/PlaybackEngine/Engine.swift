@@ -108,7 +108,9 @@ package final class Engine {
     package var position: Duration {
         let now = ContinuousClock.now
         let position = state.position(at: now)
-        run(state.positionShown(now: now))
+        // A read may come at any time, even while a step runs: its one action, a query of
+        // the pipeline, is carried out at once, outside the step's bookkeeping.
+        for action in state.positionShown(now: now) { perform(action) }
         return position
     }
 

@@ -78,7 +78,7 @@ extension EngineState {
         if transport.isPlaying { positionFollow.answered(reported, at: at) }
         let predicted = clock.position(at: at)
         guard positionFollow.follows(reported, predicted: predicted, at: at, nextTaken: nextTaken) else {
-            return refinePace(reported, predicted: predicted, at: at) ? Self.followed(reported, predicted) : []
+            return refinePace(reported, predicted: predicted, at: at)
         }
         // A first drift, not far, before any pace could be measured: the next answer measures
         // it, so that an output slower than real time costs one correction, not two.
@@ -114,16 +114,16 @@ extension EngineState {
     /// `Seeked`). Clients see the rate change and no jump. Only a difference that would have
     /// moved the position by ``paceRefinement`` over the stretch counts: a bursty output's
     /// answers jitter by about that much, and a rate change each second would be noise.
-    /// False when the pace stays.
-    private mutating func refinePace(_ reported: Duration, predicted: Duration, at: Instant) -> Bool {
+    /// Nothing happens when the pace stays.
+    private mutating func refinePace(_ reported: Duration, predicted: Duration, at: Instant) -> [Action] {
         guard pace != 1, transport.isPlaying, transport.rate > 0,
             let (observed, stretch) = positionFollow.stretchPace(to: reported, at: at)
-        else { return false }
+        else { return [] }
         let measured = observed / transport.rate
-        guard measured > 0, stretch * abs(measured - pace) > Self.paceRefinement else { return false }
+        guard measured > 0, stretch * abs(measured - pace) > Self.paceRefinement else { return [] }
         pace = measured
         clock.set(predicted, rate: runningRate, at: at)
-        return true
+        return Self.followed(reported, predicted)
     }
 
     /// The loaded stream ended with the output at `reported` (the pipeline's word, which an
