@@ -16,9 +16,10 @@ package import PlaybackVocabulary
 /// GStreamer: the pipeline runs each command on its own queue and answers with events.
 @MainActor
 package final class Engine {
-    /// Everything the engine decides with. Only the engine's own files change it (its
-    /// events, streams and progress are extensions in files of their own, which Swift's
-    /// `private` would not reach); its owner reads it through the accessors below.
+    /// Everything the engine decides with. It changes only through its steps, whose actions
+    /// ``run(_:)`` carries out (the engine's events, streams and progress are extensions in
+    /// files of their own, which Swift's `private` would not reach); its owner reads it
+    /// through the accessors below.
     var state = EngineState()
     /// Hears the engine's reports, in order, each once the step that caused it is done.
     package var onReport: (@MainActor (EngineReport) -> Void)?
@@ -39,7 +40,7 @@ package final class Engine {
     /// Runs while the pipeline has not confirmed the state asked for (see ``watchState()``).
     let stateCheck = Countdown()
     /// How long the pipeline has to confirm a state before it is asked where it is.
-    static let stateCheckDelay: Duration = .seconds(3)
+    static let stateCheckDelay = EngineState.stateCheckDelay
     /// Runs while a network stream is waited for (see ``StreamWatch``).
     let streamTimer = Countdown()
     /// Runs while playing, until the next sample of the audio's progress.
@@ -59,16 +60,16 @@ package final class Engine {
         } catch {
             throw MediaError(error.description)
         }
-        pipeline = makePipeline()
+        pipeline = makePipeline(number: state.pipelineNumber)
     }
 
     isolated deinit {
         pipeline?.release()  // nil when init threw
     }
 
-    private func makePipeline() -> Pipeline {
-        let number = state.pipelineMade()
-        return Pipeline(audioSink: audioSink, volume: state.volume, stuckLimit: stuckLimit) { [weak self] delivery in
+    /// A pipeline whose events are heard as pipeline number `number`'s.
+    private func makePipeline(number: Int) -> Pipeline {
+        Pipeline(audioSink: audioSink, volume: state.volume, stuckLimit: stuckLimit) { [weak self] delivery in
             self?.receive(delivery, fromPipeline: number)
         }
     }
@@ -105,8 +106,11 @@ package final class Engine {
     /// loaded. While playing, one read a second asks the pipeline in the background, so that
     /// a drift (an output slower than real time) is corrected.
     package var position: Duration {
-        let (position, query) = state.position(now: .now)
-        if query { pipeline.queryPosition() }
+        let now = ContinuousClock.now
+        let position = state.position(at: now)
+        // A read may come at any time, even while a step runs: its one action, a query of
+        // the pipeline, is carried out at once, outside the step's bookkeeping.
+        for action in state.positionShown(now: now) { perform(action) }
         return position
     }
 
@@ -115,24 +119,23 @@ package final class Engine {
     /// Loads `load`, an entry with `facts`, toward `intent` (the pipeline reports when it is
     /// there).
     package func load(_ load: Transport.Load, facts: EntryFacts, intent: PlaybackStatus) {
-        state.know(load.entry, facts)
-        run(state.transport.load(load, intent: intent))
+        run(state.load(load, facts: facts, intent: intent))
     }
 
     /// The entry `id` left the queue: a stream of it that stalls is no longer the queue's.
     package func forget(_ id: UInt64) {
-        state.forget(id)
+        run(state.forget(id))
     }
 
     /// Plays the entry loaded or being loaded; false when the transport has none to play.
     package func resume() -> Bool {
-        run(state.transport.play())
+        run(state.play())
     }
 
-    package func pause() { run(state.transport.pause()) }
+    package func pause() { run(state.pause()) }
 
     /// Unloads the stream; the position goes back to zero.
-    package func stop() { run(state.transport.stop()) }
+    package func stop() { run(state.stop()) }
 
     /// Seeks in the loaded stream; false when there is nothing to seek in.
     package func seek(to target: Duration) -> Bool {
@@ -152,8 +155,7 @@ package final class Engine {
 
     /// Sets the volume (already clamped to 0...1).
     package func setVolume(_ volume: Double) {
-        state.setVolume(volume, now: .now)
-        pipeline.setVolume(volume)
+        run(state.setVolume(volume, now: .now))
     }
 
     /// Tells playbin what follows the loaded stream (or, after a gapless switch, the stream
@@ -162,34 +164,31 @@ package final class Engine {
     /// queue may be waiting on the handler. The load number keeps it from a stream taken down.
     /// `facts`: those of the entry handed over, if one is.
     package func prepareNext(_ answer: GaplessHandoff.Answer, facts: EntryFacts? = nil) {
-        if case .item(let item) = answer, let facts { state.know(item.entryID, facts) }
+        if case .item(let item) = answer, let facts { run(state.know(item.entryID, facts)) }
         pipeline.handoff.answer(answer, load: loadNumber)
     }
 
-    /// Counts a failure that the owner handles itself (a handed-over stream that stalled).
-    func noteFailure() { run(state.transport.failedElsewhere()) }
-
-    /// Feeds the transport an input and returns its actions without carrying them out: a
-    /// test drops them to play a pipeline that never heard the command. The input must not
-    /// read the engine: its arguments are worked out before.
-    func decide(_ input: (inout Transport) -> [Transport.Action]) -> [Transport.Action] {
-        input(&state.transport)
+    /// Moves the transport by `input` without carrying out its actions: a test drops them to
+    /// play a pipeline that never heard the command. The input must not read the engine: its
+    /// arguments are worked out before.
+    @discardableResult
+    func decide(_ input: (inout Transport) -> [Transport.Action]) -> Bool {
+        run(state.decide(input))
     }
 
     /// Stops the pipeline for good; `done` is called once GStreamer has let go of it.
     package func shutdown(done: (@MainActor @Sendable () -> Void)?) {
-        prerollTimer.cancel()
+        run(state.shutDown())
         stateCheck.cancel()
-        _ = state.transport.stop()
         pipeline.release(freed: done)
     }
 
-    // MARK: - Carrying out the transport's actions
+    // MARK: - Carrying out the state's actions
 
-    /// Carries out the transport's actions, in order. False when the transport refused the
-    /// command (nothing is loaded for it).
+    /// Carries out the actions of a step of the state, in order; reports wait until they all
+    /// ran. False when the transport refused the command (nothing is loaded for it).
     @discardableResult
-    func run(_ actions: [Transport.Action]) -> Bool {
+    func run(_ actions: [EngineState.Action]) -> Bool {
         depth += 1
         // Reports wait until the step is done, so no owner's answer runs inside one.
         assert(depth == 1, "Engine.run is never re-entered")
@@ -197,54 +196,77 @@ package final class Engine {
             depth -= 1
             deliverReports()
         }
-        var accepted = true
-        var timingChanged = false
-        for action in actions {
-            let prerollLimit = state.carryingOut(action, now: .now)
-            switch action {
-            case .load(let load, let target, let fresh):
-                let isLocal = MediaSources.isLocal(load.uri)
-                streamBegan(load.entry, isStream: !isLocal, handedOver: false)
-                let loudness = state.entries[load.entry]?.loudness
-                pipeline.load(load.uri, state: target, number: loadNumber, fresh: fresh, loudness: loudness)
-                if let prerollLimit {
-                    watchPreroll(of: load, limit: prerollLimit)
-                } else {
-                    prerollTimer.cancel()
-                }
-                // playbin asks for the next URI as soon as it has read this one, which for a
-                // short file is during preroll: the owner answers at once.
-                report(.loadStarted(load.entry))
-            case .unload(let fresh):
-                disarmStreamWatch()
-                pipeline.unload(number: loadNumber, fresh: fresh)
-            case .setState(let target):
-                pipeline.setState(target)
-            case .reselectClock:
-                pipeline.setState(.paused)
-                pipeline.setState(.playing)
-            case .seek(let target):
-                pipeline.seek(to: target, rate: rate)
-            case .awaitPreroll:
-                awaitPreroll()
-            case .replacePipeline:
-                replacePipeline()
-            case .publish:
-                settle()
-            case .skip(let id, let reason):
-                report(.failed(id, reason: reason))
-            case .advance(let id):
-                report(.ended(id))
-            case .refused:
-                accepted = false
-            case .timingChanged:
-                timingChanged = true
+        for action in actions { perform(action) }
+        return !actions.contains(.transport(.refused))
+    }
+
+    /// Carries out one action. A transport's action and a stream watch armed are the
+    /// state's steps in turn (their part of the state is taken when their turn comes), whose
+    /// actions are carried out at once, within the same step.
+    private func perform(_ action: EngineState.Action) {
+        switch action {
+        case .transport(let action):
+            for next in state.carryingOut(action, now: .now) { perform(next) }
+        case .followTransport(let timingChanged):
+            watchState()
+            for next in state.followProgress(now: .now) { perform(next) }
+            if timingChanged { report(.changed(.transport)) }
+        case .loadPipeline(let uri, let target, let load, let fresh, let loudness):
+            pipeline.load(uri, state: target, number: load, fresh: fresh, loudness: loudness)
+        case .unloadPipeline(let load, let fresh):
+            pipeline.unload(number: load, fresh: fresh)
+        case .setPipelineState(let target):
+            pipeline.setState(target)
+        case .seekPipeline(let target, let rate):
+            pipeline.seek(to: target, rate: rate)
+        case .replacePipeline(let number):
+            replacePipeline(number: number)
+        case .setPipelineVolume(let volume):
+            pipeline.setVolume(volume)
+        case .queryPosition:
+            pipeline.queryPosition()
+        case .checkPositionSoon(let load):
+            checkPositionSoon(load: load)
+        case .describeElements:
+            if logger.logLevel <= .debug { pipeline.describeElements() }
+        case .timePreroll(let load, let limit, let number):
+            prerollTimer.start(after: limit) { [weak self] in
+                guard let self else { return }
+                let decodedAudio = pipeline.hasDecodedAudio
+                run(
+                    state.prerollLimitPassed(
+                        of: load, number: number, limit: limit, decodedAudio: decodedAudio, now: .now))
             }
+        case .stopPrerollTimer:
+            prerollTimer.cancel()
+        case .awaitPreroll:
+            prerollWait.start(after: .seconds(1)) { [weak self] in
+                guard let self else { return }
+                run(state.prerollOverdue())
+            }
+        case .armStreamWatch(let id, let since):
+            let bytes = pipeline.bytesFromSources
+            for next in state.armStreamWatch(id, bytes: bytes, now: .now, since: since) { perform(next) }
+        case .startStreamTimer(let limit):
+            streamTimer.start(after: limit, leeway: .milliseconds(100)) { [weak self] in
+                self?.streamStalled()
+            }
+        case .stopStreamTimer:
+            streamTimer.cancel()
+        case .sampleProgress(let delay):
+            progressSampler.start(after: delay, leeway: .milliseconds(20)) { [weak self] in
+                self?.pipeline.sampleProgress()
+            }
+        case .stopProgressWatches:
+            progressSampler.cancel()
+            serverCheck.cancel()
+        case .checkForServer:
+            for next in checkForServer() { perform(next) }
+        case .report(let report):
+            self.report(report)
+        case .log(let level, let message):
+            logger.log(level: level, "\(message)")
         }
-        watchState()
-        syncProgress()
-        if timingChanged { report(.changed(.transport)) }
-        return accepted
     }
 
     /// Tells the owner `report`: at once between steps, else once the step is done.
@@ -280,62 +302,10 @@ package final class Engine {
         }
     }
 
-    /// The transport settled: the clock runs at its rate, a stream that plays is no longer
-    /// watched for a stall, and the owner tells its observer.
-    private func settle() {
-        if status != .stopped, let id = transport.settledEntry, let loaded = transport.loaded, loaded.entry == id,
-            !MediaSources.isLocal(loaded.uri)
-        {
-            disarmStreamWatch()  // it played: the server sent what was awaited
-        }
-        state.settled(holding: isHoldingClock, now: .now)
-        if transport.isPlaying { checkPositionSoon() }
-        report(.settled)
-    }
-
-    /// Times the preroll of `load` (see ``PrerollWatch``).
-    private func watchPreroll(of load: Transport.Load, limit: Duration) {
-        let number = loadNumber
-        prerollTimer.start(after: limit) { [weak self] in
-            guard let self,
-                let (decision, actions) = state.prerollLimitPassed(
-                    load: number, limit: limit, decodedAudio: pipeline.hasDecodedAudio)
-            else { return }
-            let name = MediaSources.displayName(load.uri)
-            let seconds = StreamWatch.seconds(limit)
-            switch decision {
-            case .outputFailed:
-                // The output's failure, as if it had said so: paused there until Play.
-                return streamFailed(
-                    PipelineError(
-                        message: "it took no audio of \(name) within \(seconds), twice", domain: .other("quaver"),
-                        code: 0, source: ElementPath("/quaver-audio-sink"), uri: load.uri, inOutput: true))
-            case .retry:
-                logger.warning("\(name) did not start within \(seconds); loading it again")
-            case .skip, .undecodable:
-                break
-            }
-            run(actions)
-        }
-    }
-
-    /// A load waits for the preroll in progress, at most a second.
-    private func awaitPreroll() {
-        prerollWait.start(after: .seconds(1)) { [weak self] in
-            guard let self else { return }
-            let actions = state.transport.prerollOverdue()
-            if !actions.isEmpty {
-                logger.debug("the previous track did not preroll within a second; loading the next one anyway")
-            }
-            run(actions)
-        }
-    }
-
     /// An output with latency of its own (a sound server) starts its clock a moment after
     /// the pipeline reports PLAYING: the position is asked for twice in the first second and a
     /// half, so that the clock follows the output from the start, not from the first read.
-    private func checkPositionSoon() {
-        let load = loadNumber
+    private func checkPositionSoon(load: Int) {
         for delay in [0.4, 1.5] {
             DispatchQueue.main.asyncAfter(deadline: .now() + delay) { [weak self] in
                 MainActor.assumeIsolated {
@@ -351,12 +321,7 @@ package final class Engine {
     /// GStreamer did not return from a call into the pipeline made at `since` in time (a
     /// deadlock inside it).
     func pipelineGotStuck(since: ContinuousClock.Instant) {
-        let stuckEntry = transport.loaded.map { name(of: $0) }
-        let length = transport.loaded.flatMap { state.entries[$0.entry]?.length } ?? facts.duration
-        run(state.stuck(since: since, length: length))
-        if case .outputLost(_, let at) = transport.phase, let stuckEntry {
-            logger.error("GStreamer got stuck twice on \(stuckEntry); paused at \(at.clock) until Play tries again")
-        }
+        run(state.stuck(since: since))
     }
 
     /// A call into GStreamer made at `since` ran past the stuck limit, but works, or waits
@@ -381,9 +346,9 @@ package final class Engine {
         logger.info("GStreamer returned from the slow call after \(Self.tenths(ContinuousClock.now - since))")
     }
 
-    /// A new pipeline takes the stuck one's place, so that the daemon goes on answering and
-    /// playing; the stuck one is freed if GStreamer ever lets go of it.
-    private func replacePipeline() {
+    /// A new pipeline, number `number`, takes the stuck one's place, so that the daemon goes
+    /// on answering and playing; the stuck one is freed if GStreamer ever lets go of it.
+    private func replacePipeline(number: Int) {
         let stuck = pipeline!
         let limit = StreamWatch.seconds(stuckLimit)
         // Only a call that was blocked is called a deadlock: without the kernel's scheduler
@@ -404,7 +369,7 @@ package final class Engine {
             logger.notice(
                 "GStreamer let go of the stuck pipeline after \(Self.tenths(ContinuousClock.now - since)); it is freed")
         }
-        pipeline = makePipeline()
+        pipeline = makePipeline(number: state.pipelineNumber)
     }
 
     /// A duration in seconds, to a tenth ("4.8 s").
@@ -428,6 +393,6 @@ package final class Engine {
 
     /// How the log names a load: its entry's display name.
     func name(of load: Transport.Load) -> String {
-        MediaSources.displayName(load.uri)
+        EngineState.name(of: load)
     }
 }

@@ -1,4 +1,3 @@
-import SeededRandom
 import Testing
 
 @testable import Media
@@ -21,12 +20,21 @@ struct EngineStateTests {
     /// A state that loaded `load` (started at `now`, its own STREAM_START heard) and plays it.
     static func playing(_ load: Load = a, now: ContinuousClock.Instant = t0) -> EngineState {
         var state = EngineState()
-        _ = state.pipelineMade()
         _ = state.transport.load(load, intent: .playing)
-        _ = state.loadStarted(load, isLocal: MediaSources.isLocal(load.uri), now: now)
-        _ = state.streamStarted()
+        _ = state.loadCarriedOut(load, now: now)
+        _ = state.streamStarted(handedOver: nil, now: now)
         _ = state.stateReached(.playing, position: .zero, at: now)
         return state
+    }
+
+    /// playbin's hand-over of `load`, to follow the loaded stream.
+    static func handedOver(_ load: Load) -> GaplessHandoff.Item {
+        GaplessHandoff.Item(entryID: load.entry, uri: load.uri)
+    }
+
+    /// `state` switches gaplessly to `load` at `now`.
+    static func switched(_ state: inout EngineState, to load: Load, now: ContinuousClock.Instant) {
+        _ = state.streamStarted(handedOver: handedOver(load), now: now)
     }
 
     static func facts(at position: Duration, _ current: Pipeline.State, now: ContinuousClock.Instant) -> Pipeline.Facts
@@ -42,21 +50,25 @@ struct EngineStateTests {
     /// Whose STREAM_START each one is, in the order a session hears them.
     @Test func theFirstStreamStartOfALoadIsItsOwnTheNextAreSwitches() {
         var state = EngineState()
-        let alone = state.streamStarted()
+        let switches = { (state: inout EngineState) in
+            state.streamStarted(handedOver: Self.handedOver(Self.b), now: Self.t0).contains {
+                if case .report(.switched) = $0 { true } else { false }
+            }
+        }
+        let alone = switches(&state)
         #expect(alone, "with nothing loaded, only a switch can start a stream")
         let table: [(step: String, run: (inout EngineState) -> Void, switches: Bool)] = [
-            ("load a", { _ = $0.loadStarted(Self.a, isLocal: true, now: Self.t0) }, false),
+            ("load a", { _ = $0.loadCarriedOut(Self.a, now: Self.t0) }, false),
             ("a plays on into what was handed over", { _ in }, true),
             ("and into the track after", { _ in }, true),
-            ("unload", { $0.unloaded(now: Self.t0) }, true),
-            ("load b", { _ = $0.loadStarted(Self.b, isLocal: true, now: Self.t0) }, false),
-            ("load a again", { _ = $0.loadStarted(Self.a, isLocal: true, now: Self.t0) }, false),
+            ("unload", { _ = $0.carryingOut(.unload(fresh: false), now: Self.t0) }, true),
+            ("load b", { _ = $0.loadCarriedOut(Self.b, now: Self.t0) }, false),
+            ("load a again", { _ = $0.loadCarriedOut(Self.a, now: Self.t0) }, false),
             ("a's stream after its own", { _ in }, true),
         ]
         for row in table {
             row.run(&state)
-            let switches = state.streamStarted()
-            #expect(switches == row.switches, "\(row.step)")
+            #expect(switches(&state) == row.switches, "\(row.step)")
         }
     }
 
@@ -76,7 +88,8 @@ struct EngineStateTests {
             let jitter = Duration.milliseconds([0, -60, -30, -90, -15][second % 5])
             let at = Self.at(Double(second))
             let rate = state.runningRate
-            if let predicted = state.positionReported(heard + jitter, at: at, holding: false) {
+            let predicted = state.clock.position(at: at)
+            if !state.positionReported(heard + jitter, at: at, holding: false).isEmpty {
                 // A change of timing: a jump clients see as Seeked, or the rate alone.
                 if abs((state.clock.position(at: at) - predicted).inSeconds) > 0.1 { jumps.append(Double(second)) }
                 if state.runningRate != rate { rates.append(Double(second)) }
@@ -102,7 +115,7 @@ struct EngineStateTests {
         for tenth in stride(from: 11, through: 100, by: 10) {
             let at = Double(tenth) / 10
             let heard = Duration.seconds(max(at - 0.3, 0))
-            if state.positionReported(heard, at: Self.at(at), holding: false) != nil { corrections += 1 }
+            if !state.positionReported(heard, at: Self.at(at), holding: false).isEmpty { corrections += 1 }
             #expect(state.pace == 1, "at \(at) s")
         }
         #expect(corrections == 1)
@@ -114,31 +127,36 @@ struct EngineStateTests {
     /// At or past a track's length, what follows plays instead.
     @Test func aStuckPipelineGoesOnFromWhereTheCallWasMadeNeverPastTheEnd() {
         var state = Self.playing(Self.a)
-        _ = state.switched(to: Self.b, now: Self.at(10))
-        let actions = state.stuck(since: Self.at(10.2), length: .seconds(2))
+        _ = state.know(Self.b.entry, EntryFacts(length: .seconds(2)))
+        Self.switched(&state, to: Self.b, now: Self.at(10))
+        let actions = state.stuck(since: Self.at(10.2)).transportActions
         #expect(actions.first == .replacePipeline)
         let restart = actions.compactMap { if case .load(let load, _, _) = $0 { load } else { nil } }.first
         #expect(restart?.entry == Self.b.entry)
         #expect(restart?.position.map { $0 <= .milliseconds(200) } ?? true, "b from 0.2 s, not 3.2 s: \(actions)")
 
         var ended = Self.playing(Self.a)
-        _ = ended.switched(to: Self.b, now: Self.at(10))
-        let atEnd = ended.stuck(since: Self.at(12.5), length: .seconds(2))
-        #expect(atEnd == [.replacePipeline, .advance(from: Self.b.entry)], "b had ended: what follows plays")
+        _ = ended.know(Self.b.entry, EntryFacts(length: .seconds(2)))
+        Self.switched(&ended, to: Self.b, now: Self.at(10))
+        let atEnd = ended.stuck(since: Self.at(12.5))
+        #expect(
+            atEnd == EngineState.moved([.replacePipeline, .advance(from: Self.b.entry)]),
+            "b had ended: what follows plays")
     }
 
     /// A report is heard only from the pipeline in use, about the load in progress.
     @Test func reportsOfAReplacedPipelineOrAStreamTakenDownAreNotHeard() {
         var state = EngineState()
-        let first = state.pipelineMade()
-        _ = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        let first = state.pipelineNumber
+        _ = state.loadCarriedOut(Self.a, now: Self.t0)
         let load = state.loadNumber
         #expect(state.hears(pipeline: first, load: load))
-        state.unloaded(now: Self.t0)
+        _ = state.carryingOut(.unload(fresh: false), now: Self.t0)
         #expect(!state.hears(pipeline: first, load: load), "taken down since")
         #expect(state.hears(pipeline: first, load: state.loadNumber))
-        state.pipelineReplaced()
-        let second = state.pipelineMade()
+        let replaced = state.carryingOut(.replacePipeline, now: Self.t0)
+        let second = state.pipelineNumber
+        #expect(replaced == [.replacePipeline(number: second)] && second != first, "a new pipeline, numbered anew")
         #expect(state.pipelinesReplaced == 1)
         #expect(!state.hears(pipeline: first), "the stuck pipeline's")
         #expect(state.hears(pipeline: second, load: state.loadNumber))
@@ -155,10 +173,12 @@ struct EngineStateTests {
         state.seeks.sent()
         let before = state.facts
         let overtaken = state.asyncDone(Self.facts(at: .seconds(5), .playing, now: Self.at(1.2)))
-        #expect(overtaken == nil)
+        #expect(overtaken == [.stopPrerollTimer], "the transport does not move")
         #expect(state.facts == before && state.clock.position(at: Self.at(1.3)) == .seconds(40))
         let actions = state.asyncDone(Self.facts(at: .seconds(40), .playing, now: Self.at(1.4)))
-        #expect(actions == [.publish], "clients hear of the new timing")
+        #expect(
+            actions == [.stopPrerollTimer, .transport(.publish), .followTransport(timingChanged: false)],
+            "clients hear of the new timing")
         #expect(state.facts.duration == .seconds(100))
         #expect(state.clock.position(at: Self.at(2.4)) == .seconds(41), "runs from where the seek landed")
     }
@@ -168,12 +188,14 @@ struct EngineStateTests {
     @Test func aSeekSetsTheClockOnlyWhenTaken() {
         var state = EngineState()
         let refused = state.seek(to: .seconds(5), nextTaken: false, now: Self.t0)
-        #expect(refused == [.refused])
+        #expect(refused == [.transport(.refused), .followTransport(timingChanged: false)])
         #expect(state.clock.position(at: Self.at(1)) == .zero)
         _ = state.transport.load(Self.a, intent: .playing)
-        _ = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        _ = state.loadCarriedOut(Self.a, now: Self.t0)
         let taken = state.seek(to: .seconds(5), nextTaken: false, now: Self.t0)
-        #expect(taken == [.timingChanged], "clients see the position asked for at once")
+        #expect(
+            taken == [.transport(.timingChanged), .followTransport(timingChanged: true)],
+            "clients see the position asked for at once")
         #expect(state.clock.position(at: Self.at(1)) == .seconds(5), "it stands while the load prerolls")
     }
 
@@ -182,13 +204,16 @@ struct EngineStateTests {
     @Test func aRateIsShownAtOnceAndAppliedByASeek() {
         var stopped = EngineState()
         let alone = stopped.setRate(1.5, from: .zero, now: Self.t0)
-        #expect(alone == [.publish])
+        #expect(alone.transportActions == [.publish])
         var state = Self.playing()
         let applied = state.setRate(1.5, from: .seconds(3), now: Self.at(3))
-        #expect(applied == [.seek(.seconds(3)), .timingChanged])
+        #expect(
+            applied == [
+                .transport(.seek(.seconds(3))), .transport(.timingChanged), .followTransport(timingChanged: true),
+            ])
         #expect(state.clock.position(at: Self.at(4)) == .seconds(3))
         let again = state.setRate(1.5, from: .seconds(3), now: Self.at(3))
-        #expect(again == [.timingChanged], "asked again: nothing to apply, still told")
+        #expect(again.transportActions == [.timingChanged], "asked again: nothing to apply, still told")
     }
 
     /// The pipeline's word on the position: taken beyond the tolerance, not while the
@@ -202,11 +227,13 @@ struct EngineStateTests {
         ]
         for row in cases {
             var state = Self.playing()
-            if row.switched { _ = state.switched(to: Self.b, now: Self.at(1)) }
-            let predicted = state.positionReported(row.reported, at: Self.at(row.at), holding: row.holding)
-            #expect((predicted != nil) == row.taken, "\(row.name)")
+            if row.switched { Self.switched(&state, to: Self.b, now: Self.at(1)) }
+            let actions = state.positionReported(row.reported, at: Self.at(row.at), holding: row.holding)
+            #expect(!actions.isEmpty == row.taken, "\(row.name)")
             if row.taken {
-                #expect(predicted == .seconds(2) && state.clock.position(at: Self.at(row.at)) == row.reported)
+                let note = "the pipeline is at \(row.reported), not \(Duration.seconds(2)): the position follows it"
+                #expect(actions == [.log(.debug, note), .report(.changed(.transport))])
+                #expect(state.clock.position(at: Self.at(row.at)) == row.reported)
             }
         }
     }
@@ -215,34 +242,52 @@ struct EngineStateTests {
     /// follows plays.
     @Test func aFileEndingEarlyIsLoadedAgainThereOnce() {
         var state = Self.playing()
-        let first = state.endOfStream(at: .seconds(30), length: .seconds(100), now: Self.at(30))
-        #expect(first.decision == .reload(at: .seconds(30)))
+        _ = state.know(Self.a.entry, EntryFacts(length: .seconds(100)))
+        let first = state.endOfStream(at: .seconds(30), now: Self.at(30))
+        let again30 = Load(entry: 1, uri: Self.a.uri, position: .seconds(30))
         #expect(
-            first.actions == [.load(Load(entry: 1, uri: Self.a.uri, position: .seconds(30)), .paused, fresh: true)],
-            "from NULL")
+            first == [
+                .log(.info, "/a.flac ended at 0:30 of 1:40, before its end: loading it again there"),
+                .transport(.load(again30, .paused, fresh: true)), .followTransport(timingChanged: false),
+            ], "from NULL")
         #expect(state.clock.position(at: Self.at(31)) == .seconds(30))
-        _ = state.loadStarted(Load(entry: 1, uri: Self.a.uri, position: .seconds(30)), isLocal: true, now: Self.at(30))
+        _ = state.loadCarriedOut(again30, now: Self.at(30))
         _ = state.asyncDone(Self.facts(at: .seconds(30), .paused, now: Self.at(30)))
         _ = state.asyncDone(Self.facts(at: .seconds(30), .paused, now: Self.at(30)))
         _ = state.stateReached(.playing, position: .seconds(30), at: Self.at(30))
-        let again = state.endOfStream(at: .seconds(31), length: .seconds(100), now: Self.at(31))
-        #expect(again.decision == .endedEarlyAgain && again.actions == [.advance(from: 1)])
+        let again = state.endOfStream(at: .seconds(31), now: Self.at(31))
+        #expect(
+            again == [
+                .log(.info, "/a.flac ended early again, at 0:31: going on"), .transport(.advance(from: 1)),
+                .followTransport(timingChanged: false),
+            ])
         var stream = Self.playing(Self.stream)
-        let live = stream.endOfStream(at: .seconds(1), length: .seconds(100), now: Self.at(1))
-        #expect(live.decision == .ended && live.actions == [.advance(from: 3)], "a stream ends when its server says")
+        _ = stream.know(Self.stream.entry, EntryFacts(length: .seconds(100)))
+        let live = stream.endOfStream(at: .seconds(1), now: Self.at(1))
+        #expect(live == EngineState.moved([.advance(from: 3)]), "a stream ends when its server says")
+    }
+
+    /// An error of the output's, as a sink posts it.
+    static func outputError(_ message: String) -> PipelineError {
+        PipelineError(
+            message: message, domain: .resource, code: 0, source: ElementPath("/GstPlayBin:p/GstPulseSink:sink"),
+            inOutput: true)
     }
 
     /// The output failed: it pauses where clients last saw it, never before.
     @Test func aFailedOutputPausesNoEarlierThanWhatWasShown() {
         var state = Self.playing()
-        let shown = state.position(now: Self.at(4)).position
-        #expect(shown == .seconds(4))
+        let shown = state.position(at: Self.at(4))
+        let asked = state.positionShown(now: Self.at(4))
+        #expect(shown == .seconds(4) && asked == [.queryPosition], "the first read while playing asks")
         state.clock.set(.seconds(2), rate: 0, at: Self.at(4))  // the output's word came back behind
-        let (position, actions) = state.failed(reason: "gone", inOutput: true, now: Self.at(4))
-        #expect(position == .seconds(4))
-        #expect(actions == [.unload(fresh: true), .publish])
-        let resumesAt = state.position(now: Self.at(9)).position
+        let actions = state.pipelineFailed(Self.outputError("gone"), handedOver: nil, now: Self.at(4))
+        #expect(actions.transportActions == [.unload(fresh: true), .publish])
+        #expect(
+            actions.contains(.log(.warning, "the audio output failed (gone); paused at 0:04 of /a.flac until Play")))
+        let resumesAt = state.position(at: Self.at(9))
         #expect(resumesAt == .seconds(4), "where Play resumes")
+        #expect(state.positionShown(now: Self.at(9)).isEmpty, "nothing to ask of a pipeline that lost its output")
     }
 
     /// The stream handed over failed: its decoder's later errors are echoes, and the loaded
@@ -250,44 +295,57 @@ struct EngineStateTests {
     @Test func aFailedHandOverReloadsTheLoadedStreamWhereItIs() {
         var state = Self.playing()
         let source = "/GstPlayBin:p/GstURIDecodeBin:uridecodebin1/GstDecodeBin:decodebin1"
-        let actions = state.handOverFailed(source: ElementPath(source), now: Self.at(6))
-        #expect(actions == [.load(Load(entry: 1, uri: Self.a.uri, position: .seconds(6)), .paused, fresh: true)])
+        let error = PipelineError(message: "no route", domain: .resource, code: 0, source: ElementPath(source))
+        let next = GaplessHandoff.Item(entryID: 7, uri: "http://example.org/next")
+        let actions = state.pipelineFailed(error, handedOver: next, now: Self.at(6))
+        let reload = Load(entry: 1, uri: Self.a.uri, position: .seconds(6))
+        #expect(actions.contains(.report(.handOverFailed(7, reason: "no route"))))
+        #expect(actions.transportActions == [.load(reload, .paused, fresh: true)])
         #expect(state.errors.isEcho(ElementPath(source + "/GstFlacDec:flacdec0")))
-        let limit = state.loadStarted(
-            Load(entry: 1, uri: Self.a.uri, position: .seconds(6)), isLocal: true, now: Self.at(6))
+        let echo = PipelineError(message: "again", domain: .stream, code: 0, source: ElementPath(source + "/x:y"))
+        let ignored = state.pipelineFailed(echo, handedOver: nil, now: Self.at(6))
+        #expect(ignored.transportActions.isEmpty && ignored.count == 2, "two debug lines, nothing else: \(ignored)")
+        let limit = state.loadCarriedOut(reload, now: Self.at(6))
         #expect(limit == PrerollWatch.limit)
     }
 
     /// The progress watches follow the transport: they start for each load and each gapless
-    /// switch that plays, and stop as soon as it does not play.
+    /// switch that plays (a switch's first samples are not judged), and stop as soon as it
+    /// does not play.
     @Test func theProgressWatchStartsForEachLoadAndSwitchThatPlays() {
         var state = EngineState()
-        let table: [(step: String, run: (inout EngineState) -> Void, change: ProgressFollow.Change)] = [
-            ("stopped", { _ in }, .unchanged),
-            ("a plays", { $0 = Self.playing() }, .started(Self.a, switched: false)),
-            ("still a", { _ in }, .unchanged),
-            ("switched to b", { _ = $0.switched(to: Self.b, now: Self.at(3)) }, .started(Self.b, switched: true)),
-            ("paused", { _ = $0.transport.pause() }, .stopped),
-            ("still paused", { _ in }, .unchanged),
-            (
-                "b plays again",
-                {
-                    _ = $0.transport.play()
-                    _ = $0.stateReached(.playing, position: .seconds(1), at: Self.at(5))
-                }, .started(Self.b, switched: false)
-            ),
-            (
-                "b loaded again",
-                {
-                    _ = $0.loadStarted(Self.b, isLocal: true, now: Self.at(6))
-                    $0.transport = Self.playing(Self.b).transport
-                }, .started(Self.b, switched: false)
-            ),
-        ]
+        let start: [EngineState.Action] = [.sampleProgress(after: ProgressWatch.period), .checkForServer]
+        let table: [(step: String, run: (inout EngineState) -> Void, actions: [EngineState.Action], switched: Bool)] =
+            [
+                ("stopped", { _ in }, [], false),
+                ("a plays", { $0 = Self.playing() }, start, false),
+                ("still a", { _ in }, [], false),
+                ("switched to b", { Self.switched(&$0, to: Self.b, now: Self.at(3)) }, start, true),
+                ("paused", { _ = $0.transport.pause() }, [.stopProgressWatches], false),
+                ("still paused", { _ in }, [], false),
+                (
+                    "b plays again",
+                    {
+                        _ = $0.transport.play()
+                        _ = $0.stateReached(.playing, position: .seconds(1), at: Self.at(5))
+                    }, start, false
+                ),
+                (
+                    "b loaded again",
+                    {
+                        _ = $0.loadCarriedOut(Self.b, now: Self.at(6))
+                        $0.transport = Self.playing(Self.b).transport
+                    }, start, false
+                ),
+            ]
         for row in table {
             row.run(&state)
-            let change = state.followProgress()
-            #expect(change == row.change, "\(row.step)")
+            let actions = state.followProgress(now: Self.at(7))
+            #expect(actions == row.actions, "\(row.step)")
+            if !row.actions.isEmpty, case .watching(let stream, _, _, let judgeFrom) = state.progress.watch.stage {
+                #expect(
+                    stream.entry == state.transport.loadedEntry && (judgeFrom != nil) == row.switched, "\(row.step)")
+            }
         }
     }
 
@@ -298,231 +356,62 @@ struct EngineStateTests {
         let limit = PrerollWatch.outputLimit
         var state = EngineState()
         _ = state.transport.load(Self.a, intent: .playing)
-        let timed = state.loadStarted(Self.a, isLocal: true, now: Self.t0)
+        let timed = state.loadCarriedOut(Self.a, now: Self.t0)
         #expect(timed == limit)
         let number = state.loadNumber
-        let stale = state.prerollLimitPassed(load: number - 1, limit: limit, decodedAudio: true)
-        #expect(stale == nil, "an earlier load's limit")
-        let first = state.prerollLimitPassed(load: number, limit: limit, decodedAudio: true)
-        #expect(first?.decision == .retry && first?.actions == [.load(Self.a, .playing, fresh: true)])
-        let retried = state.loadStarted(Self.a, isLocal: true, now: Self.at(15))
+        let passed = { (state: inout EngineState, number: Int, decoded: Bool) in
+            state.prerollLimitPassed(of: Self.a, number: number, limit: limit, decodedAudio: decoded, now: Self.at(15))
+        }
+        #expect(passed(&state, number - 1, true).isEmpty, "an earlier load's limit")
+        let first = passed(&state, number, true)
+        #expect(
+            first == [
+                .log(.warning, "/a.flac did not start within 15 s; loading it again"),
+                .transport(.load(Self.a, .playing, fresh: true)), .followTransport(timingChanged: false),
+            ])
+        let retried = state.loadCarriedOut(Self.a, now: Self.at(15))
         #expect(retried == limit, "the retry is timed")
-        let second = state.prerollLimitPassed(load: state.loadNumber, limit: limit, decodedAudio: true)
-        #expect(second?.decision == .outputFailed && second?.actions == [])
+        let second = passed(&state, state.loadNumber, true)
+        #expect(second.transportActions == [.unload(fresh: true), .publish], "the output failed: paused there")
+        let reason = "it took no audio of /a.flac within 15 s, twice"
+        #expect(
+            second.contains(.log(.warning, "the audio output failed (\(reason)); paused at 0:00 of /a.flac until Play"))
+        )
 
         var other = EngineState()
         _ = other.transport.load(Self.b, intent: .playing)
-        _ = other.loadStarted(Self.b, isLocal: true, now: Self.t0)
+        _ = other.loadCarriedOut(Self.b, now: Self.t0)
         _ = other.stateReached(.playing, position: .zero, at: Self.at(1))
-        let played = other.prerollLimitPassed(load: other.loadNumber, limit: limit, decodedAudio: false)
-        #expect(played == nil, "it prerolled: nothing is decided")
+        #expect(passed(&other, other.loadNumber, false).isEmpty, "it prerolled: nothing is decided")
         _ = other.transport.load(Self.a, intent: .playing)
-        _ = other.loadStarted(Self.a, isLocal: true, now: Self.at(2))
-        let none = other.prerollLimitPassed(load: other.loadNumber, limit: limit, decodedAudio: false)
-        let reason = "no audio was decoded from it within \(StreamWatch.seconds(limit))"
-        #expect(none?.decision == .undecodable)
-        #expect(none?.actions == [.unload(fresh: true), .skip(1, reason: reason)])
+        _ = other.loadCarriedOut(Self.a, now: Self.at(2))
+        let none = passed(&other, other.loadNumber, false)
+        let undecoded = "no audio was decoded from it within \(StreamWatch.seconds(limit))"
+        #expect(none == EngineState.moved([.unload(fresh: true), .skip(1, reason: undecoded)]))
     }
 
     /// A mixer's change of the output volume is followed; Quaver's own, coming back, is not.
     @Test func theVolumeFollowsAMixerNotItsOwnEcho() {
         var state = EngineState()
-        state.setVolume(0.5, now: Self.t0)
-        let same = state.outputVolumeChanged(0.5, now: Self.at(0.1))
-        #expect(!same)
-        state.setVolume(0.6, now: Self.at(0.2))
-        let echo = state.outputVolumeChanged(0.5, now: Self.at(0.3))
-        #expect(!echo, "the echo of a volume set lately")
+        #expect(state.setVolume(0.5, now: Self.t0) == [.setPipelineVolume(0.5)])
+        #expect(state.outputVolumeChanged(0.5, now: Self.at(0.1)).isEmpty)
+        _ = state.setVolume(0.6, now: Self.at(0.2))
+        #expect(state.outputVolumeChanged(0.5, now: Self.at(0.3)).isEmpty, "the echo of a volume set lately")
         let mixer = state.outputVolumeChanged(1.4, now: Self.at(0.4))
-        #expect(mixer)
+        #expect(
+            mixer == [
+                .log(.debug, "the stream's volume was changed outside Quaver, to 1.0"), .report(.changed(.volume)),
+            ])
         #expect(state.volume == 1)
     }
 }
 
-/// Long random sequences of commands and pipeline reports through the engine's state, each
-/// action's state part carried out as the engine does, with its promises checked after every
-/// step.
-@Suite("Engine state: invariants over random event sequences")
-struct EngineStatePropertyTests {
-    enum Event {
-        case load(UInt64, PlaybackStatus, Duration?)
-        case play, pause, stop
-        case seek(Duration, nextTaken: Bool)
-        case rate(Double)
-        case reached(Pipeline.State, Duration)
-        case done(Pipeline.State, Duration)
-        case streamStart(UInt64)
-        case endOfStream(Duration?)
-        case failed(output: Bool)
-        case handOverFailed, stuck
-        case prerollLimit(decodedAudio: Bool)
-        case reported(Duration)
-    }
-
-    static func randomEvent(_ random: inout SplitMix) -> Event {
-        let states: [Pipeline.State] = [.paused, .playing]
-        let seconds = { (random: inout SplitMix) in Duration.seconds(random.int(0..<60)) }
-        switch random.int(0..<16) {
-        case 0:
-            return .load(
-                UInt64(random.int(1..<4)), random.pick([.paused, .playing]),
-                random.chance(0.3) ? seconds(&random) : nil)
-        case 1: return .play
-        case 2: return .pause
-        case 3: return random.chance(0.3) ? .stop : .play
-        case 4: return .seek(seconds(&random), nextTaken: random.chance(0.2))
-        case 5: return .rate(random.pick([0.5, 1, 1.5]))
-        case 6: return .reached(random.pick(states), seconds(&random))
-        case 7, 8: return .done(random.pick(states), seconds(&random))
-        case 9: return .streamStart(UInt64(random.int(1..<4)))
-        case 10: return .endOfStream(random.chance(0.5) ? seconds(&random) : nil)
-        case 11: return .failed(output: random.chance(0.3))
-        case 12: return random.chance(0.5) ? .handOverFailed : .stuck
-        case 13: return .prerollLimit(decodedAudio: random.chance(0.5))
-        default: return .reported(seconds(&random))
-        }
-    }
-
-    static func load(_ id: UInt64, _ position: Duration? = nil) -> Transport.Load {
-        Transport.Load(entry: id, uri: "file:///\(id).flac", position: position)
-    }
-
-    /// Feeds `event` to `state` at `now`; nil for an ASYNC_DONE taken as an overtaken seek's.
-    static func apply(_ event: Event, to state: inout EngineState, now: ContinuousClock.Instant) -> [Transport.Action]?
-    {
-        switch event {
-        case .load(let id, let intent, let position): return state.transport.load(load(id, position), intent: intent)
-        case .play: return state.transport.play()
-        case .pause: return state.transport.pause()
-        case .stop: return state.transport.stop()
-        case .seek(let target, let nextTaken): return state.seek(to: target, nextTaken: nextTaken, now: now)
-        case .rate(let rate): return state.setRate(rate, from: .seconds(1), now: now)
-        case .reached(let new, let position): return state.stateReached(new, position: position, at: now)
-        case .done(let current, let position):
-            var facts = Pipeline.Facts()
-            facts.at = now
-            facts.position = position
-            facts.current = current
-            return state.asyncDone(facts)
-        case .streamStart(let id):
-            return state.streamStarted() ? state.switched(to: load(id), now: now) : []
-        case .endOfStream(let reported): return state.endOfStream(at: reported, length: .seconds(60), now: now).actions
-        case .failed(let output): return state.failed(reason: "x", inOutput: output, now: now).actions
-        case .handOverFailed:
-            return state.handOverFailed(
-                source: ElementPath("/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstFlacDec:f"), now: now)
-        case .stuck: return state.stuck(since: now - .seconds(3), length: .seconds(60))
-        case .prerollLimit(let decoded):
-            return state.prerollLimitPassed(load: state.loadNumber, limit: .seconds(15), decodedAudio: decoded)?.actions
-                ?? []
-        case .reported(let position):
-            _ = state.positionReported(position, at: now, holding: false)
-            return []
-        }
-    }
-
-    @Test(
-        "stale reports are never heard, the clock starts where a load does, the position shown tells the truth",
-        arguments: [1, 2, 3, 4, 5, 6] as [UInt64])
-    func invariantsHold(seed: UInt64) {
-        var random = SplitMix(seed: seed)
-        var state = EngineState()
-        _ = state.pipelineMade()
-        var now = ContinuousClock.now
-        var replaced = 0
-        let check = InvariantChecks()
-        for step in 0..<3_000 where !check.failed {
-            now += .milliseconds(random.int(0..<400))
-            let event = Self.randomEvent(&random)
-            let before = state
-            let result = Self.apply(event, to: &state, now: now)
-            var context: String {
-                "seed \(seed), step \(step), \(event): \(before.transport.state) → \(state.transport.state)"
-            }
-            guard let actions = result else {
-                check(state.transport == before.transport && state.facts == before.facts, "overtaken: \(context)")
-                continue
-            }
-            for action in actions {
-                let number = state.loadNumber
-                _ = state.carryingOut(action, now: now)
-                switch action {
-                case .load(let load, _, _):
-                    check(state.awaitingOwnStreamStart && state.seeks.count == 0, "a load's own start: \(context)")
-                    check(state.clock.position(at: now) == load.position ?? .zero, "starts where it loads: \(context)")
-                    if case .stuck = event {
-                        check((load.position ?? .zero) < .seconds(60), "a stuck entry restarts within it: \(context)")
-                    }
-                case .replacePipeline:
-                    replaced += 1
-                    _ = state.pipelineMade()
-                case .publish:
-                    state.settled(holding: false, now: now)
-                default:
-                    break
-                }
-                if case .load = action { check(!state.hears(pipeline: state.pipelineNumber, load: number), context) }
-                if case .unload = action { check(!state.hears(pipeline: state.pipelineNumber, load: number), context) }
-            }
-            check(state.hears(pipeline: state.pipelineNumber, load: state.loadNumber), "\(context)")
-            check(state.pipelinesReplaced == replaced, "every replacement counted: \(context)")
-            let shown = state.position(now: now).position
-            if case .outputLost(_, let at) = state.transport.phase {
-                check(shown == at, "paused where the output failed: \(context)")
-            } else if state.transport.status == .stopped || state.transport.loadedEntry == nil {
-                check(shown == .zero, "nothing loaded, nothing played: \(context)")
-            }
-            if !state.transport.isPlaying && !state.transport.isSeeking && state.transport.status != .stopped {
-                check(state.clock.rate == 0, "the clock stands unless the stream plays: \(context)")
-            }
-        }
-    }
-}
-
-/// The network streams' decisions without GStreamer: buffering and a stall limit that passed.
-@Suite("Engine state: network streams")
-struct EngineStateStreamTests {
-    typealias Load = Transport.Load
-    static let t0 = ContinuousClock.now
-    static let radio = Load(entry: 5, uri: "http://example.org/radio")
-
-    /// Only the loaded stream that should play pauses for its buffer, and only once it plays.
-    @Test func onlyALoadedStreamThatShouldPlayPausesForItsBuffer() {
-        var file = EngineStateTests.playing()
-        #expect(file.streamBuffering(20, playing: true) == nil, "a file plays on")
-        var stream = EngineStateTests.playing(Self.radio)
-        #expect(stream.streamBuffering(20, playing: false) == nil, "not asked to play")
-        let low = stream.streamBuffering(20, playing: true)
-        #expect(low?.stream == Self.radio && low?.watch == .arm && low?.actions == [.setState(.paused)])
-        let lower = stream.streamBuffering(10, playing: true)
-        #expect(lower?.watch == .arm && lower?.actions == [], "armed already, but none waits yet")
-        stream.streamWatch.arm(5, bytes: 0, now: Self.t0)
-        let same = stream.streamBuffering(10, playing: true)
-        #expect(same?.watch == .keep, "no data came")
-        let full = stream.streamBuffering(100, playing: true)
-        #expect(full?.watch == .disarm && full?.actions == [.setState(.playing)], "it played: the watch ends")
-    }
-
-    /// The limit passed: a loaded stream that sent nothing is taken down and skipped; a
-    /// handed-over one is the owner's; one that sent is waited for again.
-    @Test func aStalledStreamIsTakenDownOrLeftToTheOwner() {
-        var stream = EngineStateTests.playing(Self.radio)
-        stream.streamWatch.arm(5, bytes: 100, now: Self.t0)
-        let wait = stream.streamWatch.wait!
-        let sent = stream.streamStalled(wait, at: .loaded(isSettled: true), playing: true, bytes: 200, now: Self.t0)
-        #expect(sent.verdict == .waitAgain(since: Self.t0) && sent.actions.isEmpty)
-        #expect(stream.streamWatch.wait == nil, "the wait ended; the engine arms it again")
-        let silent = stream.streamStalled(wait, at: .loaded(isSettled: true), playing: true, bytes: 100, now: Self.t0)
-        guard case .stalled(let reason) = silent.verdict else {
-            Issue.record("\(silent.verdict)")
-            return
-        }
-        #expect(silent.actions == [.unload(fresh: true), .skip(5, reason: reason)])
-        var before = EngineStateTests.playing()
-        let handedOver = before.streamStalled(
-            wait, at: .handedOver(previousPlays: false), playing: true, bytes: 100, now: Self.t0)
-        #expect(handedOver.actions.isEmpty && before.transport.pipelineFailed, "the next teardown goes to NULL")
-        let gone = before.streamStalled(wait, at: .elsewhere, playing: true, bytes: 100, now: Self.t0)
-        #expect(gone.verdict == .leave)
+extension EngineState {
+    /// Carries out the load of `load` at `now` as the engine does, and returns how long its
+    /// preroll may take (nil: not timed).
+    mutating func loadCarriedOut(_ load: Transport.Load, now: ContinuousClock.Instant) -> Duration? {
+        carryingOut(.load(load, .paused, fresh: false), now: now).lazy.compactMap {
+            if case .timePreroll(_, let limit, _) = $0 { limit } else { nil }
+        }.first
     }
 }
