@@ -6,7 +6,7 @@ import PlaybackVocabulary
 ///
 /// Pure: the pipeline's samples (the stream's position and the pipeline's clock, with the
 /// instant they were taken) are handed in. While the transport plays, its owner samples the
-/// pipeline every ``period`` and feeds each sample here; nothing runs otherwise, so a paused
+/// pipeline every ``period`` (``calmPeriod`` while the audio keeps its pace) and feeds each sample here; nothing runs otherwise, so a paused
 /// player never wakes for it. Audio that did not move since the sample before is held: the
 /// position clock stands where the audio is, so that Position never runs ahead of what was
 /// heard by more than a sample or two. Audio that has not moved for ``grace`` is waited for:
@@ -101,8 +101,17 @@ struct ProgressWatch: Sendable, Equatable {
         case outputFailed(Stall, reason: String)
     }
 
-    /// How often a playing pipeline is sampled.
+    /// How often a playing pipeline is sampled: from its start, and while its audio is off
+    /// its pace.
     static let period = Duration.milliseconds(250)
+    /// How often a pipeline is sampled while its audio keeps its pace: half as often, since
+    /// each sample wakes threads of the daemon's own that GStreamer alone would not, and a
+    /// music player plays for hours. Audio that stops right after a calm sample moves less
+    /// than ``calmShare`` by the next one, so that sampling goes back to ``period``: Position
+    /// runs ahead of the audio by less than a second before it is held.
+    static let calmPeriod = Duration.milliseconds(500)
+    /// The share of the expected progress that counts as keeping pace.
+    static let calmShare = 0.8
     /// How long the audio may stand before clients see playback waiting.
     static let grace = Duration.milliseconds(1500)
     /// How long the decoding may stand before the track is loaded again or skipped.
@@ -175,7 +184,11 @@ struct ProgressWatch: Sendable, Equatable {
             }
             if Self.moved(from: previous, to: sample, rate: stream.rate) {
                 stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
-                return (stoodSince == nil ? [] : [.resume(at: sample.position, when: sample.at, waited: nil)]) + [next]
+                guard stoodSince == nil else {
+                    return [.resume(at: sample.position, when: sample.at, waited: nil), next]
+                }
+                let calm = Self.moved(from: previous, to: sample, rate: stream.rate, share: Self.calmShare)
+                return [.sample(after: calm ? Self.calmPeriod : Self.period)]
             }
             let since = stoodSince ?? previous
             guard sample.at - since.at >= Self.grace else {
@@ -229,11 +242,11 @@ struct ProgressWatch: Sendable, Equatable {
         stream.duration.map { sample.position >= $0 - endMargin } ?? false
     }
 
-    /// Whether the position moved from one sample to the next by at least ``movingShare`` of
-    /// what the time between them and the rate make.
-    static func moved(from previous: Sample, to sample: Sample, rate: Double) -> Bool {
+    /// Whether the position moved from one sample to the next by at least `share` (by
+    /// default ``movingShare``) of what the time between them and the rate make.
+    static func moved(from previous: Sample, to sample: Sample, rate: Double, share: Double = movingShare) -> Bool {
         let expected = (sample.at - previous.at) * max(rate, 0.1)
-        return sample.position - previous.position >= expected * movingShare
+        return sample.position - previous.position >= expected * share
     }
 
     /// The stall seen at `now`, the audio having stood since `since`. The output's when

@@ -31,7 +31,7 @@ extension Pipeline {
     }
 
     /// Asked of playsink, not playbin: playbin answers a query, or a search of its bins, under
-    /// locks the decoding side's streaming threads hold, and four times a second that wait,
+    /// locks the decoding side's streaming threads hold, and several times a second that wait,
     /// on a decoder busy or stuck with an odd file, was what made most pipelines count as
     /// stuck. The sink's position is what playbin would have answered.
     private static func progress(of playbin: UnsafeMutablePointer<GstElement>) -> Progress {

@@ -215,8 +215,8 @@ struct EngineActionTests {
         let next = Action.sampleProgress(after: ProgressWatch.period)
         let table: [(at: Double, position: Double, expected: (([Action]) -> Bool), name: String)] = [
             (0.5, 0.5, { $0 == [next] }, "the first sample"),
-            (0.75, 0.75, { $0 == [next] }, "it moves"),
-            (1.0, 0.75, { $0 == [next] }, "it stands: held"),
+            (0.75, 0.75, { $0 == [.sampleProgress(after: ProgressWatch.calmPeriod)] }, "it keeps its pace: calm"),
+            (1.25, 0.75, { $0 == [next] }, "it stands: held"),
             (
                 2.5, 0.75,
                 {

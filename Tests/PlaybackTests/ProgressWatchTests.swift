@@ -81,6 +81,30 @@ struct ProgressWatchTests {
     }
 
     static let next = Action.sample(after: Watch.period)
+
+    /// The cadence: twice as often from a start, after a hold and while the audio is off its
+    /// pace; half as often while it keeps it. Audio that stops right after a calm sample is
+    /// sampled often again from the next one, and held within a second of stopping.
+    @Test func samplingSlowsWhileTheAudioKeepsItsPaceOnly() {
+        var watch = Watch()
+        #expect(watch.started(Self.file) == [Self.next])
+        #expect(watch.sampled(Self.sample(0.25, 10)) == [Self.next], "the first sample only starts the count")
+        #expect(watch.sampled(Self.sample(0.5, 10.25)) == [.sample(after: Watch.calmPeriod)], "kept its pace")
+        #expect(watch.sampled(Self.sample(1.0, 10.5)) == [Self.next], "half its pace: often again")
+        #expect(watch.sampled(Self.sample(1.25, 10.75)) == [.sample(after: Watch.calmPeriod)])
+        // The audio stops 0.15 s after that sample: the next one, 0.5 s on, finds it moved
+        // less than the calm share, and the one after holds it, 0.75 s after it stopped.
+        #expect(watch.sampled(Self.sample(1.75, 10.9)) == [Self.next])
+        #expect(watch.sampled(Self.sample(2.0, 10.9)) == [.hold(at: Self.s(10.9)), Self.next])
+        #expect(
+            watch.sampled(Self.sample(2.25, 11.15)) == [
+                .resume(at: Self.s(11.15), when: Self.at(2.25), waited: nil), Self.next,
+            ], "a resume is sampled often")
+        var slow = Watch()
+        _ = slow.started(Watch.Stream(entry: 3, isLocal: true, duration: nil, rate: 1))
+        _ = slow.sampled(Self.sample(0.25, 5))
+        #expect(slow.sampled(Self.sample(0.5, 5.175)) == [Self.next], "an output at 0.7x is sampled often")
+    }
     static func stall(since: Double, now: Double, queued: Double, cause: ProgressWatch.Cause) -> Stall {
         Stall(
             heard: s(10.25), since: at(since), stoodFor: s(now - since), clockAdvance: s(now - since),
@@ -118,7 +142,8 @@ struct ProgressWatchTests {
             // The first sample (or any before the switch settles) only starts the count.
             return outcome([next])
         case (.moving, .moved):
-            return outcome([next])
+            // It kept its pace from one sample to the next: sampled half as often.
+            return outcome([.sample(after: Watch.calmPeriod)])
         case (.moving, .stood), (.holding, .stood):
             return outcome([.hold(at: s(10.25)), next], holding: true)
         case (.moving, .stoodForGrace), (.moving, .stoodPastOutputLimit), (.holding, .stoodForGrace),
