@@ -370,7 +370,8 @@ public final class Connection {
             guard let pathString = message.path, let path = ObjectPath(pathString) else { return false }
             let reply: Message?
             if let object = objects[path] {
-                reply = object.handle(message)
+                object.handle(message, on: self)
+                return true
             } else if message.interface == "org.freedesktop.DBus.Introspectable" || message.interface == nil,
                 message.member == "Introspect"
             {
