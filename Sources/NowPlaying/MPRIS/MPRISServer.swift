@@ -219,29 +219,4 @@ public final class MPRISServer {
         if let busName { connection?.releaseName(busName, timeout: Self.releaseTimeout) }
         busName = nil
     }
-
-    /// Runs a command and turns its status into a reply: success or a no-op (the command is
-    /// not active) is a normal reply; a failure is an error under
-    /// `configuration.errorNamespace`. Returns whether a handler ran and succeeded.
-    @discardableResult
-    func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
-        guard let status = command.perform(event) else {
-            logger.debug("\(command.name) ignored: the command is disabled or has no handler")
-            return false
-        }
-        switch status {
-        case .success:
-            return true
-        case .noSuchContent:
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
-        case .noActionableNowPlayingItem:
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".NoActionableNowPlayingItem"),
-                "\(command.name): nothing is loaded")
-        case .commandFailed(let reason):
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".CommandFailed"), "\(command.name) failed: \(reason)")
-        }
-    }
 }
