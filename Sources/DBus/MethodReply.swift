@@ -1,3 +1,5 @@
+import Dispatch
+
 /// The answer to one method call, given once: now, from the handler, or later, when what
 /// the call asks for is known (a file read on another queue, another call's reply).
 ///
@@ -20,9 +22,9 @@
 ///
 /// Only the first answer counts: a later ``succeed(_:)`` or ``fail(_:)`` is ignored. A reply
 /// released without an answer (its handler forgot it, or dropped the closure that held it)
-/// answers the caller `org.freedesktop.DBus.Error.Failed` as it goes, and the connection
-/// logs it as an error: the caller is not left waiting for its timeout, in a release build
-/// as in a debug one.
+/// answers the caller `org.freedesktop.DBus.Error.Failed` on the next turn of the main
+/// queue, and the connection logs it as an error: the caller is not left waiting for its
+/// timeout, in a release build as in a debug one.
 @MainActor
 public final class MethodReply {
     /// The member called, such as `OpenUri`.
@@ -34,10 +36,13 @@ public final class MethodReply {
         self.deliver = deliver
     }
 
-    isolated deinit {
+    // The last reference may go on any queue (a closure a worker queue ran and released), so
+    // the error is sent from the main queue: no hop to the main actor is made for a reply
+    // that was answered, which is every reply but a forgotten one.
+    deinit {
         guard let deliver else { return }
-        self.deliver = nil
-        deliver(.failure(BusError(.failed, "\(member) was never answered")), true)
+        let error = BusError(.failed, "\(member) was never answered")
+        DispatchQueue.main.async { MainActor.assumeIsolated { deliver(.failure(error), true) } }
     }
 
     /// Whether the call is answered; later answers are ignored.

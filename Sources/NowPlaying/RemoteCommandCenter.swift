@@ -1,3 +1,5 @@
+import Dispatch
+
 /// What a command handler reports, like Apple's `MPRemoteCommandHandlerStatus`.
 public enum RemoteCommandHandlerStatus: Sendable, Equatable {
     /// The command was carried out (or started; its outcome is published through the info center).
@@ -36,8 +38,8 @@ public class RemoteCommand<Event: Sendable> {
     /// (after reading a file on another queue, say). The client's call waits for it, while
     /// the main queue goes on. Only the first status counts: later calls of `completion` are
     /// ignored. A `completion` released without being called reports
-    /// ``RemoteCommandHandlerStatus/commandFailed(reason:)``, so a client never waits for
-    /// a status that cannot come.
+    /// ``RemoteCommandHandlerStatus/commandFailed(reason:)`` on the next turn of the main
+    /// queue, so a client never waits for a status that cannot come.
     public typealias DeferredHandler =
         @MainActor (Event, _ completion: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void) -> Void
 
@@ -162,10 +164,13 @@ final class StatusGathering {
         self.completion = completion
     }
 
-    /// A target that dropped its completion unanswered fails the command, so the call that
-    /// waits for it is answered.
-    isolated deinit {
-        completion?(.commandFailed(reason: "a handler never reported its status"))
+    // A target that dropped its completion unanswered fails the command, so the call that
+    // waits for it is answered: on the main queue, as the last reference may go on any.
+    deinit {
+        guard let completion else { return }
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated { completion(.commandFailed(reason: "a handler never reported its status")) }
+        }
     }
 
     /// Target `index` reports `status`; a second report of the same target is ignored.

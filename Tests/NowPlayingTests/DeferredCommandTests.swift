@@ -1,4 +1,5 @@
 import DBus
+import Dispatch
 import TestKit
 import Testing
 
@@ -71,11 +72,13 @@ struct DeferredCommandTests {
     }
 
     @Test("a completion dropped without a report fails the command; an inactive command calls no target")
-    func droppedAndInactive() {
+    func droppedAndInactive() async {
         let center = RemoteCommandCenter()
         let reported = ReportedStatuses()
         center.stopCommand.addTarget { _, _ in }
         #expect(center.stopCommand.perform(RemoteCommandEvent()) { reported.statuses.append($0) })
+        // Reported on the next turn of the main queue.
+        await withCheckedContinuation { done in DispatchQueue.main.async { done.resume() } }
         #expect(reported.statuses.count == 1)
         guard case .commandFailed? = reported.statuses.first else {
             Issue.record("expected commandFailed, got \(reported.statuses)")
