@@ -11,7 +11,9 @@ public import Logging
 ///   `PropertiesChanged` per interface carrying every changed property; `Position` is never
 ///   in it. `Seeked` follows when the position jumped in a way the last published timing
 ///   does not predict.
-/// - A method whose command is not active does nothing and replies success.
+/// - A method whose command is not active does nothing and replies success. One whose
+///   command is active replies once every target has reported its status: at once, or
+///   later for a target added with ``RemoteCommand/addTarget(deferredHandler:)``.
 /// - With a `trackList` source, `org.mpris.MediaPlayer2.TrackList` is exported too: changes
 ///   of the window go out as `TrackRemoved`/`TrackAdded` when they are a few edits, else
 ///   as `TrackListReplaced`, each time with `Tracks` invalidated.
