@@ -368,19 +368,18 @@ public final class Connection {
             return false
         case .methodCall:
             guard let pathString = message.path, let path = ObjectPath(pathString) else { return false }
-            let reply: Message?
             if let object = objects[path] {
-                reply = object.handle(message)
-            } else if message.interface == "org.freedesktop.DBus.Introspectable" || message.interface == nil,
-                message.member == "Introspect"
-            {
-                // Parent nodes of exported objects, so tools can walk the tree from "/".
-                let children = childNodes(of: path)
-                guard !children.isEmpty else { return false }
-                reply = try? message.makeReturn([.string(Introspection.xml(interfaces: [], children: children))])
-            } else {
-                return false
+                // The object sends the reply when its handler answers, now or later.
+                object.handle(message, on: self)
+                return true
             }
+            // Parent nodes of exported objects, so tools can walk the tree from "/".
+            guard message.interface == "org.freedesktop.DBus.Introspectable" || message.interface == nil,
+                message.member == "Introspect"
+            else { return false }
+            let children = childNodes(of: path)
+            guard !children.isEmpty else { return false }
+            let reply = try? message.makeReturn([.string(Introspection.xml(interfaces: [], children: children))])
             if let reply, !message.noReplyExpected { send(reply) }
             return true
         default:

@@ -33,7 +33,18 @@ public struct Method {
     public var outArguments: [Argument]
     /// Called with arguments already checked against `inArguments`; returns the out values.
     /// Descriptors (`h`) among the arguments are closed after it returns: `dup` one to keep it.
+    ///
+    /// For a method declared with ``init(_:in:out:replying:)``, it runs ``replyingHandler``
+    /// and returns its answer when the answer comes before the handler returns, or throws
+    /// `org.freedesktop.DBus.Error.Failed` when it does not (and that later answer is dropped).
     public var handler: @MainActor ([Value]) throws(BusError) -> [Value]
+
+    /// Called with arguments already checked against `inArguments` and the ``MethodReply``
+    /// to answer through, now or later; nil for a method that answers by returning from
+    /// ``handler``. When set, calls are answered through it, and ``handler`` is not used.
+    /// Descriptors (`h`) among the arguments are closed after it returns, answered or not:
+    /// `dup` one to keep it.
+    public var replyingHandler: (@MainActor ([Value], MethodReply) -> Void)?
 
     /// Declares a method with its arguments, its return values and the handler that answers calls.
     public init(
@@ -44,6 +55,45 @@ public struct Method {
         self.inArguments = inArguments
         self.outArguments = outArguments
         self.handler = handler
+    }
+
+    /// Declares a method whose handler answers through a ``MethodReply``, at once or later
+    /// (after work on another queue), while the main queue goes on with other calls. The
+    /// reply is answered on the main actor; see ``MethodReply`` for a reply answered twice,
+    /// or never.
+    public init(
+        _ name: String, in inArguments: [Argument] = [], out outArguments: [Argument] = [],
+        replying handler: @escaping @MainActor ([Value], MethodReply) -> Void
+    ) {
+        self.name = name
+        self.inArguments = inArguments
+        self.outArguments = outArguments
+        self.replyingHandler = handler
+        self.handler = { arguments throws(BusError) in
+            try Self.answerNow(name, arguments, handler)
+        }
+    }
+
+    /// Runs a replying handler for a caller that needs the answer before it returns.
+    @MainActor
+    private static func answerNow(
+        _ member: String, _ arguments: [Value], _ handler: @MainActor ([Value], MethodReply) -> Void
+    ) throws(BusError) -> [Value] {
+        let early = EarlyAnswer()
+        handler(arguments, MethodReply(member: member) { result, _ in early.take(result) })
+        guard let answer = early.stopWaiting() else { throw BusError(.failed, "\(member) answers later, not at once") }
+        return try answer.get()
+    }
+
+    /// Answers one call through `reply`, by whichever handler the method has.
+    @MainActor
+    func answer(_ arguments: [Value], _ reply: MethodReply) {
+        if let replyingHandler { return replyingHandler(arguments, reply) }
+        do throws(BusError) {
+            reply.succeed(try handler(arguments))
+        } catch {
+            reply.fail(error)
+        }
     }
 
     var inSignature: String { inArguments.map(\.type.signature).joined() }
@@ -183,26 +233,67 @@ public final class ExportedObject {
     // MARK: Dispatch
 
     /// Dispatches one method call by interface and member and returns its reply values or error.
+    /// A method whose handler answers later (see ``MethodReply``) returns
+    /// `org.freedesktop.DBus.Error.Failed` here, and its later answer is dropped: call
+    /// ``dispatch(interface:member:arguments:answered:)`` to wait for it.
     public func dispatch(interface: String?, member: String, arguments: [Value]) -> Result<[Value], BusError> {
+        let early = EarlyAnswer()
+        dispatch(interface: interface, member: member, arguments: arguments) { early.take($0) }
+        return early.stopWaiting() ?? .failure(BusError(.failed, "\(member) answers later, not at once"))
+    }
+
+    /// Dispatches one method call by interface and member, and calls `answered` on the main
+    /// actor with its reply values or error: before this returns, or later for a method
+    /// whose handler answers through a ``MethodReply`` later. `answered` is called once.
+    public func dispatch(
+        interface: String?, member: String, arguments: [Value],
+        answered: @escaping @MainActor (Result<[Value], BusError>) -> Void
+    ) {
+        dispatch(interface: interface, member: member, arguments: arguments) { result, _ in answered(result) }
+    }
+
+    private func dispatch(
+        interface: String?, member: String, arguments: [Value],
+        delivered: @escaping @MainActor (Result<[Value], BusError>, _ abandoned: Bool) -> Void
+    ) {
+        let reply = MethodReply(member: member, deliver: delivered)
         do throws(BusError) {
-            return .success(try route(interface: interface, member: member, arguments: arguments))
+            switch try route(interface: interface, member: member, arguments: arguments) {
+            case .answered(let values): reply.succeed(values)
+            case .method(let method): method.answer(arguments, reply)
+            }
         } catch {
-            return .failure(error)
+            reply.fail(error)
         }
     }
 
-    func handle(_ message: Message) -> Message? {
-        let result: Result<[Value], BusError>
+    /// Answers `message` on `connection`, now or when its handler answers.
+    func handle(_ message: Message, on connection: Connection) {
+        let arguments: [Value]
         do throws(BusError) {
-            let arguments = try message.readArguments()
-            result = dispatch(interface: message.interface, member: message.member ?? "", arguments: arguments)
-            // Reading gave each descriptor (`h`) in the call a new descriptor of ours; any
-            // caller can send them, to any member. Close them once the handler is done (a
-            // handler that keeps one dups it), or each such call leaks them for good.
-            Value.closeDescriptors(in: arguments)
+            arguments = try message.readArguments()
         } catch {
-            result = .failure(error)
+            if !message.noReplyExpected, let reply = message.makeError(error) { connection.send(reply) }
+            return
         }
+        let member = message.member ?? ""
+        dispatch(interface: message.interface, member: member, arguments: arguments) {
+            [weak connection] result, abandoned in
+            guard let connection else { return }
+            if abandoned { connection.logger.error("the handler of \(member) never answered; answered an error") }
+            guard !message.noReplyExpected, let reply = Self.reply(to: message, result, on: connection)
+            else { return }
+            connection.send(reply)
+        }
+        // Reading gave each descriptor (`h`) in the call a new descriptor of ours; any
+        // caller can send them, to any member. Close them once the handler returns (a
+        // handler that keeps one dups it), or each such call leaks them for good.
+        Value.closeDescriptors(in: arguments)
+    }
+
+    private static func reply(
+        to message: Message, _ result: Result<[Value], BusError>, on connection: Connection
+    ) -> Message? {
         switch result {
         case .success(let values):
             do {
@@ -211,7 +302,7 @@ public final class ExportedObject {
                 // A reply too large for the bus goes back as that error: sent, it would make
                 // the bus drop this whole connection.
                 if error.name == .limitsExceeded { return message.makeError(error) }
-                connection?.logger.error("bad reply to \(message.member ?? "?"): \(error)")
+                connection.logger.error("bad reply to \(message.member ?? "?"): \(error)")
                 return message.makeError(BusError(.failed, "internal error building the reply"))
             }
         case .failure(let error):
@@ -219,40 +310,46 @@ public final class ExportedObject {
         }
     }
 
-    private func route(interface name: String?, member: String, arguments: [Value]) throws(BusError) -> [Value] {
+    /// Where a call goes: answered by the object itself (the standard interfaces), or by a method.
+    private enum Route {
+        case answered([Value])
+        case method(Method)
+    }
+
+    private func route(interface name: String?, member: String, arguments: [Value]) throws(BusError) -> Route {
         let signature = arguments.map(\.type.signature).joined()
         switch name {
         case Self.propertiesInterface?:
-            return try handleProperties(member: member, arguments: arguments, signature: signature)
+            return .answered(try handleProperties(member: member, arguments: arguments, signature: signature))
         case Self.introspectableInterface?:
             guard member == "Introspect" else { throw unknownMethod(name, member, signature) }
             try expect(signature, "", member)
-            return [.string(introspectionXML())]
+            return .answered([.string(introspectionXML())])
         case Self.peerInterface?:
             switch member {
             case "Ping":
                 try expect(signature, "", member)
-                return []
+                return .answered([])
             case "GetMachineId":
                 try expect(signature, "", member)
-                return [.string(Introspection.machineID)]
+                return .answered([.string(Introspection.machineID)])
             default: throw unknownMethod(name, member, signature)
             }
         case nil:
             // No interface given: the first interface that has the member (D-Bus allows this).
-            if member == "Introspect" && signature.isEmpty { return [.string(introspectionXML())] }
+            if member == "Introspect" && signature.isEmpty { return .answered([.string(introspectionXML())]) }
             guard let method = interfaces.lazy.compactMap({ $0.method(named: member) }).first else {
                 throw unknownMethod(nil, member, signature)
             }
             try expect(signature, method.inSignature, member)
-            return try method.handler(arguments)
+            return .method(method)
         case let name?:
             guard let interface = interface(named: name) else {
                 throw BusError(.unknownInterface, "object \(path) has no interface \(name)")
             }
             guard let method = interface.method(named: member) else { throw unknownMethod(name, member, signature) }
             try expect(signature, method.inSignature, member)
-            return try method.handler(arguments)
+            return .method(method)
         }
     }
 

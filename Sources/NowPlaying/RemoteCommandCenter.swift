@@ -1,3 +1,5 @@
+import Dispatch
+
 /// What a command handler reports, like Apple's `MPRemoteCommandHandlerStatus`.
 public enum RemoteCommandHandlerStatus: Sendable, Equatable {
     /// The command was carried out (or started; its outcome is published through the info center).
@@ -31,9 +33,19 @@ public class RemoteCommand<Event: Sendable> {
     /// through the info center).
     public typealias Handler = @MainActor (Event) -> RemoteCommandHandlerStatus
 
+    /// A target that reports its status later: called on the main actor with the command's
+    /// event and a `completion` to call, on the main actor, with the status once it is known
+    /// (after reading a file on another queue, say). The client's call waits for it, while
+    /// the main queue goes on. Only the first status counts: later calls of `completion` are
+    /// ignored. A `completion` released without being called reports
+    /// ``RemoteCommandHandlerStatus/commandFailed(reason:)`` on the next turn of the main
+    /// queue, so a client never waits for a status that cannot come.
+    public typealias DeferredHandler =
+        @MainActor (Event, _ completion: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void) -> Void
+
     /// A short name used in logs (`play`, `nextTrack`, ...).
     public let name: String
-    private var targets: [(token: RemoteCommandTarget, handler: Handler)] = []
+    private var targets: [(token: RemoteCommandTarget, handler: DeferredHandler)] = []
     private let didChange: @MainActor () -> Void
 
     init(name: String, didChange: @escaping @MainActor () -> Void) {
@@ -51,6 +63,27 @@ public class RemoteCommand<Event: Sendable> {
     /// Adds a handler; the command calls it until the returned token is removed.
     @discardableResult
     public func addTarget(handler: @escaping Handler) -> RemoteCommandTarget {
+        addTarget(deferredHandler: { event, completion in completion(handler(event)) })
+    }
+
+    /// Adds a handler that reports its status later, through the completion it is given;
+    /// the command calls it until the returned token is removed.
+    ///
+    /// ```swift
+    /// center.openURICommand.addTarget { event, completion in
+    ///     library.find(event.uri) { item in  // calls back on the main actor
+    ///         guard let item else { return completion(.noSuchContent) }
+    ///         player.play(item)
+    ///         completion(.success)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// The client's call is answered once every target has reported. A property a client
+    /// sets (MPRIS `Volume`, `Rate`, `LoopStatus`, `Shuffle`) is answered at once instead,
+    /// with a status reported before the handler returns; a later failure is only logged.
+    @discardableResult
+    public func addTarget(deferredHandler handler: @escaping DeferredHandler) -> RemoteCommandTarget {
         let token = RemoteCommandTarget()
         let hadTargets = hasTargets
         targets.append((token, handler))
@@ -78,16 +111,17 @@ public class RemoteCommand<Event: Sendable> {
     /// Enabled and handled: what the MPRIS `Can*` flags are made of.
     public var isActive: Bool { isEnabled && hasTargets }
 
-    /// Runs every target in order and returns the first status that is not `.success`
-    /// (or `.success`). Returns nil, doing nothing, when the command is not active.
-    func perform(_ event: Event) -> RemoteCommandHandlerStatus? {
-        guard isActive else { return nil }
-        var result = RemoteCommandHandlerStatus.success
-        for (_, handler) in targets {
-            let status = handler(event)
-            if result == .success && status != .success { result = status }
+    /// Runs every target in order and calls `completion` once all have reported, with the
+    /// first status (in target order) that is not `.success`, or `.success`: before this
+    /// returns when every target reports at once. Returns false, doing nothing, when the
+    /// command is not active.
+    func perform(_ event: Event, completion: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void) -> Bool {
+        guard isActive else { return false }
+        let statuses = StatusGathering(count: targets.count, completion: completion)
+        for (index, (_, handler)) in targets.enumerated() {
+            handler(event) { statuses.report($0, at: index) }
         }
-        return result
+        return true
     }
 
     /// The command's events as an asynchronous sequence, for a program written with
@@ -113,6 +147,40 @@ public class RemoteCommand<Event: Sendable> {
             Task { @MainActor in self?.removeTarget(target) }
         }
         return stream
+    }
+}
+
+/// The statuses of one command's targets, as they report: the first that is not
+/// `.success` (in target order) once all have, or `.success`.
+@MainActor
+final class StatusGathering {
+    private var statuses: [RemoteCommandHandlerStatus?]
+    private var left: Int
+    private var completion: (@MainActor (RemoteCommandHandlerStatus) -> Void)?
+
+    init(count: Int, completion: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void) {
+        statuses = Array(repeating: nil, count: count)
+        left = count
+        self.completion = completion
+    }
+
+    // A target that dropped its completion unanswered fails the command, so the call that
+    // waits for it is answered: on the main queue, as the last reference may go on any.
+    deinit {
+        guard let completion else { return }
+        DispatchQueue.main.async {
+            MainActor.assumeIsolated { completion(.commandFailed(reason: "a handler never reported its status")) }
+        }
+    }
+
+    /// Target `index` reports `status`; a second report of the same target is ignored.
+    func report(_ status: RemoteCommandHandlerStatus, at index: Int) {
+        guard completion != nil, statuses[index] == nil else { return }
+        statuses[index] = status
+        left -= 1
+        guard left == 0, let completion else { return }
+        self.completion = nil
+        completion(statuses.lazy.compactMap { $0 }.first { $0 != .success } ?? .success)
     }
 }
 

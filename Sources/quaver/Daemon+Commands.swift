@@ -25,6 +25,23 @@ extension Daemon {
         }
     }
 
+    /// Makes `handler` the target of `command`, reporting its status through the completion
+    /// it is given, now or later; what depends on where the commands lead is brought up to
+    /// date when it reports.
+    func handle<Event>(
+        _ command: RemoteCommand<Event>,
+        _ handler:
+            @escaping @MainActor (Event, _ completion: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void)
+            -> Void
+    ) {
+        command.addTarget { [unowned self] event, completion in
+            handler(event) { [weak self] status in
+                self?.syncCommandTarget()
+                completion(status)
+            }
+        }
+    }
+
     /// Binds every remote command to the player.
     func bindCommands() {
         commands.supportedPlaybackRates = player.supportedRates
@@ -77,17 +94,15 @@ extension Daemon {
             player.setShuffle(event.shuffleType != .off)
             return .success
         }
-        handle(commands.openURICommand) { [unowned self] event in
-            guard MediaSources.isCollection(event.uri) else {
-                return player.open(MediaSources.expandItems([event.uri], logger: logger)) ? .success : .noSuchContent
-            }
-            // A folder or playlist: queued after the current track as it is read, the
+        handle(commands.openURICommand) { [unowned self] event, completion in
+            // A folder or playlist is queued after the current track as it is read, the
             // first of it playing at once.
-            queueInBackground(event.uri) { [unowned self] uris in
-                guard player.open(uris), let first = player.currentIndex else { return nil }
-                return Array(player.entries[first..<(first + uris.count)])
+            take(event.uri, answer: completion) { [unowned self] items in
+                player.open(items) ? .success : .noSuchContent
+            } placeFirst: { [unowned self] items in
+                guard player.open(items), let first = player.currentIndex else { return nil }
+                return Array(player.entries[first..<(first + items.count)])
             }
-            return .success
         }
         bindTrackListCommands()
     }

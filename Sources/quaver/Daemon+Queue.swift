@@ -32,8 +32,18 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         batch: @escaping @MainActor ([MediaItem]) -> Void,
         done: (@MainActor (Int) -> Void)? = nil
     ) {
+        let expand = loading(sources, generation: loads.begin(), quietly: quietly, batch: batch, done: done)
+        Self.loadQueue.async { expand() }
+    }
+
+    /// The work of a load of `generation` (begun): what ``load(_:quietly:batch:done:)``
+    /// runs on `loadQueue`.
+    private func loading(
+        _ sources: [String], generation: Int, quietly: Bool,
+        batch: @escaping @MainActor ([MediaItem]) -> Void,
+        done: (@MainActor (Int) -> Void)?
+    ) -> @Sendable () -> Void {
         let logger = self.logger
-        let generation = loads.begin()
         let started = ContinuousClock.now
         let deliver: @Sendable ([MediaItem]) -> Void = { uris in
             DispatchQueue.main.async {
@@ -43,7 +53,7 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                 }
             }
         }
-        Self.loadQueue.async {
+        return {
             var pending: [MediaItem] = []
             var delivered = 0
             MediaSources.expand(sources, logger: logger) { uris in
@@ -83,13 +93,61 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         }
     }
 
-    /// Queues a folder or playlist in the background: `placeFirst` places the first batch
-    /// and returns its entries; every later batch follows the one before it (or goes to the
-    /// end when that entry was removed meanwhile).
-    func queueInBackground(_ uri: String, placeFirst: @escaping @MainActor ([MediaItem]) -> [Player.Entry]?) {
+    /// Opens or queues one URI a client sent (OpenUri, AddTrack) without touching the disk
+    /// on the main actor: it is looked at on `loadQueue`, after what is loading there, so
+    /// URIs sent one after the other take effect in that order, whatever each one is.
+    ///
+    /// A folder or playlist is answered `.success` at once and queued in the background,
+    /// `placeFirst` placing its first batch and returning its entries. One file or stream
+    /// is placed by `place`, whose status is the answer, once found; not found, the answer
+    /// is `.noSuchContent`.
+    func take(
+        _ uri: String, answer: @escaping @MainActor (RemoteCommandHandlerStatus) -> Void,
+        place: @escaping @MainActor ([MediaItem]) -> RemoteCommandHandlerStatus,
+        placeFirst: @escaping @MainActor ([MediaItem]) -> [Player.Entry]?
+    ) {
+        let logger = self.logger
+        let generation = loads.begin()
+        let collection = loading(
+            [uri], generation: generation, quietly: false, batch: batches(placeFirst: placeFirst), done: nil)
+        Self.loadQueue.async {
+            guard !MediaSources.isCollection(uri) else {
+                DispatchQueue.main.async { MainActor.assumeIsolated { answer(.success) } }
+                return collection()
+            }
+            let items = MediaSources.expandItems([uri], logger: logger)
+            DispatchQueue.main.async {
+                MainActor.assumeIsolated { [weak self] in
+                    self?.found(items, generation: generation, answer: answer, place: place)
+                }
+            }
+        }
+    }
+
+    /// One file or stream a client sent is found (or not, `items` empty): placed, and answered.
+    private func found(
+        _ items: [MediaItem], generation: Int, answer: @MainActor (RemoteCommandHandlerStatus) -> Void,
+        place: @MainActor ([MediaItem]) -> RemoteCommandHandlerStatus
+    ) {
+        // Placed even when the queue was replaced meanwhile: the replacement came later, and
+        // its first batch comes after this.
+        _ = loads.end(generation)
+        answer(items.isEmpty ? .noSuchContent : place(items))
+        // Play asked for while it was being found (nothing was queued) plays it.
+        if !loads.isLoading, loads.takePlay(startPaused: true), player.requestedStatus != .playing { player.play() }
+        syncNowPlaying(republishTiming: false)
+        progressed()
+        session.saveNow()
+    }
+
+    /// What places the batches of a folder or playlist: `placeFirst` the first; every later
+    /// one after the one before it, or at the end when that entry was removed meanwhile.
+    private func batches(
+        placeFirst: @escaping @MainActor ([MediaItem]) -> [Player.Entry]?
+    ) -> @MainActor ([MediaItem]) -> Void {
         var lastID: UInt64?
         var placed = false
-        load([uri]) { [unowned self] uris in
+        return { [unowned self] uris in
             let added =
                 placed
                 ? lastID.flatMap { player.insert(uris, afterID: $0) } ?? player.enqueue(uris)
@@ -125,20 +183,13 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
     }
 
     func bindTrackListCommands() {
-        handle(commands.addTrackCommand) { [unowned self] event in
-            if !MediaSources.isCollection(event.uri) {
-                let uris = MediaSources.expandItems([event.uri], logger: logger)
-                guard !uris.isEmpty else { return .noSuchContent }
-                guard let added = player.insert(uris, afterID: event.afterItemID) else { return .noSuchContent }
-                if event.setAsCurrent, let first = added.first { player.goTo(id: first.id) }
+        handle(commands.addTrackCommand) { [unowned self] event, completion in
+            take(event.uri, answer: completion) { [unowned self] items in
+                queue(items, after: event)
                 return .success
+            } placeFirst: { [unowned self] items in
+                queue(items, after: event)
             }
-            queueInBackground(event.uri) { [unowned self] uris in
-                let added = player.insert(uris, afterID: event.afterItemID) ?? player.enqueue(uris)
-                if event.setAsCurrent, let id = added.first?.id { player.goTo(id: id) }
-                return added
-            }
-            return .success
         }
         handle(commands.removeTrackCommand) { [unowned self] event in
             player.remove(id: event.itemID) ? .success : .noSuchContent
@@ -151,6 +202,15 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
             activatePlaylist(playlist)
             return .success
         }
+    }
+
+    /// Queues what AddTrack brought, after the entry it names (at the end when that entry
+    /// was removed meanwhile), and makes the first current if asked.
+    @discardableResult
+    private func queue(_ items: [MediaItem], after event: AddTrackCommandEvent) -> [Player.Entry] {
+        let added = player.insert(items, afterID: event.afterItemID) ?? player.enqueue(items)
+        if event.setAsCurrent, let id = added.first?.id { player.goTo(id: id) }
+        return added
     }
 
     // MARK: - Playlists

@@ -84,107 +84,116 @@ extension MPRISServer {
 
     func playerMethods() -> [Method] {
         [
-            Method("Next") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
-                return []
+            Method("Next") { [unowned self] _, reply in
+                run(commandCenter.nextTrackCommand, RemoteCommandEvent(), reply: reply)
             },
-            Method("Previous") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.previousTrackCommand, RemoteCommandEvent())
-                return []
+            Method("Previous") { [unowned self] _, reply in
+                run(commandCenter.previousTrackCommand, RemoteCommandEvent(), reply: reply)
             },
-            Method("Pause") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.pauseCommand, RemoteCommandEvent())
-                return []
+            Method("Pause") { [unowned self] _, reply in
+                run(commandCenter.pauseCommand, RemoteCommandEvent(), reply: reply)
             },
-            Method("PlayPause") { [unowned self] _ throws(BusError) in
+            Method("PlayPause") { [unowned self] _, reply in
                 if commandCenter.togglePlayPauseCommand.isActive {
-                    try run(commandCenter.togglePlayPauseCommand, RemoteCommandEvent())
+                    run(commandCenter.togglePlayPauseCommand, RemoteCommandEvent(), reply: reply)
                 } else if playbackStatus == "Playing" {
-                    try run(commandCenter.pauseCommand, RemoteCommandEvent())
+                    run(commandCenter.pauseCommand, RemoteCommandEvent(), reply: reply)
                 } else {
-                    try run(commandCenter.playCommand, RemoteCommandEvent())
+                    run(commandCenter.playCommand, RemoteCommandEvent(), reply: reply)
                 }
-                return []
             },
-            Method("Stop") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.stopCommand, RemoteCommandEvent())
-                return []
+            Method("Stop") { [unowned self] _, reply in
+                run(commandCenter.stopCommand, RemoteCommandEvent(), reply: reply)
             },
-            Method("Play") { [unowned self] _ throws(BusError) in
-                try run(commandCenter.playCommand, RemoteCommandEvent())
-                return []
+            Method("Play") { [unowned self] _, reply in
+                run(commandCenter.playCommand, RemoteCommandEvent(), reply: reply)
             },
-            Method("Seek", in: [Argument("Offset", .int64)]) { [unowned self] arguments throws(BusError) in
-                try seek(offset: .microseconds(arguments[0].int64!))
-                return []
+            Method("Seek", in: [Argument("Offset", .int64)]) { [unowned self] arguments, reply in
+                seek(offset: .microseconds(arguments[0].int64!), reply: reply)
             },
             Method("SetPosition", in: [Argument("TrackId", .objectPath), Argument("Position", .int64)]) {
-                [unowned self] arguments throws(BusError) in
-                try setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!)
-                return []
+                [unowned self] arguments, reply in
+                setPosition(trackID: arguments[0].objectPath!, position: arguments[1].int64!, reply: reply)
             },
-            Method("OpenUri", in: [Argument("Uri", .string)]) { [unowned self] arguments throws(BusError) in
-                try openURI(arguments[0].string!)
-                return []
+            Method("OpenUri", in: [Argument("Uri", .string)]) { [unowned self] arguments, reply in
+                let uri = arguments[0].string!
+                do throws(BusError) {
+                    try checkURI(uri)
+                } catch {
+                    return reply.fail(error)
+                }
+                run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri), reply: reply)
             },
         ]
     }
 
-    func seek(offset: Duration) throws(BusError) {
+    func seek(offset: Duration, reply: MethodReply) {
         guard canSeekTarget, let target = commandTarget else {
             logger.debug("Seek ignored: the current item cannot seek")
-            return
+            return reply.succeed()
         }
         let position = max(target.position + offset, .zero)
         if let duration = target.duration, position >= duration {
             // Past the end acts as Next; with no next item, playback stops.
             if commandCenter.nextTrackCommand.isActive {
-                try run(commandCenter.nextTrackCommand, RemoteCommandEvent())
+                run(commandCenter.nextTrackCommand, RemoteCommandEvent(), reply: reply)
             } else {
-                try run(commandCenter.stopCommand, RemoteCommandEvent())
+                run(commandCenter.stopCommand, RemoteCommandEvent(), reply: reply)
             }
             return
         }
-        seekRequested = try move(by: offset, to: position)
+        move(by: offset, to: position, reply: reply)
     }
 
     /// Hands a move within the item to the command that matches it best: ``seekCommand``,
     /// MPRIS `Seek`'s own counterpart with both the offset and where it leads; else the
     /// skip command of the move's direction, as code written for Apple's API expects a
     /// client's step to arrive; else ``changePlaybackPositionCommand`` with the position.
-    /// Whether a command took it.
-    private func move(by offset: Duration, to position: Duration) throws(BusError) -> Bool {
+    /// A command that takes it and succeeds makes its landing announced (`seekRequested`);
+    /// none taking it forgets an earlier one's.
+    private func move(by offset: Duration, to position: Duration, reply: MethodReply) {
         let center = commandCenter
+        let accepted: @MainActor () -> Void = { [weak self] in self?.seekRequested = true }
         if center.seekCommand.isActive {
-            return try run(center.seekCommand, SeekCommandEvent(offset: offset, position: position))
+            return run(
+                center.seekCommand, SeekCommandEvent(offset: offset, position: position), reply: reply,
+                succeeded: accepted)
         }
         let seconds = Double(offset.components.seconds) + Double(offset.components.attoseconds) / 1e18
         if offset > .zero, center.skipForwardCommand.isActive {
-            return try run(center.skipForwardCommand, SkipIntervalCommandEvent(interval: seconds))
+            return run(
+                center.skipForwardCommand, SkipIntervalCommandEvent(interval: seconds), reply: reply,
+                succeeded: accepted)
         }
         if offset < .zero, center.skipBackwardCommand.isActive {
-            return try run(center.skipBackwardCommand, SkipIntervalCommandEvent(interval: -seconds))
+            return run(
+                center.skipBackwardCommand, SkipIntervalCommandEvent(interval: -seconds), reply: reply,
+                succeeded: accepted)
         }
-        return try run(center.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position))
+        if !center.changePlaybackPositionCommand.isActive { seekRequested = false }
+        run(
+            center.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: position),
+            reply: reply, succeeded: accepted)
     }
 
-    private func setPosition(trackID: ObjectPath, position: Int64) throws(BusError) {
+    private func setPosition(trackID: ObjectPath, position: Int64, reply: MethodReply) {
         guard let target = commandTarget, trackID == self.trackID(for: target.itemID) else {
             logger.debug("SetPosition ignored: \(trackID) is not the current track")
-            return
+            return reply.succeed()
         }
         let time = Duration.microseconds(position)
         guard position >= 0, let duration = target.duration, time <= duration, canSeekTarget else {
             logger.debug("SetPosition ignored: \(position) µs is outside the track, or it cannot seek")
-            return
+            return reply.succeed()
         }
         if commandCenter.changePlaybackPositionCommand.isActive {
-            seekRequested = try run(
-                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time))
+            run(
+                commandCenter.changePlaybackPositionCommand, ChangePlaybackPositionCommandEvent(positionTime: time),
+                reply: reply, succeeded: { [weak self] in self?.seekRequested = true })
         } else {
             // A player with relative commands alone still gets a slider's drag: the move from
             // where it is, as KDE Connect turns its own slider into a `Seek`.
-            seekRequested = try move(by: time - target.position, to: time)
+            move(by: time - target.position, to: time, reply: reply)
         }
     }
 
@@ -194,11 +203,6 @@ extension MPRISServer {
         let active = commandCenter.canMoveWithinItem
         if let pending = infoCenter.pendingItem { return active && pending.duration != nil }
         return canSeek
-    }
-
-    private func openURI(_ uri: String) throws(BusError) {
-        try checkURI(uri)
-        try run(commandCenter.openURICommand, OpenURICommandEvent(uri: uri))
     }
 
     /// A URI a client sent must be short enough (`maximumURILength`) and of a supported scheme.

@@ -9,16 +9,17 @@ extension MPRISServer {
             Self.playlistsInterface,
             methods: [
                 Method("ActivatePlaylist", in: [Argument("PlaylistId", .objectPath)]) {
-                    [unowned self] arguments throws(BusError) in
+                    [unowned self] arguments, reply in
                     let path = arguments[0].objectPath!
                     let prefix = configuration.playlistIDPrefix.rawValue + "/"
                     guard path.rawValue.hasPrefix(prefix), let id = UInt64(path.rawValue.dropFirst(prefix.count)),
                         playlists?.playlist(id: id) != nil
                     else {
-                        throw BusError(.invalidArgs, "\(path) is not one of this player's playlists")
+                        return reply.fail(BusError(.invalidArgs, "\(path) is not one of this player's playlists"))
                     }
-                    try run(commandCenter.activatePlaylistCommand, ActivatePlaylistCommandEvent(playlistID: id))
-                    return []
+                    run(
+                        commandCenter.activatePlaylistCommand, ActivatePlaylistCommandEvent(playlistID: id),
+                        reply: reply)
                 },
                 Method(
                     "GetPlaylists",

@@ -26,30 +26,32 @@ extension MPRISServer {
                         Argument("Uri", .string), Argument("AfterTrack", .objectPath),
                         Argument("SetAsCurrent", .boolean),
                     ]
-                ) { [unowned self] arguments throws(BusError) in
+                ) { [unowned self] arguments, reply in
                     let uri = arguments[0].string!
                     let after = arguments[1].objectPath!
-                    try checkURI(uri)
                     var afterID: UInt64?
-                    if after != Self.noTrack {
-                        guard let id = itemID(of: after), trackList?.trackListMetadata([id]).isEmpty == false else {
-                            throw BusError(.invalidArgs, "AfterTrack \(after) is not in the track list")
+                    do throws(BusError) {
+                        try checkURI(uri)
+                        if after != Self.noTrack {
+                            guard let id = itemID(of: after), trackList?.trackListMetadata([id]).isEmpty == false
+                            else {
+                                throw BusError(.invalidArgs, "AfterTrack \(after) is not in the track list")
+                            }
+                            afterID = id
                         }
-                        afterID = id
+                    } catch {
+                        return reply.fail(error)
                     }
-                    try run(
+                    run(
                         commandCenter.addTrackCommand,
-                        AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!))
-                    return []
+                        AddTrackCommandEvent(uri: uri, afterItemID: afterID, setAsCurrent: arguments[2].boolean!),
+                        reply: reply)
                 },
-                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) {
-                    [unowned self] arguments throws(BusError) in
-                    try runOnTrack(commandCenter.removeTrackCommand, arguments[0].objectPath!)
-                    return []
+                Method("RemoveTrack", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments, reply in
+                    runOnTrack(commandCenter.removeTrackCommand, arguments[0].objectPath!, reply: reply)
                 },
-                Method("GoTo", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments throws(BusError) in
-                    try runOnTrack(commandCenter.goToTrackCommand, arguments[0].objectPath!)
-                    return []
+                Method("GoTo", in: [Argument("TrackId", .objectPath)]) { [unowned self] arguments, reply in
+                    runOnTrack(commandCenter.goToTrackCommand, arguments[0].objectPath!, reply: reply)
                 },
             ],
             properties: [
@@ -85,14 +87,14 @@ extension MPRISServer {
 
     /// `RemoveTrack` and `GoTo`: a path that is not a track id is an error; the id of an
     /// item no longer queued does nothing, as the spec says.
-    private func runOnTrack(_ command: RemoteCommand<TrackCommandEvent>, _ path: ObjectPath) throws(BusError) {
+    private func runOnTrack(_ command: RemoteCommand<TrackCommandEvent>, _ path: ObjectPath, reply: MethodReply) {
         guard let id = itemID(of: path) else {
-            throw BusError(.invalidArgs, "\(path) is not a track id of this player")
+            return reply.fail(BusError(.invalidArgs, "\(path) is not a track id of this player"))
         }
         guard trackList?.trackListMetadata([id]).isEmpty == false else {
             logger.debug("\(command.name) ignored: \(path) is not in the track list")
-            return
+            return reply.succeed()
         }
-        try run(command, TrackCommandEvent(itemID: id))
+        run(command, TrackCommandEvent(itemID: id), reply: reply)
     }
 }

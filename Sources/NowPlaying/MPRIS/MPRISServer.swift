@@ -11,7 +11,9 @@ public import Logging
 ///   `PropertiesChanged` per interface carrying every changed property; `Position` is never
 ///   in it. `Seeked` follows when the position jumped in a way the last published timing
 ///   does not predict.
-/// - A method whose command is not active does nothing and replies success.
+/// - A method whose command is not active does nothing and replies success. One whose
+///   command is active replies once every target has reported its status: at once, or
+///   later for a target added with ``RemoteCommand/addTarget(deferredHandler:)``.
 /// - With a `trackList` source, `org.mpris.MediaPlayer2.TrackList` is exported too: changes
 ///   of the window go out as `TrackRemoved`/`TrackAdded` when they are a few edits, else
 ///   as `TrackListReplaced`, each time with `Tracks` invalidated.
@@ -218,30 +220,5 @@ public final class MPRISServer {
     public func unregister() {
         if let busName { connection?.releaseName(busName, timeout: Self.releaseTimeout) }
         busName = nil
-    }
-
-    /// Runs a command and turns its status into a reply: success or a no-op (the command is
-    /// not active) is a normal reply; a failure is an error under
-    /// `configuration.errorNamespace`. Returns whether a handler ran and succeeded.
-    @discardableResult
-    func run<E>(_ command: RemoteCommand<E>, _ event: E) throws(BusError) -> Bool {
-        guard let status = command.perform(event) else {
-            logger.debug("\(command.name) ignored: the command is disabled or has no handler")
-            return false
-        }
-        switch status {
-        case .success:
-            return true
-        case .noSuchContent:
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".NoSuchContent"), "\(command.name): no such content")
-        case .noActionableNowPlayingItem:
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".NoActionableNowPlayingItem"),
-                "\(command.name): nothing is loaded")
-        case .commandFailed(let reason):
-            throw BusError(
-                BusError.Name(configuration.errorNamespace + ".CommandFailed"), "\(command.name) failed: \(reason)")
-        }
     }
 }
