@@ -172,8 +172,10 @@ final class FootprintBenchmark {
         programs = Programs(
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
-        log("generating a tagged FLAC track of 60 s")
-        programs.tracks = try await programs.makeTracks(1, seconds: "60")
+        // Longer than the settling and the window, so that both programs still play at its end.
+        let seconds = Int(settings.window.inSeconds.rounded(.up)) + 10
+        log("generating a tagged FLAC track of \(seconds) s")
+        programs.tracks = try await programs.makeTracks(1, seconds: String(seconds))
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
             let folder = workDir.appendingPathComponent("queue")
@@ -385,7 +387,7 @@ final class FootprintBenchmark {
             }.joined(separator: " | ") + " |\n"
         text += "\nHow:\n\n"
         text +=
-            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same 60 s FLAC; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
+            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same FLAC, 10 s longer than the settling and the window together; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
         text +=
             "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
         text +=
