@@ -46,6 +46,22 @@ struct CallOrderTests {
         }
     }
 
+    /// Copies `tracks` into a folder (its album; a folder is read in the background, far
+    /// slower than one file is found, so a file sent after it could overtake it), and starts
+    /// Quaver paused on `current`. The folder and its files, in order.
+    func album(of tracks: [URL], paused current: URL, _ session: Session, _ signals: TrackListSignals)
+        async throws -> (folder: URL, files: [URL])
+    {
+        let folder = session.bus.directory.appendingPathComponent("album", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let files = tracks.indices.map { folder.appendingPathComponent("\($0 + 1) track.flac") }
+        for (copy, source) in zip(files, tracks) { try FileManager.default.copyItem(at: source, to: copy) }
+        try await session.launch(["--paused", current.path])
+        try await session.waitForStatus("Paused")
+        try await signals.waitForWindow(of: 1)
+        return (folder, files)
+    }
+
     func addTrack(_ uri: String, after: ObjectPath) -> Call {
         Call(
             interface: MPRISNames.trackList, member: "AddTrack",
@@ -66,17 +82,7 @@ struct CallOrderTests {
         let session = try await Session()
         let signals = try TrackListSignals(session)
         defer { session.stop() }
-        // The folder is read in the background, far slower than one file is found: the file
-        // sent after it must not overtake it.
-        let folder = session.bus.directory.appendingPathComponent("album", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let inFolder = ["1 a.flac", "2 b.flac"].map { folder.appendingPathComponent($0) }
-        for (copy, source) in zip(inFolder, [tracks[1], tracks[2]]) {
-            try FileManager.default.copyItem(at: source, to: copy)
-        }
-        try await session.launch(["--paused", tracks[0].path])
-        try await session.waitForStatus("Paused")
-        try await signals.waitForWindow(of: 1)
+        let (folder, inFolder) = try await album(of: [tracks[1], tracks[2]], paused: tracks[0], session, signals)
         let first = try #require(try await session.currentTrackID())
 
         let folderURI = URL(fileURLWithPath: folder.path, isDirectory: true).absoluteString
@@ -103,13 +109,8 @@ struct CallOrderTests {
         let session = try await Session()
         let signals = try TrackListSignals(session)
         defer { session.stop() }
-        let folder = session.bus.directory.appendingPathComponent("album", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let inFolder = folder.appendingPathComponent("1 a.flac")
-        try FileManager.default.copyItem(at: tracks[1], to: inFolder)
-        try await session.launch(["--paused", tracks[0].path])
-        try await session.waitForStatus("Paused")
-        try await signals.waitForWindow(of: 1)
+        let (folder, album) = try await album(of: [tracks[1]], paused: tracks[0], session, signals)
+        let inFolder = album[0]
 
         let mark = session.signals.count
         let folderURI = URL(fileURLWithPath: folder.path, isDirectory: true).absoluteString
