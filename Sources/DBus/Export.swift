@@ -79,9 +79,9 @@ public struct Method {
     private static func answerNow(
         _ member: String, _ arguments: [Value], _ handler: @MainActor ([Value], MethodReply) -> Void
     ) throws(BusError) -> [Value] {
-        let early = EarlyAnswer()
+        let early = EarlyAnswer<Result<[Value], BusError>>()
         handler(arguments, MethodReply(member: member) { result, _ in early.take(result) })
-        guard let answer = early.stopWaiting() else { throw BusError(.failed, "\(member) answers later, not at once") }
+        guard let answer = early.stopWaiting() else { throw .answersLater(member) }
         return try answer.get()
     }
 
@@ -237,9 +237,9 @@ public final class ExportedObject {
     /// `org.freedesktop.DBus.Error.Failed` here, and its later answer is dropped: call
     /// ``dispatch(interface:member:arguments:answered:)`` to wait for it.
     public func dispatch(interface: String?, member: String, arguments: [Value]) -> Result<[Value], BusError> {
-        let early = EarlyAnswer()
+        let early = EarlyAnswer<Result<[Value], BusError>>()
         dispatch(interface: interface, member: member, arguments: arguments) { early.take($0) }
-        return early.stopWaiting() ?? .failure(BusError(.failed, "\(member) answers later, not at once"))
+        return early.stopWaiting() ?? .failure(.answersLater(member))
     }
 
     /// Dispatches one method call by interface and member, and calls `answered` on the main

@@ -66,21 +66,36 @@ public final class MethodReply {
     }
 }
 
-/// An answer that counts only when it comes before the caller stops waiting for it (a
-/// synchronous dispatch of a method that may answer later).
+/// An answer that counts only when it comes before its caller stops waiting for it: a
+/// synchronous dispatch of a method that may answer later, or a command's status where the
+/// reply cannot wait (NowPlaying's property setters).
 @MainActor
-final class EarlyAnswer {
-    private(set) var result: Result<[Value], BusError>?
+package final class EarlyAnswer<Answer> {
+    private var answer: Answer?
     private var waiting = true
 
-    /// Keeps `result` when it is the first, and comes while the caller waits.
-    func take(_ result: Result<[Value], BusError>) {
-        if waiting, self.result == nil { self.result = result }
+    package init() {}
+
+    /// Keeps `answer` when it is the first and the caller still waits; false when it comes
+    /// too late for that (the caller stopped waiting).
+    @discardableResult
+    package func take(_ answer: Answer) -> Bool {
+        guard waiting else { return false }
+        if self.answer == nil { self.answer = answer }
+        return true
     }
 
-    /// The caller stops waiting: what it has is `result`; later answers are dropped.
-    func stopWaiting() -> Result<[Value], BusError>? {
+    /// The caller stops waiting: what it has is the first answer, if one came; later ones
+    /// are dropped.
+    package func stopWaiting() -> Answer? {
         waiting = false
-        return result
+        return answer
+    }
+}
+
+extension BusError {
+    /// What a synchronous caller gets from a method that answers later.
+    static func answersLater(_ member: String) -> BusError {
+        BusError(.failed, "\(member) answers later, not at once")
     }
 }

@@ -33,9 +33,9 @@ extension MPRISServer {
         let name = command.name
         let namespace = configuration.errorNamespace
         let logger = self.logger
-        let early = EarlyStatus()
+        let early = EarlyAnswer<RemoteCommandHandlerStatus>()
         let active = command.perform(event) { status in
-            guard early.isLate(status), let error = Self.error(for: status, of: name, namespace: namespace) else {
+            guard !early.take(status), let error = Self.error(for: status, of: name, namespace: namespace) else {
                 return
             }
             logger.warning("\(name) failed after its call was answered: \(error.message)")
@@ -63,25 +63,5 @@ extension MPRISServer {
         case .commandFailed(let reason):
             BusError(BusError.Name(namespace + ".CommandFailed"), "\(name) failed: \(reason)")
         }
-    }
-}
-
-/// A status that counts only when it comes before the call is answered.
-@MainActor
-final class EarlyStatus {
-    private var status: RemoteCommandHandlerStatus?
-    private var waiting = true
-
-    /// Keeps `status` while the call waits; true when it comes too late for that.
-    func isLate(_ status: RemoteCommandHandlerStatus) -> Bool {
-        guard waiting else { return true }
-        self.status = status
-        return false
-    }
-
-    /// The call is answered: with the status that came by then, if any.
-    func stopWaiting() -> RemoteCommandHandlerStatus? {
-        waiting = false
-        return status
     }
 }
