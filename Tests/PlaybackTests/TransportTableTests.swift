@@ -168,15 +168,14 @@ struct TransportTableTests {
         var state: State?
         var actions: [Action] = []
         var pipelineFailed: Bool?
-        var issue: String?
     }
 
-    static func to(_ state: State, _ actions: [Action] = [], failed: Bool? = nil, issue: String? = nil) -> Outcome {
-        Outcome(state: state, actions: actions, pipelineFailed: failed, issue: issue)
+    static func to(_ state: State, _ actions: [Action] = [], failed: Bool? = nil) -> Outcome {
+        Outcome(state: state, actions: actions, pipelineFailed: failed)
     }
 
-    static func to(_ actions: [Action], failed: Bool? = nil, issue: String? = nil) -> Outcome {
-        Outcome(actions: actions, pipelineFailed: failed, issue: issue)
+    static func to(_ actions: [Action], failed: Bool? = nil) -> Outcome {
+        Outcome(actions: actions, pipelineFailed: failed)
     }
 
     static func to(failed: Bool) -> Outcome { Outcome(pipelineFailed: failed) }
@@ -431,19 +430,11 @@ struct TransportTableTests {
             let cell = "\(row.state) × \(input): → \(t.state) \(actions)"
 
             let outcome = Self.expected(row, input) ?? Outcome()
-            let compare = {
-                checkInvariants(before: row, after: t, input: input, actions: actions, cell)
-                #expect(t.state == outcome.state ?? row.state, "state: \(cell)")
-                #expect(actions == outcome.actions, "actions: \(cell)")
-                #expect(
-                    t.pipelineFailed == outcome.pipelineFailed ?? row.pipelineFailed, "next teardown to NULL: \(cell)")
-                #expect(t.rate == (input == .rate ? 1.5 : row.rate), "rate: \(cell)")
-            }
-            if let issue = outcome.issue {
-                withKnownIssue("\(issue): \(row.state) × \(input)", compare)
-            } else {
-                compare()
-            }
+            checkInvariants(before: row, after: t, input: input, actions: actions, cell)
+            #expect(t.state == outcome.state ?? row.state, "state: \(cell)")
+            #expect(actions == outcome.actions, "actions: \(cell)")
+            #expect(t.pipelineFailed == outcome.pipelineFailed ?? row.pipelineFailed, "next teardown to NULL: \(cell)")
+            #expect(t.rate == (input == .rate ? 1.5 : row.rate), "rate: \(cell)")
         }
     }
 
