@@ -30,7 +30,10 @@ package final class Engine {
     private var delivering = false
 
     package private(set) var pipeline: Pipeline!
-    let audioSink: String?
+    /// Where the audio goes.
+    let output: AudioOutput
+    /// The output's sink description (nil: the system's).
+    var audioSink: String? { output.sinkDescription }
     let stuckLimit: Duration
     let logger: Logger
 
@@ -51,12 +54,21 @@ package final class Engine {
     /// - Parameter audioSink: a GStreamer bin description, or nil for the system output.
     /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
     ///   taken for stuck and replaced.
-    package init(audioSink: String?, stuckLimit: Duration, logger: Logger) throws {
-        self.audioSink = audioSink
+    package convenience init(audioSink: String?, stuckLimit: Duration, logger: Logger) throws {
+        try self.init(output: AudioOutput(audioSink: audioSink), stuckLimit: stuckLimit, logger: logger)
+    }
+
+    /// - Parameter output: where the audio goes.
+    /// - Parameter stuckLimit: how long a call into GStreamer may take before the pipeline is
+    ///   taken for stuck and replaced.
+    package init(output: AudioOutput, stuckLimit: Duration, logger: Logger) throws {
+        self.output = output
         self.stuckLimit = stuckLimit
         self.logger = logger
+        state.progress.watch.waitsForOutput = output.waitsForReader
+        state.progress.outputStallReason = output.stallReason
         do {
-            try Pipeline.validate(audioSink: audioSink)
+            try Pipeline.validate(audioSink: output.sinkDescription)
         } catch {
             throw MediaError(error.description)
         }

@@ -19,6 +19,8 @@ struct ProgressFollow: Sendable {
     var followed: Followed?
     /// The name of the pipeline's clock in the last sample, for the log.
     var clockName: String?
+    /// Why the output takes no audio, as the log says it (see ``AudioOutput/stallReason``).
+    var outputStallReason = AudioOutput.system.stallReason
 }
 
 /// The watches that run only while the transport plays: whether the audio moves
@@ -129,7 +131,7 @@ extension EngineState {
         let queue = stall.queued.map { ", \(Self.seconds($0)) of audio waits in front of the sink" } ?? ""
         let cause =
             stall.cause == .output
-            ? "the output takes no audio (the sound server has no device for the stream, or corked it)"
+            ? progress.outputStallReason
             : "nothing more reaches the output (the decoding stopped)"
         return
             "the audio of \(loadedName ?? "the loaded track") stopped at \(stall.heard.clock): the pipeline plays, its position has stood at \(Self.seconds(stall.heard)) for \(Self.seconds(stall.stoodFor)) and \(clock) meanwhile\(queue): \(cause)"

@@ -14,7 +14,8 @@ import PlaybackVocabulary
 /// line. What the stall is comes from the pipeline's clock:
 /// - The clock stands too: the output takes no audio (a sound server that lost its sink, or
 ///   corked or unlinked the stream). Playback goes on by itself when the audio moves again,
-///   and after ``outputLimit`` the output counts as failed: paused where the audio is.
+///   and after ``outputLimit`` the output counts as failed: paused where the audio is. An
+///   output whose reader comes back by itself (``waitsForOutput``) is waited for without end.
 /// - The clock runs: nothing more is decoded. A local file is loaded again once where it
 ///   stopped, then skipped, after ``decodeLimit``; a network stream is skipped after
 ///   ``outputLimit`` (its own watch usually does first).
@@ -129,6 +130,13 @@ struct ProgressWatch: Sendable, Equatable {
     /// How much decoded audio in front of the sink shows that the sink takes none.
     static let queuedAudio = Duration.milliseconds(20)
 
+    /// Whether an output that takes no audio is waited for without end, sampled every
+    /// ``readerPeriod`` after ``outputLimit`` (a Snapcast pipe that snapserver will read
+    /// again), rather than counted as failed.
+    var waitsForOutput = false
+    /// How often an output waited for without end is sampled.
+    static let readerPeriod = Duration.seconds(1)
+
     private(set) var stage = Stage.off
     /// The entry loaded again for a decoding stall: a second stall skips it.
     private(set) var reloadedEntry: UInt64?
@@ -224,6 +232,9 @@ struct ProgressWatch: Sendable, Equatable {
                 return [.skip(stall, reason: "its decoding stopped at \(stall.heard.clock), twice")]
             }
             if stood >= Self.outputLimit {
+                if stall.cause == .output, waitsForOutput {
+                    return [.hold(at: sample.position), .sample(after: Self.readerPeriod)]
+                }
                 stage = .off
                 let seconds = StreamWatch.seconds(Self.outputLimit)
                 guard stall.cause == .output else {

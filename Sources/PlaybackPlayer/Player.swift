@@ -3,7 +3,7 @@ import FoundationEssentials
 public import Logging
 public import Media
 import PlaybackEngine
-import PlaybackPipeline
+package import PlaybackPipeline
 public import PlaybackVocabulary
 
 /// A play queue and its transport over a GStreamer pipeline.
@@ -98,14 +98,25 @@ public final class Player {
     ///   query) may take before the pipeline is taken for stuck and replaced.
     /// - Parameter logger: where what happens to the queue and its tracks is logged.
     /// - Throws: `MediaError` when `audioSink` does not describe a bin GStreamer can make.
-    public init(
+    public convenience init(
         audioSink: String?, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil,
+        stuckLimit: Duration = .seconds(3), logger: Logger
+    ) throws {
+        try self.init(
+            output: AudioOutput(audioSink: audioSink), supportedRates: supportedRates, artwork: artwork,
+            stuckLimit: stuckLimit, logger: logger)
+    }
+
+    /// A player with an empty queue, stopped, that plays into `output` (see
+    /// ``init(audioSink:supportedRates:artwork:stuckLimit:logger:)`` for the rest).
+    package init(
+        output: AudioOutput, supportedRates: ClosedRange<Double> = 0.5...2.0, artwork: ArtworkCache? = nil,
         stuckLimit: Duration = .seconds(3), logger: Logger
     ) throws {
         self.logger = logger
         self.supportedRates = supportedRates
         prefetch = TagPrefetch(artwork: artwork)
-        engine = try Engine(audioSink: audioSink, stuckLimit: stuckLimit, logger: logger)
+        engine = try Engine(output: output, stuckLimit: stuckLimit, logger: logger)
         engine.onReport = { [weak self] report in self?.handle(report) }
         prefetch.uriToRead = { [weak self] id in
             guard let self, let index = queue.index(of: id), queue[index].needsRead else { return nil }

@@ -12,7 +12,7 @@ import PlaybackVocabulary
 /// typo never silently does nothing.
 ///
 /// ```
-/// audio-sink = pulsesink
+/// audio-sink = pulsesink              (or: output = snapcast:/run/snapserver/quaver)
 /// music-folder = ~/Music
 /// resume = yes
 /// minimum-rate = 0.5
@@ -40,6 +40,8 @@ struct Config: Equatable {
     }
 
     var audioSink: String?
+    /// Where the audio goes instead of `audioSink`'s sink.
+    var output: OutputSpec?
     var musicFolder: URL?
     var resume = true
     var minimumRate = 0.5
@@ -56,7 +58,8 @@ struct Config: Equatable {
 
     static let keys =
         [
-            "audio-sink", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate", "instance",
+            "audio-sink", "output", "music-folder", "playlists-folder", "resume", "minimum-rate", "maximum-rate",
+            "instance",
             "volume",
         ] + loudnessKeys
 
@@ -113,7 +116,15 @@ struct Config: Equatable {
             guard !value.isEmpty else { throw fail("no value") }
             switch key {
             case "audio-sink":
+                guard config.output == nil else { throw fail("set beside output; set one of them") }
                 config.audioSink = value
+            case "output":
+                guard config.audioSink == nil else { throw fail("set beside audio-sink; set one of them") }
+                do {
+                    config.output = try OutputSpec(parsing: value)
+                } catch {
+                    throw fail("\(error)")
+                }
             case "music-folder":
                 config.musicFolder =
                     try folder(value, home: home) ?? { throw fail("must be an absolute path or start with ~/") }()

@@ -19,6 +19,8 @@ final class Daemon {
         var items: [String]
         var name: String
         var audioSink: String?
+        /// Where the audio goes instead of `audioSink` (nil: `audioSink`'s sink).
+        var output: OutputSpec?
         var startPaused: Bool
         /// Play even when restoring a saved session (which otherwise comes back paused).
         var startPlaying = false
@@ -76,8 +78,9 @@ final class Daemon {
         session = SessionSaver(store: store, logger: logger)
         artwork = ArtworkCache(folder: Paths.artwork, logger: logger)
         artworkReader = Discoverer(artwork: artwork)
-        player = try Player(
-            audioSink: options.audioSink, supportedRates: options.rates, artwork: artwork, logger: logger)
+        let output = try options.output?.open() ?? AudioOutput(audioSink: options.audioSink)
+        if let spec = options.output { logger.info("playing into \(spec)") }
+        player = try Player(output: output, supportedRates: options.rates, artwork: artwork, logger: logger)
         var configuration = MPRISServer.Configuration(
             playerName: options.name, identity: "Quaver", desktopEntry: "quaver")
         configuration.supportedURISchemes = MediaSources.supportedSchemes

@@ -370,6 +370,19 @@ struct DoctorReport {
     }
 
     private mutating func checkSoundOutput() {
+        if let output = (try? Config.load())?.output {
+            do {
+                _ = try output.open()
+                add("sound output", .ok, "Quaver would play into \(output) (snapserver's pipe source)")
+            } catch {
+                add(
+                    "sound output", .failed, "\(error)",
+                    fix:
+                        "start snapserver, whose pipe source makes the pipe, or fix output in \(Config.defaultFile.path)"
+                )
+            }
+            return
+        }
         let configured = (try? Config.load())?.audioSink
         let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
         let servers = [("PipeWire", "\(runtime)/pipewire-0"), ("PulseAudio", "\(runtime)/pulse/native")]

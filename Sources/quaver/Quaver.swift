@@ -63,6 +63,7 @@ struct Quaver: ParsableCommand {
         usage: """
             quaver [play] [<options>] [<path-or-uri> ...]
             quaver doctor [--name <name>]
+            quaver snapcast-control --stream=<id>
             """,
         discussion: """
             Quaver plays the files, folders, playlists (.m3u, .m3u8, .pls) and http(s) streams you \
@@ -89,7 +90,7 @@ struct Quaver: ParsableCommand {
               quaver ./doctor                       play a folder named doctor
             """,
         version: Version.current,
-        subcommands: [Play.self, Doctor.self],
+        subcommands: [Play.self, Doctor.self, SnapcastControl.self],
         defaultSubcommand: Play.self
     )
 }
@@ -127,6 +128,12 @@ struct Play: ParsableCommand {
             "GStreamer sink to play into, e.g. \"pulsesink\", \"fakesink sync=true\" or \"wavenc ! filesink location=out.wav\". Default: the system's audio output, or a silent real-time sink when there is none.",
             valueName: "pipeline"))
     var audioSink: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Where the audio goes instead of a GStreamer sink: snapcast:PATH renders into snapserver's pipe source at PATH (add ?sampleformat=RATE:BITS:CHANNELS when the source reads another format than 48000:16:2).",
+            valueName: "snapcast:path"))
+    var output: String?
 
     @Flag(help: "Load the first track but do not start playing.")
     var paused = false
@@ -192,6 +199,14 @@ struct Play: ParsableCommand {
             throw ValidationError("--volume must be between 0 and 1")
         }
         if paused && play { throw ValidationError("--paused and --play contradict each other") }
+        if let output {
+            guard audioSink == nil else { throw ValidationError("--output and --audio-sink contradict each other") }
+            do {
+                _ = try OutputSpec(parsing: output)
+            } catch {
+                throw ValidationError("--output: \(error)")
+            }
+        }
         if let replaygainPreamp, Config.decibels("\(replaygainPreamp)", in: LoudnessSettings.preampRange) == nil {
             throw ValidationError(
                 "--replaygain-preamp must be from \(LoudnessSettings.preampRange.lowerBound) to \(LoudnessSettings.preampRange.upperBound) dB"
@@ -231,6 +246,13 @@ struct Play: ParsableCommand {
         var options = Daemon.Options(
             items: items, name: name, audioSink: audioSink ?? config.audioSink, startPaused: paused,
             volume: volume ?? config.volume)
+        // The command line's sink or output wins over either in quaver.conf.
+        if let output {
+            options.audioSink = nil
+            options.output = try? OutputSpec(parsing: output)  // checked in validate()
+        } else if audioSink == nil {
+            options.output = config.output
+        }
         options.startPlaying = play
         options.musicFolder = config.musicFolder ?? Paths.music
         options.resume = config.resume && !noResume

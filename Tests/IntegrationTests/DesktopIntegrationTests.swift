@@ -30,7 +30,7 @@ struct DesktopIntegrationTests {
         "share/dbus-1/services/org.mpris.MediaPlayer2.quaver.service", "share/applications/quaver.desktop",
         "share/icons/hicolor/scalable/apps/quaver.svg", "share/bash-completion/completions/quaver",
         "share/zsh/site-functions/_quaver", "share/fish/vendor_completions.d/quaver.fish",
-        "share/man/man1/quaver.1", "share/doc/quaver/quaver.conf.example",
+        "share/man/man1/quaver.1", "share/doc/quaver/quaver.conf.example", "lib/quaver/snapcast-control",
     ]
 
     @Test("install puts every file under the prefix with the real paths filled in; uninstall removes them")
@@ -51,6 +51,9 @@ struct DesktopIntegrationTests {
         #expect(unit.contains("ExecStart=\(bin) --paused"))
         #expect(unit.contains("Type=dbus") && unit.contains("BusName=org.mpris.MediaPlayer2.quaver"))
         #expect(!unit.contains("@BINDIR@"))
+        let control = prefix.appendingPathComponent("lib/quaver/snapcast-control").path
+        #expect(FileManager.default.isExecutableFile(atPath: control))
+        #expect(try String(contentsOfFile: control, encoding: .utf8).contains("exec \(bin) snapcast-control \"$@\""))
         let activation = try String(
             contentsOf: prefix.appendingPathComponent("share/dbus-1/services/org.mpris.MediaPlayer2.quaver.service"),
             encoding: .utf8)

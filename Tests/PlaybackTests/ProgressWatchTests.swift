@@ -205,6 +205,40 @@ struct ProgressWatchTests {
         #expect(watch.stage == .off)
     }
 
+    /// A Snapcast pipe nobody reads (snapserver stopped): never a failed output. Sampled once
+    /// a second after the output limit, and resumed where it stood when snapserver reads again.
+    @Test func anOutputWhoseReaderComesBackIsWaitedForWithoutEnd() {
+        var watch = Watch()
+        watch.waitsForOutput = true
+        _ = watch.started(Self.file)
+        _ = watch.sampled(Self.sample(0.25, 10))
+        _ = watch.sampled(Self.sample(0.5, 10.25))
+        _ = watch.sampled(Self.sample(2.0, 10.25, queued: 0.2))
+        #expect(watch.isWaiting)
+        for time in [11.0, 60.0, 600.0] {
+            #expect(
+                watch.sampled(Self.sample(time, 10.25, queued: 0.2)) == [
+                    .hold(at: Self.s(10.25)), .sample(after: Watch.readerPeriod),
+                ], "still waited for at \(time) s")
+        }
+        #expect(
+            watch.sampled(Self.sample(601.0, 11.0, queued: 0.2)) == [
+                .resume(at: Self.s(11), when: Self.at(601), waited: Self.s(599)), Self.next,
+            ])
+        var decoding = Watch()
+        decoding.waitsForOutput = true
+        _ = decoding.started(Self.stream)
+        _ = decoding.sampled(Self.sample(0.25, 10))
+        _ = decoding.sampled(Self.sample(0.5, 10.25))
+        _ = decoding.sampled(Self.sample(2.0, 10.25))
+        #expect(
+            decoding.sampled(Self.sample(11.0, 10.25)).first
+                == .skip(
+                    Self.stall(since: 0.5, now: 2.0, queued: 0, cause: .decoding),
+                    reason: "its audio stopped at 0:10 for 10 s"),
+            "a stream whose decoding stopped is skipped as on any output")
+    }
+
     @Test func aNetworkStreamToFollowIsWaitedForAtTheEnd() {
         var watch = Watch()
         _ = watch.started(Self.file)
