@@ -1,6 +1,6 @@
 import FoundationEssentials
 package import Media
-package import PlaybackPipeline
+import PlaybackPipeline
 package import PlaybackVocabulary
 
 /// The engine's network streams: the tags heard in them, and the countdown of the watch

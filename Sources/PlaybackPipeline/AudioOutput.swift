@@ -8,6 +8,8 @@ package enum AudioOutput: Sendable {
     /// A Snapcast server's pipe source, which snapserver reads in real time and plays in every
     /// room.
     case snapcast(SnapcastPipe)
+    /// A Snapcast server's TCP source, which Quaver connects to.
+    case snapcastTCP(SnapcastConnection)
 
     /// The output for `--audio-sink`'s value: nil is the system's.
     package init(audioSink: String?) {
@@ -20,6 +22,7 @@ package enum AudioOutput: Sendable {
         case .system: nil
         case .sink(let description): description
         case .snapcast(let pipe): pipe.sinkDescription
+        case .snapcastTCP(let connection): connection.sinkDescription
         }
     }
 
@@ -27,8 +30,10 @@ package enum AudioOutput: Sendable {
     /// nobody reads means snapserver is not running or restarts, and comes back by itself;
     /// any other output that takes no audio for long has failed.
     package var waitsForReader: Bool {
-        if case .snapcast = self { return true }
-        return false
+        switch self {
+        case .snapcast, .snapcastTCP: true
+        case .system, .sink: false
+        }
     }
 
     /// Why the output takes no audio, for the log.
@@ -36,6 +41,8 @@ package enum AudioOutput: Sendable {
         switch self {
         case .snapcast(let pipe):
             "snapserver reads nothing from its pipe \(pipe.path) (it is not running, or reads another pipe)"
+        case .snapcastTCP(let connection):
+            "snapserver takes nothing at tcp://\(connection.host):\(connection.port) (it is not running, or its TCP source listens elsewhere)"
         case .system, .sink:
             "the output takes no audio (the sound server has no device for the stream, or corked it)"
         }

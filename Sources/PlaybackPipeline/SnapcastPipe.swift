@@ -47,8 +47,10 @@ package struct SnapcastSampleFormat: Sendable, Equatable, CustomStringConvertibl
         return "audio/x-raw,format=\(format),rate=\(rate),channels=\(channels),layout=interleaved"
     }
 
+    /// Bytes a frame (a sample of every channel) takes.
+    package var bytesPerFrame: Int { channels * (bits == 16 ? 2 : 4) }
     /// Bytes a second of audio in this format.
-    package var bytesPerSecond: Int { rate * channels * (bits == 16 ? 2 : 4) }
+    package var bytesPerSecond: Int { rate * bytesPerFrame }
 }
 
 /// A Snapcast server's pipe source (snapserver's `source = pipe://PATH`), opened for Quaver to
@@ -110,10 +112,13 @@ package final class SnapcastPipe: Sendable {
         return SnapcastPipe(path: path, format: format, descriptor: descriptor)
     }
 
-    /// The sink that renders into the pipe, in real time by the pipeline's clock, ``lead``
-    /// ahead, converted to ``format``.
-    package var sinkDescription: String {
-        let offset = -Int64(Self.lead / .nanoseconds(1))
+    /// The sink that renders into the pipe (see ``sink(into:format:)``).
+    package var sinkDescription: String { Self.sink(into: descriptor, format: format) }
+
+    /// A sink that renders into `descriptor`, in real time by the pipeline's clock, ``lead``
+    /// ahead, converted to `format`.
+    package static func sink(into descriptor: Int32, format: SnapcastSampleFormat) -> String {
+        let offset = -Int64(lead / .nanoseconds(1))
         return
             "audioconvert ! audioresample ! \(format.caps) ! fdsink name=snapcast-pipe fd=\(descriptor) sync=true ts-offset=\(offset)"
     }

@@ -373,7 +373,7 @@ struct DoctorReport {
         if let output = (try? Config.load())?.output {
             do {
                 _ = try output.open()
-                add("sound output", .ok, "Quaver would play into \(output) (snapserver's pipe source)")
+                add("sound output", .ok, "Quaver would play into \(output) (a Snapcast source)")
             } catch {
                 add(
                     "sound output", .failed, "\(error)",

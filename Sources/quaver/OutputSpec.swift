@@ -1,11 +1,14 @@
 import PlaybackPipeline
 
 /// Where `--output`, or `output =` in `quaver.conf`, sends the audio: for now, a Snapcast
-/// server's pipe source (`snapcast:PATH`, with `?sampleformat=RATE:BITS:CHANNELS` when the
-/// source reads another format than snapserver's default, 48000:16:2).
+/// server's pipe source (`snapcast:PATH`) or TCP source (`snapcast:tcp://HOST:PORT`), with
+/// `?sampleformat=RATE:BITS:CHANNELS` when the source reads another format than snapserver's
+/// default, 48000:16:2.
 enum OutputSpec: Equatable, CustomStringConvertible {
     /// snapserver's pipe source at `path`, read in `format`.
     case snapcastPipe(path: String, format: SnapcastSampleFormat)
+    /// snapserver's TCP source, listening at `host`:`port`, read in `format`.
+    case snapcastTCP(host: String, port: Int, format: SnapcastSampleFormat)
 
     /// Why a value names no output, said to the user.
     struct ParseError: Error, CustomStringConvertible {
@@ -22,16 +25,24 @@ enum OutputSpec: Equatable, CustomStringConvertible {
             )
         }
         let rest = text.dropFirst(scheme.count)
-        if rest.hasPrefix("tcp://") {
-            throw ParseError(
-                description:
-                    "snapserver's TCP source (\(text)) is not supported yet; use its pipe source: snapcast:/path/of/the/pipe"
-            )
-        }
         let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        let path = String(parts[0].hasPrefix("//") ? parts[0].dropFirst(2) : parts[0])
-        guard path.hasPrefix("/") else {
-            throw ParseError(description: "snapcast: takes the absolute path of snapserver's pipe, not \"\(path)\"")
+        var tcp: (host: String, port: Int)?
+        var path = ""
+        if parts[0].hasPrefix("tcp://") {
+            let place = parts[0].dropFirst("tcp://".count)
+            guard let colon = place.lastIndex(of: ":"), let port = Int(place[place.index(after: colon)...]),
+                (1...65535).contains(port), colon > place.startIndex
+            else {
+                throw ParseError(description: "snapcast:tcp:// takes HOST:PORT, as in snapcast:tcp://127.0.0.1:4953")
+            }
+            tcp = (String(place[..<colon]), port)
+        } else {
+            path = String(parts[0].hasPrefix("//") ? parts[0].dropFirst(2) : parts[0])
+            guard path.hasPrefix("/") else {
+                throw ParseError(
+                    description:
+                        "snapcast: takes the absolute path of snapserver's pipe, or tcp://HOST:PORT, not \"\(path)\"")
+            }
         }
         var format = SnapcastSampleFormat.standard
         for field in parts.count > 1 ? parts[1].split(separator: "&") : [] {
@@ -44,13 +55,17 @@ enum OutputSpec: Equatable, CustomStringConvertible {
             }
             format = named
         }
-        self = .snapcastPipe(path: path, format: format)
+        self =
+            tcp.map { .snapcastTCP(host: $0.host, port: $0.port, format: format) }
+            ?? .snapcastPipe(path: path, format: format)
     }
 
     var description: String {
         switch self {
         case .snapcastPipe(let path, let format):
             format == .standard ? "snapcast:\(path)" : "snapcast:\(path)?sampleformat=\(format)"
+        case .snapcastTCP(let host, let port, let format):
+            "snapcast:tcp://\(host):\(port)" + (format == .standard ? "" : "?sampleformat=\(format)")
         }
     }
 
@@ -62,6 +77,9 @@ enum OutputSpec: Equatable, CustomStringConvertible {
         case .snapcastPipe(let path, let format):
             let pipe = try SnapcastPipe.open(path: path, format: format)
             return .snapcast(pipe)
+        case .snapcastTCP(let host, let port, let format):
+            let connection = try SnapcastConnection.open(host: host, port: port, format: format)
+            return .snapcastTCP(connection)
         }
     }
 }

@@ -131,7 +131,7 @@ struct Play: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Where the audio goes instead of a GStreamer sink: snapcast:PATH renders into snapserver's pipe source at PATH (add ?sampleformat=RATE:BITS:CHANNELS when the source reads another format than 48000:16:2).",
+            "Where the audio goes instead of a GStreamer sink: snapcast:PATH renders into snapserver's pipe source at PATH, snapcast:tcp://HOST:PORT into its TCP source (add ?sampleformat=RATE:BITS:CHANNELS when the source reads another format than 48000:16:2).",
             valueName: "snapcast:path"))
     var output: String?
 

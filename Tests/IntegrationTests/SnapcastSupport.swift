@@ -18,6 +18,11 @@ final class SnapcastRig {
     /// The format the source declares.
     static let format = "48000:16:2"
 
+    /// The port of snapserver's TCP source, when the stream is one rather than the pipe.
+    private(set) var sourcePort: Int?
+    /// What Quaver's `--output` names: the pipe, or the TCP source.
+    var output: String { sourcePort.map { "snapcast:tcp://127.0.0.1:\($0)" } ?? "snapcast:\(pipe.path)" }
+
     /// The control script snapserver runs for the stream (nil: none), and the environment
     /// snapserver runs in: the session's, so that the script reaches its bus.
     private var controlScript: URL?
@@ -28,6 +33,12 @@ final class SnapcastRig {
         pipe = folder.path("fifo")
         streamPort = try Self.freePort()
         controlPort = try Self.freePort()
+    }
+
+    /// A rig whose stream is snapserver's TCP source rather than its pipe.
+    convenience init(tcp: Bool) throws {
+        try self.init()
+        if tcp { sourcePort = try Self.freePort() }
     }
 
     /// A rig whose stream has Quaver's control script, driving the Quaver of `session`.
@@ -47,7 +58,8 @@ final class SnapcastRig {
     func startServer() async throws {
         guard let snapserver = Tools.find("snapserver") else { throw HarnessError("snapserver is not installed") }
         let source =
-            "pipe://\(pipe.path)?name=Quaver&sampleformat=\(Self.format)&codec=pcm"
+            (sourcePort.map { "tcp://127.0.0.1:\($0)?mode=server&" } ?? "pipe://\(pipe.path)?")
+            + "name=Quaver&sampleformat=\(Self.format)&codec=pcm"
             + (controlScript.map { "&controlscript=\($0.path)" } ?? "")
         let arguments = [
             "-c", "/dev/null", "--server.datadir=\(folder.path("state").path)",
@@ -59,7 +71,9 @@ final class SnapcastRig {
         server = try ChildProcess(
             snapserver.path, arguments, environment: environment, output: .file(log.path, append: true), error: .output)
         let deadline = ContinuousClock.now + .seconds(15)
-        while !(Self.accepts(port: streamPort) && FileManager.default.fileExists(atPath: pipe.path)) {
+        while !(Self.accepts(port: streamPort)
+            && (sourcePort.map(Self.accepts(port:)) ?? FileManager.default.fileExists(atPath: pipe.path)))
+        {
             guard ContinuousClock.now < deadline, server?.isRunning == true else {
                 throw HarnessError("snapserver did not start: \(serverLog())")
             }

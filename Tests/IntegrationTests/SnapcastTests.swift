@@ -21,7 +21,7 @@ struct SnapcastTests {
         let rooms = [try rig.startClient("kitchen"), try rig.startClient("study")]
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch(tracks.map(\.path), output: "snapcast:\(rig.pipe.path)")
+        try await session.launch(tracks.map(\.path), output: rig.output)
         try await session.waitForStatus("Playing")
         let mark = session.signals.count
         // Both tracks, then the client's own buffer (a second by default) and a margin.
@@ -60,7 +60,7 @@ struct SnapcastTests {
         try rig.startClient("kitchen")
         let session = try await Session()
         defer { session.stop() }
-        try await session.launch([tracks[0].path], output: "snapcast:\(rig.pipe.path)")
+        try await session.launch([tracks[0].path], output: rig.output)
         try await session.waitForStatus("Playing")
         await session.waiter.elapse(.seconds(2))
         let mark = session.signals.count
@@ -83,6 +83,41 @@ struct SnapcastTests {
             resumed > stood && resumed < stood + 4_000_000,
             "goes on from where it stood (\(stood) µs), nothing skipped: \(resumed) µs\n\(session.log())")
         #expect(try await session.metadata()["xesam:title"] == .string("Track 1"))
+    }
+
+    /// snapserver's TCP source, which listens: Quaver started before it waits for it, plays
+    /// into it once it listens, and waits again, without failing, while it is killed and
+    /// started again, then goes on where it stood.
+    @Test("a TCP source: waited for before it listens and across a restart, heard in a room")
+    func tcpSourceIsWaitedForAndHeard() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 60)
+        let rig = try SnapcastRig(tcp: true)
+        defer { rig.stop() }
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch([tracks[0].path], output: rig.output)
+        try await session.waitForStatus("Paused", timeout: .seconds(10))
+        try await rig.startServer()
+        let room = try rig.startClient("kitchen")
+        let started = session.signals.count
+        try await session.waitForStatus("Playing", after: started, timeout: .seconds(10))
+        await session.waiter.elapse(.seconds(4))
+        let mark = session.signals.count
+        rig.stopServer()
+        try await session.waitForStatus("Paused", after: mark, timeout: .seconds(10))
+        let stood = try await session.position()
+        await session.waiter.elapse(.seconds(11))
+        #expect(try await session.get("PlaybackStatus") == .string("Paused"))
+        #expect(!session.log().contains("the audio output failed"), "\(session.log())")
+        #expect(session.log().contains("snapserver takes nothing at tcp://127.0.0.1:"), "\(session.log())")
+        let restart = session.signals.count
+        try await rig.startServer()
+        try await session.waitForStatus("Playing", after: restart, timeout: .seconds(10))
+        await session.waiter.elapse(.seconds(2))
+        let resumed = try await session.position()
+        #expect(resumed > stood && resumed < stood + 4_000_000, "from \(stood) µs on: \(resumed) µs\n\(session.log())")
+        let heard = try RoomRecording(room).tracks
+        #expect(heard.first?.tone == 440, "the room heard Track 1's tone: \(heard)")
     }
 
     /// A pipe that does not exist, or a path that is not a pipe: quaver exits at once with an
@@ -145,7 +180,7 @@ struct SnapcastTests {
         let refused = try await rpc.call("Stream.Control", ["id": "Quaver", "command": "play"])
         #expect(refused["error"] != nil, "answered with an error, not left waiting: \(refused)")
 
-        try await session.launch(tracks.map(\.path), output: "snapcast:\(rig.pipe.path)")
+        try await session.launch(tracks.map(\.path), output: rig.output)
         try await session.waitForStatus("Playing")
         let shown = try await Self.until({ try await rpc.properties() }) {
             Self.title($0) == "Track 1" && $0["playbackStatus"] as? String == "playing"
@@ -206,7 +241,7 @@ struct SnapcastTests {
         let gone = try await Self.until({ try await rpc.properties() }) { $0["canControl"] as? Bool == false }
         let seenGone = try await rpc.properties()
         #expect(gone != nil, "the stream shows Quaver gone: \(seenGone)")
-        try await session.launch(tracks.map(\.path), output: "snapcast:\(rig.pipe.path)")
+        try await session.launch(tracks.map(\.path), output: rig.output)
         let back = try await Self.until(timeout: .seconds(10), { try await rpc.properties() }) {
             $0["canControl"] as? Bool == true && Self.title($0) != nil
         }

@@ -71,4 +71,79 @@ struct SnapcastPipeTests {
         let notPipe = #expect(throws: Pipeline.SetupError.self) { try SnapcastPipe.open(path: file, format: .standard) }
         #expect(notPipe?.description.contains("it is not a pipe (FIFO)") == true)
     }
+
+    /// A listener on 127.0.0.1 at a port of the kernel's choosing, as snapserver's TCP source.
+    static func listener() throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ready = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 && listen(fd, 1) == 0
+            }
+        }
+        try #require(ready)
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// The next connection to `listener`, waited for up to 10 s.
+    static func accept(_ listener: Int32) throws -> Int32 {
+        var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        try #require(poll(&poller, 1, 10_000) == 1, "the relay connected")
+        return Glibc.accept(listener, nil, nil)
+    }
+
+    /// Reads from `fd` until `count` bytes came or 10 s passed.
+    static func read(_ fd: Int32, count: Int) -> [UInt8] {
+        var received: [UInt8] = []
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        while received.count < count {
+            var chunk = [UInt8](repeating: 0, count: count - received.count)
+            let got = recv(fd, &chunk, chunk.count, 0)
+            guard got > 0 else { break }
+            received += chunk[0..<got]
+        }
+        return received
+    }
+
+    /// Frames numbered from `first`: four bytes each (48000:16:2), the frame's number.
+    static func frames(_ range: Range<UInt32>) -> [UInt8] {
+        range.flatMap { number in withUnsafeBytes(of: number.littleEndian) { Array($0) } }
+    }
+
+    @Test func theRelayCarriesThePipeToSnapserverAndConnectsAgainOnAWholeFrame() throws {
+        let (listener, port) = try Self.listener()
+        defer { close(listener) }
+        let connection = try SnapcastConnection.open(host: "127.0.0.1", port: port, format: .standard)
+        let first = Self.frames(0..<1000)
+        #expect(first.withUnsafeBytes { write(connection.descriptor, $0.baseAddress, $0.count) } == first.count)
+        let peer = try Self.accept(listener)
+        #expect(Self.read(peer, count: first.count) == first, "what the sink wrote reaches snapserver, in order")
+        close(peer)  // snapserver goes away
+        // Written while it is away: the relay's sends fail, and it connects again.
+        let second = Self.frames(1000..<3001)
+        for start in stride(from: 0, to: second.count, by: 2004) {
+            let part = Array(second[start..<min(start + 2004, second.count)])
+            #expect(part.withUnsafeBytes { write(connection.descriptor, $0.baseAddress, $0.count) } == part.count)
+            usleep(20_000)
+        }
+        let again = try Self.accept(listener)
+        defer { close(again) }
+        let received = Self.read(again, count: 4)
+        try #require(received.count == 4)
+        let number = received.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(as: UInt32.self)) }
+        #expect((1000..<3001).contains(number), "the new connection starts on a whole frame, \(number)")
+        let rest = Self.read(again, count: Int(3001 - number - 1) * 4)
+        #expect(rest == Self.frames((number + 1)..<3001), "and goes on from there to the last frame written")
+    }
+
+    @Test func aHostThatIsNoAddressIsAClearError() {
+        let error = #expect(throws: Pipeline.SetupError.self) {
+            try SnapcastConnection.open(host: "snapserver.local", port: 4953, format: .standard)
+        }
+        #expect(error?.description.contains("takes an IPv4 address and a port") == true)
+    }
 }

@@ -19,6 +19,12 @@ struct OutputSpecTests {
             try OutputSpec(parsing: "snapcast:/a?sampleformat=44100:16:2").description
                 == "snapcast:/a?sampleformat=44100:16:2")
         #expect(try OutputSpec(parsing: "snapcast:/a").description == "snapcast:/a")
+        #expect(
+            try OutputSpec(parsing: "snapcast:tcp://127.0.0.1:4953")
+                == .snapcastTCP(host: "127.0.0.1", port: 4953, format: .standard))
+        #expect(
+            try OutputSpec(parsing: "snapcast:tcp://10.0.0.2:1705?sampleformat=44100:16:2").description
+                == "snapcast:tcp://10.0.0.2:1705?sampleformat=44100:16:2")
     }
 
     @Test(arguments: [
@@ -26,7 +32,7 @@ struct OutputSpecTests {
         ("snapcast:fifo", "absolute path"),
         ("snapcast:/a?sampleformat=44100:12:2", "sampleformat=RATE:BITS:CHANNELS"),
         ("snapcast:/a?codec=flac", "not \"codec=flac\""),
-        ("snapcast:tcp://127.0.0.1:4953", "not supported yet"),
+        ("snapcast:tcp://127.0.0.1", "HOST:PORT"), ("snapcast:tcp://127.0.0.1:0", "HOST:PORT"),
     ])
     func wrongValuesSayWhy(_ value: String, _ said: String) {
         let error = #expect(throws: OutputSpec.ParseError.self) { try OutputSpec(parsing: value) }
