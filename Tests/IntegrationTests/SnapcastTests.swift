@@ -48,6 +48,29 @@ struct SnapcastTests {
         #expect(session.log().contains("playing into snapcast:\(rig.pipe.path)"))
     }
 
+    /// Rate goes through the same pipeline into Snapcast as to a sound card: at 1.5 the room
+    /// hears the track's own pitch, for two thirds of its length.
+    @Test("Rate 1.5 into Snapcast: the room hears the same pitch, for two thirds of the time")
+    func rateKeepsThePitch() async throws {
+        let tracks = try await TestMedia.tracks(count: 1, seconds: 6)
+        let rig = try SnapcastRig()
+        defer { rig.stop() }
+        try await rig.startServer()
+        let room = try rig.startClient("kitchen")
+        let session = try await Session()
+        defer { session.stop() }
+        try await session.launch(["--paused", tracks[0].path], output: rig.output)
+        try await session.waitForStatus("Paused")
+        try await session.set("Rate", .double(1.5))
+        let mark = session.signals.count
+        _ = try await session.call("Play")
+        try await session.waitForStatus("Stopped", after: mark, timeout: .seconds(30))
+        await session.waiter.elapse(.seconds(3))
+        let heard = try RoomRecording(room).tracks
+        #expect(heard.map(\.tone) == [440], "the pitch is kept: \(heard)")
+        #expect(abs((heard.first?.seconds ?? 0) - 4) < 0.4, "6 s at 1.5 take 4 s: \(heard)")
+    }
+
     /// snapserver ends (a crash, an upgrade) while Quaver plays: clients see playback waiting
     /// where the audio stood, and neither a failed output nor a skip follows however long it
     /// takes; snapserver starts again, and playback goes on from there by itself.
