@@ -87,10 +87,10 @@ struct SnapcastBridge: Sendable {
     mutating func handle(_ input: Input) -> [Action] {
         switch input {
         case .started(let owned):
-            let ready = JSON.object(["jsonrpc": .string("2.0"), "method": .string("Plugin.Stream.Ready")])
+            let ready = Self.message(["method": .string("Plugin.Stream.Ready")])
             guard owned else { return [.send(ready), .activate] }
             player = .appearing
-            return [.send(ready)] + read()
+            return [.send(ready)] + refresh(jumped: true)
         case .noBus(let reason):
             player = .absent(reason: reason)
             return [.log("cannot reach Quaver: \(reason)")] + push(jumped: true)
@@ -98,7 +98,7 @@ struct SnapcastBridge: Sendable {
             return request(line)
         case .appeared:
             player = .appearing
-            return [.log("Quaver is on the bus")] + read()
+            return [.log("Quaver is on the bus")] + refresh(jumped: true)
         case .vanished:
             player = .absent(reason: nil)
             reading = .idle
@@ -109,17 +109,8 @@ struct SnapcastBridge: Sendable {
             return [.log("Quaver is not running, and D-Bus could not start it: \(reason); waiting for it")]
                 + push(jumped: true)
         case .changed, .seeked:
-            let jumped = if case .seeked = input { true } else { false }
-            switch (player, reading) {
-            case (.absent, _):
-                return []
-            case (_, .underWay(_, let before)):
-                reading = .underWay(again: true, jumped: before || jumped)
-                return []
-            case (_, .idle):
-                reading = .underWay(again: false, jumped: jumped)
-                return [.readPlayer]
-            }
+            if case .absent = player { return [] }
+            return refresh(jumped: { if case .seeked = input { true } else { false } }())
         case .read(let properties):
             guard case .underWay(let again, let jumped) = reading else { return [] }
             if case .absent = player { return [] }
@@ -131,10 +122,11 @@ struct SnapcastBridge: Sendable {
             return [.log("could not read Quaver's state: \(reason)")]
         case .answered(let id, let error):
             guard let error else {
-                let ok = JSON.object(["jsonrpc": .string("2.0"), "id": id, "result": .string("ok")])
+                let ok = Self.message(["id": id, "result": .string("ok")])
                 // snapserver keeps its copy of the properties until told: what the command
                 // changed is read and sent now, not only once Quaver signals it.
-                return [.send(ok)] + handle(.seeked)
+                if case .absent = player { return [.send(ok)] }
+                return [.send(ok)] + refresh(jumped: true)
             }
             return [.send(Self.error(id, code: -32603, "Quaver refused the command", data: error))]
         case .artRead(let url, let data):
@@ -159,7 +151,7 @@ struct SnapcastBridge: Sendable {
             let (properties, position) = self.properties()
             var result = properties
             if let position { result["position"] = position }
-            return [.send(.object(["jsonrpc": .string("2.0"), "id": id, "result": .object(result)]))]
+            return [.send(Self.message(["id": id, "result": .object(result)]))]
         case "Plugin.Stream.Player.Control":
             return control(params, id: id)
         case "Plugin.Stream.Player.SetProperty":
@@ -243,9 +235,8 @@ struct SnapcastBridge: Sendable {
     /// An error answer. snapserver 0.26 reads `data` as a string whenever an error comes, and
     /// drops an answer without one: it always has one.
     static func error(_ id: JSON, code: Int, _ message: String, data: String) -> JSON {
-        .object([
-            "jsonrpc": .string("2.0"), "id": id,
-            "error": .object(["code": .int(code), "message": .string(message), "data": .string(data)]),
+        Self.message([
+            "id": id, "error": .object(["code": .int(code), "message": .string(message), "data": .string(data)]),
         ])
     }
 
@@ -256,14 +247,22 @@ struct SnapcastBridge: Sendable {
 
     // MARK: - Properties
 
-    /// Starts a read of the player's properties, unless one is under way.
-    private mutating func read() -> [Action] {
-        guard case .idle = reading else {
-            reading = .underWay(again: true, jumped: true)
+    /// A JSON-RPC 2.0 message of `fields`.
+    static func message(_ fields: [String: JSON]) -> JSON {
+        .object(fields.merging(["jsonrpc": .string("2.0")]) { $1 })
+    }
+
+    /// Reads the player's properties: at once, or once more after the read under way;
+    /// `jumped`: the position jumped, so it is sent even alone.
+    private mutating func refresh(jumped: Bool) -> [Action] {
+        switch reading {
+        case .underWay(_, let before):
+            reading = .underWay(again: true, jumped: before || jumped)
             return []
+        case .idle:
+            reading = .underWay(again: false, jumped: jumped)
+            return [.readPlayer]
         }
-        reading = .underWay(again: false, jumped: true)
-        return [.readPlayer]
     }
 
     /// A local cover not read yet is read, once: snapserver takes it as `artData` and serves
@@ -284,13 +283,7 @@ struct SnapcastBridge: Sendable {
         sent = (properties, position)
         var params = properties
         if let position { params["position"] = position }
-        return [
-            .send(
-                .object([
-                    "jsonrpc": .string("2.0"), "method": .string("Plugin.Stream.Player.Properties"),
-                    "params": .object(params),
-                ]))
-        ]
+        return [.send(Self.message(["method": .string("Plugin.Stream.Player.Properties"), "params": .object(params)]))]
     }
 
     /// Snapcast's properties of the stream from what MPRIS says, and the position apart.
