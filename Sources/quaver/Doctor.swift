@@ -370,20 +370,41 @@ struct DoctorReport {
     }
 
     private mutating func checkSoundOutput() {
-        if let output = (try? Config.load())?.output {
-            do {
-                _ = try output.open()
-                add("sound output", .ok, "Quaver would play into \(output) (a Snapcast source)")
-            } catch {
-                add(
-                    "sound output", .failed, "\(error)",
-                    fix:
-                        "start snapserver, whose pipe source makes the pipe, or fix output in \(Config.defaultFile.path)"
-                )
-            }
-            return
+        let loaded = Result { try Config.load() }
+        let config = try? loaded.get()
+        if let output = config?.output {
+            checkSnapcast(output)
+        } else {
+            checkSink(config?.audioSink)
         }
-        let configured = (try? Config.load())?.audioSink
+        switch loaded {
+        case .success(let config):
+            let exists = FileManager.default.fileExists(atPath: Config.defaultFile.path)
+            add(
+                "configuration", .ok,
+                exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
+            checkLoudness(config.loudness)
+        case .failure(let error):
+            add("configuration", .failed, "\(error)", fix: "correct that line (see data/quaver.conf.example)")
+        }
+    }
+
+    /// Whether the Snapcast source `output` names can be opened now.
+    private mutating func checkSnapcast(_ output: OutputSpec) {
+        do {
+            _ = try output.open()
+            add("sound output", .ok, "Quaver would play into \(output) (a Snapcast source)")
+        } catch {
+            add(
+                "sound output", .failed, "\(error)",
+                fix:
+                    "start snapserver, whose pipe source makes the pipe, or fix output in \(Config.defaultFile.path)"
+            )
+        }
+    }
+
+    /// Whether the sink `configured` names (nil: the system output) plays, and into what.
+    private mutating func checkSink(_ configured: String?) {
         let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "/run/user/\(getuid())"
         let servers = [("PipeWire", "\(runtime)/pipewire-0"), ("PulseAudio", "\(runtime)/pulse/native")]
             .filter { FileManager.default.fileExists(atPath: $0.1) }.map(\.0)
@@ -406,16 +427,6 @@ struct DoctorReport {
             } else {
                 add("sound output", .ok, "Quaver would play into \(configured ?? sink) (\(serverText))")
             }
-        }
-        do {
-            let config = try Config.load()
-            let exists = FileManager.default.fileExists(atPath: Config.defaultFile.path)
-            add(
-                "configuration", .ok,
-                exists ? "\(Config.defaultFile.path) is valid" : "defaults (no \(Config.defaultFile.path))")
-            checkLoudness(config.loudness)
-        } catch {
-            add("configuration", .failed, "\(error)", fix: "correct that line (see data/quaver.conf.example)")
         }
     }
 
