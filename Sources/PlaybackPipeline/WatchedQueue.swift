@@ -30,8 +30,14 @@ final class WatchedQueue: Sendable {
     /// Whether the watchdog tells a blocked job from a slow or starved one: the kernel
     /// reports its scheduler's statistics.
     private let judges: Bool
-    /// Where the watchdog's timers fire and its reports are made, in order.
+    /// Where the watchdog's timer fires and its reports are made, in order.
     private let watchdogQueue: DispatchQueue
+    /// The watchdog's one timer: it ticks every half of the limit from a job's start, for as
+    /// long as jobs keep starting, and stands once a tick finds none run since the last one.
+    /// A timer made and cancelled for each job woke Dispatch's timer thread twice a job, and
+    /// a playing pipeline is sampled every second. Dispatch's sources may be scheduled from
+    /// any thread, which its Swift overlay does not declare.
+    nonisolated(unsafe) private let watchdog: any DispatchSourceTimer
     /// What the queue and its watchdog share.
     private let control = Locked(Control())
     /// Hears the watchdog's reports.
@@ -55,6 +61,10 @@ final class WatchedQueue: Sendable {
         var stuck: (since: ContinuousClock.Instant, why: StuckCall)?
         /// The owner let go of the queue: jobs still waiting are skipped.
         var isRetired = false
+        /// The watchdog's timer ticks (it stands while no job runs).
+        var ticking = false
+        /// A job started since the watchdog's last tick.
+        var startedSinceTick = false
     }
 
     /// - Parameter patience: how long a job that keeps working is waited on
@@ -73,12 +83,23 @@ final class WatchedQueue: Sendable {
         self.patience = patience ?? StarvationCheck.patience(limit: limit)
         self.judges = judges
         self.report = report
+        watchdog = DispatchSource.makeTimerSource(queue: watchdogQueue)
+        watchdog.schedule(deadline: .distantFuture)
+        watchdog.setEventHandler { [weak self] in self?.tick() }
+        watchdog.resume()
+    }
+
+    deinit {
+        watchdog.cancel()
     }
 
     /// Whether the owner let go of the queue.
     var isRetired: Bool { control.withLock { $0.isRetired } }
     /// Whether what the jobs report should go unheard: retired, or a job got stuck.
     var isSilenced: Bool { control.withLock { $0.isRetired || $0.stuck != nil } }
+    /// Whether the watchdog's timer ticks: from a job's start until a tick finds no job
+    /// started since the one before.
+    var isWatching: Bool { control.withLock { $0.ticking } }
     /// The job that got stuck, if one did: when it started, and why it was taken for stuck.
     var stuck: (since: ContinuousClock.Instant, why: StuckCall)? { control.withLock { $0.stuck } }
 
@@ -91,34 +112,27 @@ final class WatchedQueue: Sendable {
     /// looks at it (see ``StarvationCheck``). Skipped once the queue is retired or stuck.
     func run(_ body: @escaping @Sendable () -> Void) {
         queue.async { [self] in
-            let job: UInt64? = control.withLock { control in
-                guard !control.isRetired, control.stuck == nil else { return nil }
+            // The thread is known before the job counts as running, so the watchdog never
+            // looks at a job without it.
+            let thread = SchedulerReading.currentThread
+            let started: Bool = control.withLock { control in
+                guard !control.isRetired, control.stuck == nil else { return false }
                 control.nextJob += 1
                 control.running = control.nextJob
                 control.startedAt = .now
+                control.thread = thread
                 control.reportedSlow = false
-                return control.nextJob
+                control.startedSinceTick = true
+                if !control.ticking {
+                    // Under the lock, so that a tick that stops the timer cannot overtake it.
+                    control.ticking = true
+                    let half = (limit / 2).dispatchInterval
+                    watchdog.schedule(deadline: .now() + half, repeating: half)
+                }
+                return true
             }
-            guard let job else { return }
-            // The thread is known only once the job runs on it; read before the watchdog can look.
-            let thread = SchedulerReading.currentThread
-            control.withLock { $0.thread = thread }
-            // A timer cancelled when the call returns, so that an idle pipeline wakes nobody.
-            // Judging, it reads the statistics halfway to the limit, then judges every half
-            // of it from the limit on; not judging, it looks once, at the limit.
-            let watchdog = DispatchSource.makeTimerSource(queue: watchdogQueue)
-            if judges {
-                let half = (limit / 2).dispatchInterval
-                watchdog.schedule(deadline: .now() + half, repeating: half)
-            } else {
-                watchdog.schedule(deadline: .now() + limit.dispatchInterval)
-            }
-            watchdog.setEventHandler { [weak self] in
-                if self?.look(at: job) != true { watchdog.cancel() }
-            }
-            watchdog.resume()
+            guard started else { return }
             body()
-            watchdog.cancel()
             let returned = control.withLock { control -> ContinuousClock.Instant? in
                 defer {
                     control.running = nil
@@ -132,15 +146,34 @@ final class WatchedQueue: Sendable {
         }
     }
 
-    /// Looks at the job running, on the watchdog's queue: reads the scheduler's statistics
-    /// and judges the window since the last look. Returns whether to look again.
-    private func look(at job: UInt64) -> Bool {
+    /// The watchdog's tick, on its queue: looks at the job running once it has run for half
+    /// the limit, and stops the timer when no job started since the last tick.
+    private func tick() {
+        let job = control.withLock { control -> UInt64? in
+            let startedSinceTick = control.startedSinceTick
+            control.startedSinceTick = false
+            guard let running = control.running, control.stuck == nil, !control.isRetired else {
+                if !startedSinceTick || control.stuck != nil || control.isRetired {
+                    control.ticking = false
+                    watchdog.schedule(deadline: .distantFuture)
+                }
+                return nil
+            }
+            return ContinuousClock.now - control.startedAt >= limit / 2 ? running : nil
+        }
+        if let job { look(at: job) }
+    }
+
+    /// Looks at the job running, on the watchdog's queue: judging, reads the scheduler's
+    /// statistics (the first look) or judges the window since the last look; not judging,
+    /// takes the job for stuck once it has run for the limit.
+    private func look(at job: UInt64) {
         let current = control.withLock { $0.running == job && $0.stuck == nil && !$0.isRetired }
-        guard current else { return false }
+        guard current else { return }
         let reading = judges ? SchedulerReading.take() : nil
         let now = ContinuousClock.now
-        let (outcome, again) = control.withLock { control -> (Report?, Bool) in
-            guard control.running == job, control.stuck == nil, !control.isRetired else { return (nil, false) }
+        let outcome = control.withLock { control -> Report? in
+            guard control.running == job, control.stuck == nil, !control.isRetired else { return nil }
             let previous = control.lastReading
             let verdict: StarvationCheck.Verdict
             if let reading, let (before, then) = previous {
@@ -150,23 +183,22 @@ final class WatchedQueue: Sendable {
             } else if let reading {
                 // The first look: what the next window is judged from.
                 control.lastReading = (reading, now)
-                return (nil, true)
+                return nil
             } else {
                 // No statistics (or they could not be read): stuck at the limit, as ever.
-                guard now - control.startedAt >= limit else { return (nil, true) }
+                guard now - control.startedAt >= limit else { return nil }
                 verdict = .stuck(.unjudged)
             }
             switch verdict {
             case .stuck(let why):
                 control.stuck = (control.startedAt, why)
-                return (.stuck(since: control.startedAt, why), false)
+                return .stuck(since: control.startedAt, why)
             case .waitAgain(let why):
-                guard !control.reportedSlow else { return (nil, true) }
+                guard !control.reportedSlow else { return nil }
                 control.reportedSlow = true
-                return (.slow(since: control.startedAt, why), true)
+                return .slow(since: control.startedAt, why)
             }
         }
         if let outcome { report(outcome) }
-        return again
     }
 }

@@ -209,9 +209,10 @@ struct DaemonTests {
         try await session.waitForStatus("Paused")
         _ = try await session.metadata()  // let the answer go out before counting
         let pid = session.daemon!.pid
-        // The measurement windows themselves, not waits for an event: half a second for the
-        // answer's last work to end, then 3 s counted.
-        try await Task.sleep(for: .milliseconds(500))
+        // The measurement windows themselves, not waits for an event: 3.5 s for the answer's
+        // last work to end and the pipeline's watchdog to stand (it ticks every 1.5 s until a
+        // tick finds no call made since the one before), then 3 s counted.
+        try await Task.sleep(for: .milliseconds(3_500))
         let before = try ProcessProbe.Sample(of: pid)
         try await Task.sleep(for: .seconds(3))
         let after = try ProcessProbe.Sample(of: pid)

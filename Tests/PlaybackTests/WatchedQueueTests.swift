@@ -178,6 +178,22 @@ struct WatchedQueueTests {
         #expect(watched.kinds.last == .stuck(.busyPastCap))
     }
 
+    /// The watchdog wakes nobody while the queue idles: its timer stands within two ticks of
+    /// the last job, and ticks again for a job that blocks after that.
+    @Test func theWatchdogStandsWhileTheQueueIdles() async throws {
+        let watched = Watched()
+        watched.queue.run {}
+        await watched.drain()
+        #expect(watched.queue.isWatching, "a job started the watchdog")
+        let stood = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(20)) { !watched.queue.isWatching }
+        #expect(stood, "the watchdog still ticks with no job")
+        let release = DispatchSemaphore(value: 0)
+        watched.queue.run { release.wait() }
+        #expect(await watched.waitFor(Self.isStuck), "\(watched.kinds)")
+        release.signal()
+        #expect(watched.kinds == [.stuck(.blocked)])
+    }
+
     /// Without the scheduler's statistics, a job past the limit is stuck, as before: even
     /// one that works.
     @Test func withoutTheStatisticsAJobPastTheLimitIsStuck() async {
