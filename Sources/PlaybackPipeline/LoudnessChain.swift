@@ -3,18 +3,21 @@ internal import CGStreamerShims
 import Media
 import PlaybackVocabulary
 
-/// The audio filter playbin plays through: ReplayGain's `rgvolume` and `rglimiter` in front
-/// of `scaletempo`, and `rganalysis` on a branch that only listens.
+/// The audio filter playbin plays through: ReplayGain's `rgvolume` (and `rglimiter`, when
+/// gains are limited rather than lowered to the peak) in front of `scaletempo`, and
+/// `rganalysis` on a branch that only listens.
 ///
 /// ```
-/// tee ! audioconvert ! rgvolume ! rglimiter ! audioconvert ! capsfilter ! scaletempo
+/// tee ! audioconvert ! rgvolume [! rglimiter] ! audioconvert ! capsfilter ! scaletempo
 /// tee ! audioconvert ! audioresample ! rganalysis   (its output unlinked)
 /// ```
 ///
-/// rglimiter takes only floats. The samples leave the chain in the format they came in,
-/// when scaletempo takes it (the capsfilter is set as each stream's caps arrive), converted
-/// back without dither: at 0 dB a 16-bit track leaves it bit for bit as it came, and no
-/// converter after it adds noise.
+/// rglimiter takes only floats, and turning every sample into a float and back took about a
+/// quarter of the CPU GStreamer itself spends playing a FLAC: a chain is made with it only
+/// for plans that limit (``hasLimiter``); without it, rgvolume takes 16-bit samples as they
+/// come. The samples leave the chain in the format they came in, when scaletempo takes it
+/// (the capsfilter is set as each stream's caps arrive), converted back without dither: at
+/// 0 dB a 16-bit track leaves it bit for bit as it came, and no converter after it adds noise.
 ///
 /// Each stream's gain is set when it starts, in the streaming thread, before its first
 /// sample: its plan (from ``GaplessHandoff``) sets `rgvolume`'s mode, preamp and headroom,
@@ -34,7 +37,7 @@ final class LoudnessChain: @unchecked Sendable {
     let bin: UnsafeMutablePointer<GstElement>
     // Borrowed: the bin holds them as long as the chain is used.
     private let volume: UnsafeMutablePointer<GstElement>
-    private let limiter: UnsafeMutablePointer<GstElement>
+    private let limiter: UnsafeMutablePointer<GstElement>?
     private let formatFilter: UnsafeMutablePointer<GstElement>
     private let volumeSink: UnsafeMutablePointer<GstPad>
     private let measureSink: UnsafeMutablePointer<GstPad>
@@ -56,12 +59,19 @@ final class LoudnessChain: @unchecked Sendable {
         var outputFormat: String?
     }
 
-    /// Builds the chain; nil when an element is missing (gstreamer1.0-plugins-good), and
-    /// playbin then plays through scaletempo alone.
-    static func make(handoff: GaplessHandoff, report: @escaping @Sendable (Pipeline.Event) -> Void) -> LoudnessChain? {
+    /// Whether the chain has `rglimiter`, so that a plan that limits (``LoudnessPlan/limiter``)
+    /// can play through it.
+    var hasLimiter: Bool { limiter != nil }
+
+    /// Builds the chain, with `rglimiter` when `limiter`; nil when an element is missing
+    /// (gstreamer1.0-plugins-good), and playbin then plays through scaletempo alone.
+    static func make(
+        handoff: GaplessHandoff, limiter withLimiter: Bool, report: @escaping @Sendable (Pipeline.Event) -> Void
+    ) -> LoudnessChain? {
+        let limiting = withLimiter ? "! rglimiter name=loudness-limiter enabled=false " : ""
         let description = """
             tee name=loudness-split allow-not-linked=true ! audioconvert ! rgvolume name=loudness-volume \
-            ! rglimiter name=loudness-limiter enabled=false ! audioconvert dithering=none ! capsfilter name=loudness-format \
+            \(limiting)! audioconvert dithering=none ! capsfilter name=loudness-format \
             ! scaletempo name=loudness-tempo \
             loudness-split. ! audioconvert name=loudness-measure ! audioresample ! rganalysis name=loudness-analysis
             """
@@ -79,7 +89,8 @@ final class LoudnessChain: @unchecked Sendable {
             gst_object_unref(pad)  // its element keeps it
             return pad
         }
-        guard let volume = element("loudness-volume"), let limiter = element("loudness-limiter"),
+        let limiter = element("loudness-limiter")
+        guard let volume = element("loudness-volume"), limiter != nil || !withLimiter,
             let format = element("loudness-format"), let output = pad(element("loudness-tempo"), "src"),
             let split = pad(element("loudness-split"), "sink"), let volumeSink = pad(volume, "sink"),
             let measureSink = pad(element("loudness-measure"), "sink"),
@@ -104,7 +115,7 @@ final class LoudnessChain: @unchecked Sendable {
 
     private init(
         bin: UnsafeMutablePointer<GstElement>, volume: UnsafeMutablePointer<GstElement>,
-        limiter: UnsafeMutablePointer<GstElement>,
+        limiter: UnsafeMutablePointer<GstElement>?,
         formatFilter: UnsafeMutablePointer<GstElement>, volumeSink: UnsafeMutablePointer<GstPad>,
         measureSink: UnsafeMutablePointer<GstPad>, handoff: GaplessHandoff,
         report: @escaping @Sendable (Pipeline.Event) -> Void
@@ -173,7 +184,7 @@ final class LoudnessChain: @unchecked Sendable {
         cshims_object_set_boolean(volume, "album-mode", plan.albumMode ? 1 : 0)
         cshims_object_set_double(volume, "pre-amp", plan.preamp)
         cshims_object_set_double(volume, "headroom", plan.headroom)
-        cshims_object_set_boolean(limiter, "enabled", plan.limiter ? 1 : 0)
+        if let limiter { cshims_object_set_boolean(limiter, "enabled", plan.limiter ? 1 : 0) }
         if let tags = cshims_replaygain_tags(plan.trackGain, plan.trackPeak, plan.albumGain, plan.albumPeak) {
             // rgvolume takes every value it finds and drops the event: nothing goes downstream.
             gst_pad_send_event(volumeSink, gst_event_new_tag(tags))

@@ -119,9 +119,7 @@ package final class Pipeline: @unchecked Sendable {
         cshims_playbin_limit_audio_queue(element, 200_000_000)
         // scaletempo keeps pitch when the rate changes; the ReplayGain elements go before it.
         let filter: UnsafeMutablePointer<GstElement>?
-        if let chain = LoudnessChain.make(
-            handoff: handoff, report: { [weak self] event in self?.postFromStream(event) })
-        {
+        if let chain = makeLoudnessChain(limiter: false) {
             filter = chain.bin
             loudness = chain
         } else {
@@ -188,6 +186,7 @@ package final class Pipeline: @unchecked Sendable {
         run { pipeline in
             guard let playbin = pipeline.playbin else { return }
             pipeline.tearDown(playbin, fresh: fresh)
+            if let limiter = loudness?.limiter { pipeline.useLoudnessChain(limiter: limiter, in: playbin) }
             cshims_byte_counter_reset(pipeline.decodedBytes)  // nothing of the old stream flows now
             pipeline.handoff.loaded(number, loudness: loudness)
             pipeline.loadNumber = number
@@ -327,6 +326,21 @@ package final class Pipeline: @unchecked Sendable {
     }
 
     /// Reports an event from a streaming thread, outside the order of the bus and of any load.
+    private func makeLoudnessChain(limiter: Bool) -> LoudnessChain? {
+        LoudnessChain.make(handoff: handoff, limiter: limiter) { [weak self] event in self?.postFromStream(event) }
+    }
+
+    /// Replaces the loudness chain, taken down with the stream (READY or NULL), by one with
+    /// `rglimiter` or without, as the plan of the stream about to load needs: a change of the
+    /// clipping setting to or from the limiter applies from the next track loaded (a track
+    /// taken for a gapless switch plays through the chain there is).
+    private func useLoudnessChain(limiter: Bool, in playbin: UnsafeMutablePointer<GstElement>) {
+        guard let current = loudness, current.hasLimiter != limiter, let chain = makeLoudnessChain(limiter: limiter)
+        else { return }
+        cshims_object_set_object(playbin, "audio-filter", chain.bin)
+        loudness = chain
+    }
+
     private func postFromStream(_ event: Event) {
         guard !jobs.isSilenced else { return }
         deliver(Delivery(load: .max, event: event))

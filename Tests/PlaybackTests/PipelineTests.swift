@@ -437,3 +437,16 @@ struct PipelineErrorSourceTests {
         #expect(Self.error("Could not read.", debug: nil, source: Self.http) == "Could not read.")
     }
 }
+
+/// The loudness chain converts samples to floats only for plans that limit.
+@Suite("loudness chain")
+struct LoudnessChainTests {
+    @Test func theLimiterIsInTheChainOnlyWhenAskedFor() throws {
+        GStreamer.initialize()
+        let handoff = GaplessHandoff(answerWait: .seconds(1)) { 0 }
+        let plain = try #require(LoudnessChain.make(handoff: handoff, limiter: false) { _ in })
+        #expect(!plain.hasLimiter)
+        let limiting = try #require(LoudnessChain.make(handoff: handoff, limiter: true) { _ in })
+        #expect(limiting.hasLimiter)
+    }
+}
