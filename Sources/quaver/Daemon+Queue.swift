@@ -77,7 +77,6 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
                     guard let self else { return }
                     let current = loads.end(generation)
                     syncNowPlaying(republishTiming: false)
-                    defer { progressed() }
                     guard current else { return }
                     let elapsed = ContinuousClock.now - started
                     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -136,7 +135,6 @@ extension Daemon: TrackListDataSource, PlaylistsDataSource {
         // Play asked for while it was being found (nothing was queued) plays it.
         if !loads.isLoading, loads.takePlay(startPaused: true), player.requestedStatus != .playing { player.play() }
         syncNowPlaying(republishTiming: false)
-        progressed()
         session.saveNow()
     }
 

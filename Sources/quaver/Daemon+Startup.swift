@@ -21,14 +21,6 @@ extension Daemon {
                 readSession()
             case .ownName:
                 ownName()
-            case .armDeadline(let seconds):
-                let deadline = DispatchSource.makeTimerSource(queue: .main)
-                deadline.schedule(deadline: .now() + seconds)
-                deadline.setEventHandler { [weak self] in
-                    MainActor.assumeIsolated { self?.nameDeadlinePassed() }
-                }
-                deadline.resume()
-                nameDeadline = deadline
             case .saveAndExit(let success):
                 loads.abandon()
                 session.close { [self] in
@@ -53,31 +45,13 @@ extension Daemon {
 
     /// Exits once GStreamer has let go of the pipeline, or after a second whatever it does.
     private func exitAfterRelease(success: Bool) {
-        nameDeadline?.cancel()
         Exit.after({ [player] in player.shutdown(done: $0) }, status: success ? .success : .failure)
-    }
-
-    private func nameDeadlinePassed() {
-        run(startup.deadlinePassed())
-    }
-
-    /// The player, a load or the demo moved on: the name is owned once nothing is starting.
-    func progressed() {
-        run(startup.progressed(starting: isStarting))
-    }
-
-    /// Whether what plays first is still being found or loaded.
-    var isStarting: Bool {
-        guard player.status == .stopped, !player.ranOut else { return false }
-        return player.requestedStatus != .stopped || loads.isLoading
     }
 
     /// Owns the MPRIS name; the main actor goes on until the bus answers, and the daemon ends
     /// when it cannot.
     private func ownName() {
         guard let connection else { return }
-        nameDeadline?.cancel()
-        nameDeadline = nil
         syncNowPlaying(republishTiming: true)
         let instanceFallback = options.instance == .new
         mpris.register(on: connection, processID: getpid(), instanceFallback: instanceFallback) { [weak self] result in
@@ -105,13 +79,11 @@ extension Daemon {
     }
 
     /// Queues what to play when started, in the background: the arguments, else the music
-    /// folder, else the demo. Playback starts with the first tracks found. Returns whether
-    /// the demo is being made.
-    func loadStartupMedia() -> Bool {
+    /// folder, else the demo. Playback starts with the first tracks found.
+    func loadStartupMedia() {
         let fromArguments = !options.items.isEmpty
         guard fromArguments || FileManager.default.fileExists(atPath: options.musicFolder.path) else {
-            playDemo(startPaused: options.startPaused)
-            return true
+            return playDemo(startPaused: options.startPaused)
         }
         let sources = fromArguments ? options.items : [options.musicFolder.path]
         let startPaused = options.startPaused
@@ -136,13 +108,12 @@ extension Daemon {
                 playDemo(startPaused: startPaused)
             }
         }
-        return false
     }
 
     /// Makes the built-in demo playlist on the loader queue (it renders its tracks through
     /// GStreamer, which can take seconds on a busy machine) and plays it once it is made. It
-    /// counts as a load in progress meanwhile, so the bus name waits for the first true state
-    /// as it does for the music folder. Dropped when something was queued by then: the demo
+    /// counts as a load in progress meanwhile, so Play is offered, as while the music folder
+    /// is searched. Dropped when something was queued by then: the demo
     /// stands in for an empty queue only.
     private func playDemo(startPaused: Bool) {
         let demoFolder = Paths.cache.appendingPathComponent("demo", isDirectory: true)
@@ -166,10 +137,7 @@ extension Daemon {
         _ result: Result<[String], MediaError>, in demoFolder: URL, startPaused: Bool, generation: Int
     ) {
         let current = loads.end(generation)
-        defer {
-            syncNowPlaying(republishTiming: false)
-            progressed()
-        }
+        defer { syncNowPlaying(republishTiming: false) }
         switch result {
         case .success(let demo) where current && player.count == 0:
             logger.info(

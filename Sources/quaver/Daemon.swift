@@ -65,11 +65,8 @@ final class Daemon {
     let artworkReader: Discoverer
     /// The entry whose artwork was last looked for again: once per entry, never in a loop.
     var artworkLookedForAgain: UInt64?
-    /// When the daemon was made: how long the first state took is logged with the name.
+    /// When the daemon was made: how long the start took is logged with the name.
     let startedAt = ContinuousClock.now
-    /// Owns the name should the start take long (cancelled once it is owned: an idle daemon
-    /// wakes for nothing).
-    var nameDeadline: (any DispatchSourceTimer)?
 
     init(options: Options, logger: Logger) throws {
         self.options = options
@@ -172,7 +169,6 @@ final class Daemon {
             return wasPlaying
         }
 
-        var makingDemo = false
         if let state = restored?.state, let index = state.current {
             let position = Duration.microseconds(state.position)
             logger.info("restored the last session: track \(index + 1) of \(player.entries.count) at \(position.clock)")
@@ -184,11 +180,11 @@ final class Daemon {
         } else if restored != nil {
             if options.startPlaying { player.play() }
         } else {
-            makingDemo = loadStartupMedia()
+            loadStartupMedia()
         }
         syncNowPlaying(republishTiming: true)
         mpris.setNeedsPublish()
-        run(startup.sessionRead(starting: isStarting, makingDemo: makingDemo))
+        run(startup.sessionRead())
     }
 
     // MARK: - Player to now-playing info
@@ -204,7 +200,6 @@ final class Daemon {
             break
         }
         syncNowPlaying(republishTiming: change == .transport)
-        if change == .transport { progressed() }
         if change == .transport { sleepGuard?.playerSettled(isPlaying: player.status == .playing) }
         if change != .metadata { session.setNeedsSave() }
         player.readInfoAhead(trackListWindow())

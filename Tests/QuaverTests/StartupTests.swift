@@ -8,17 +8,13 @@ import Testing
 struct StartupTests {
     enum Input: CustomStringConvertible, Sendable {
         case connected
-        case sessionRead(starting: Bool, demo: Bool)
-        case progressed(starting: Bool)
-        case deadlinePassed
+        case sessionRead
         case end(Startup.Ending)
 
         var description: String {
             switch self {
             case .connected: "connected"
-            case .sessionRead(let starting, let demo): "sessionRead(starting: \(starting), demo: \(demo))"
-            case .progressed(let starting): "progressed(starting: \(starting))"
-            case .deadlinePassed: "deadlinePassed"
+            case .sessionRead: "sessionRead"
             case .end(let ending): "end(\(ending))"
             }
         }
@@ -26,122 +22,49 @@ struct StartupTests {
 
     typealias Row = TableRow<Input, Startup.Action, Startup.Phase>
 
-    static let finding = Startup.Phase.findingFirstState(deadline: Startup.nameOwnershipDeadline)
-    static let findingDemo = Startup.Phase.findingFirstState(deadline: Startup.demoNameOwnershipDeadline)
-
     static let rows: [Row] = [
-        Row(
-            name: "nothing to find: the name at once",
-            inputs: [.connected, .sessionRead(starting: false, demo: false)],
-            actions: [.ownName], phase: .named),
-        Row(
-            name: "a first state to find: the name waits, 2 s at most",
-            inputs: [.connected, .sessionRead(starting: true, demo: false)], actions: [.armDeadline(seconds: 2)],
-            phase: finding),
-        Row(
-            name: "the demo being made: the name waits 15 s at most",
-            inputs: [.connected, .sessionRead(starting: true, demo: true)],
-            actions: [.armDeadline(seconds: 15)], phase: findingDemo),
-        Row(
-            name: "still starting: the name still waits",
-            inputs: [.connected, .sessionRead(starting: true, demo: false), .progressed(starting: true)], actions: [],
-            phase: finding),
-        Row(
-            name: "the first state found: the name",
-            inputs: [.connected, .sessionRead(starting: true, demo: false), .progressed(starting: false)],
-            actions: [.ownName],
-            phase: .named),
-        Row(
-            name: "the deadline: the name, whatever the state",
-            inputs: [.connected, .sessionRead(starting: true, demo: false), .deadlinePassed], actions: [.ownName],
-            phase: .named),
-        Row(
-            name: "the name is asked for once: a late deadline",
-            inputs: [
-                .connected, .sessionRead(starting: true, demo: false), .progressed(starting: false), .deadlinePassed,
-            ],
-            actions: [], phase: .named),
-        Row(
-            name: "the name is asked for once: progress after it",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .progressed(starting: false)], actions: [],
-            phase: .named),
-        Row(
-            name: "nothing is owned before the start", inputs: [.progressed(starting: false), .deadlinePassed],
-            actions: [], phase: .made),
-        Row(
-            name: "connected once",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .connected], actions: [], phase: .named),
-        Row(
-            name: "the session read once",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .sessionRead(starting: true, demo: true)],
-            actions: [], phase: .named),
         Row(
             name: "connected: the saved session is read first", inputs: [.connected], actions: [.readSession],
             phase: .readingSession),
         Row(
-            name: "nothing is owned while the session is read",
-            inputs: [.connected, .progressed(starting: false), .deadlinePassed], actions: [], phase: .readingSession),
+            name: "the session read: the name at once, whatever is still being found",
+            inputs: [.connected, .sessionRead], actions: [.ownName], phase: .named),
+        Row(name: "no session read before connecting", inputs: [.sessionRead], actions: [], phase: .made),
+        Row(name: "connected once", inputs: [.connected, .sessionRead, .connected], actions: [], phase: .named),
         Row(
-            name: "no session read before connecting", inputs: [.sessionRead(starting: false, demo: false)],
-            actions: [], phase: .made),
+            name: "the session read once: the name is asked for once",
+            inputs: [.connected, .sessionRead, .sessionRead], actions: [], phase: .named),
         Row(
             name: "asked to quit while the session is read: exit 0, nothing saved over it",
             inputs: [.connected, .end(.asked("terminated"))], actions: [.exit(success: true)], phase: .ending),
         Row(
             name: "a session read after the end starts nothing",
-            inputs: [.connected, .end(.asked("terminated")), .sessionRead(starting: true, demo: false)],
-            actions: [], phase: .ending),
+            inputs: [.connected, .end(.asked("terminated")), .sessionRead], actions: [], phase: .ending),
         Row(
             name: "asked to quit while running: save, release, exit 0",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated"))],
-            actions: [.saveAndExit(success: true)], phase: .ending),
-        Row(
-            name: "asked to quit while starting: save, release, exit 0",
-            inputs: [.connected, .sessionRead(starting: true, demo: false), .end(.asked("interrupted"))],
-            actions: [.saveAndExit(success: true)], phase: .ending),
+            inputs: [.connected, .sessionRead, .end(.asked("terminated"))], actions: [.saveAndExit(success: true)],
+            phase: .ending),
         Row(
             name: "asked to quit before connecting: nothing to save", inputs: [.end(.asked("terminated"))],
             actions: [.exit(success: true)], phase: .ending),
         Row(
             name: "the name is another's: exit 0, nothing saved",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.nameTaken)],
-            actions: [.exit(success: true)],
-            phase: .ending),
+            inputs: [.connected, .sessionRead, .end(.nameTaken)], actions: [.exit(success: true)], phase: .ending),
         Row(
             name: "the name refused: exit 1, nothing saved",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.nameRefused("denied"))],
-            actions: [.exit(success: false)], phase: .ending),
-        Row(
-            name: "the bus lost: exit 1, nothing saved",
-            inputs: [.connected, .sessionRead(starting: false, demo: false), .end(.busLost)],
-            actions: [.exit(success: false)],
+            inputs: [.connected, .sessionRead, .end(.nameRefused("denied"))], actions: [.exit(success: false)],
             phase: .ending),
         Row(
+            name: "the bus lost: exit 1, nothing saved", inputs: [.connected, .sessionRead, .end(.busLost)],
+            actions: [.exit(success: false)], phase: .ending),
+        Row(
             name: "ended once: a second signal",
-            inputs: [
-                .connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated")),
-                .end(.asked("interrupted")),
-            ],
+            inputs: [.connected, .sessionRead, .end(.asked("terminated")), .end(.asked("interrupted"))],
             actions: [], phase: .ending),
         Row(
             name: "ended once: the bus lost while stopping",
-            inputs: [
-                .connected, .sessionRead(starting: false, demo: false), .end(.asked("terminated")), .end(.busLost),
-            ],
-            actions: [], phase: .ending),
-        Row(
-            name: "nothing is owned while ending: the deadline",
-            inputs: [
-                .connected, .sessionRead(starting: true, demo: false), .end(.asked("terminated")), .deadlinePassed,
-            ],
-            actions: [], phase: .ending),
-        Row(
-            name: "nothing is owned while ending: the first state",
-            inputs: [
-                .connected, .sessionRead(starting: true, demo: false), .end(.asked("terminated")),
-                .progressed(starting: false),
-            ],
-            actions: [], phase: .ending),
+            inputs: [.connected, .sessionRead, .end(.asked("terminated")), .end(.busLost)], actions: [],
+            phase: .ending),
     ]
 
     @Test(arguments: rows)
@@ -151,10 +74,7 @@ struct StartupTests {
         for input in row.inputs {
             switch input {
             case .connected: actions = startup.connected()
-            case .sessionRead(let starting, let demo):
-                actions = startup.sessionRead(starting: starting, makingDemo: demo)
-            case .progressed(let starting): actions = startup.progressed(starting: starting)
-            case .deadlinePassed: actions = startup.deadlinePassed()
+            case .sessionRead: actions = startup.sessionRead()
             case .end(let ending): actions = startup.end(ending)
             }
         }
