@@ -61,8 +61,8 @@ extension Engine {
             // While the audio stands, the progress watch holds the clock where it is.
             let nextTaken = pipeline.handoff.hasCommitted
             run(state.positionReported(reported, at: at, holding: isHoldingClock, nextTaken: nextTaken))
-        case .progress(let sample):
-            run(state.progressSampled(sample, nextIsWatched: nextIsStream, now: .now))
+        case .progress(let sample, let calm):
+            run(state.progressSampled(sample, since: calm, nextIsWatched: nextIsStream, now: .now))
         case .elements(let names):
             run(state.elementsMade(names))
         case .stuck, .slowCall, .slowCallReturned, .requestState, .outputVolumeChanged, .loudnessApplied,

@@ -269,8 +269,12 @@ package final class Engine {
             progressSampler.start(after: delay, leeway: .milliseconds(20)) { [weak self] in
                 self?.pipeline.sampleProgress()
             }
+        case .watchPace(let watch):
+            progressSampler.cancel()
+            pipeline.watchPace(watch)
         case .stopProgressWatches:
             progressSampler.cancel()
+            pipeline.stopPaceWatch()
             serverCheck.cancel()
         case .checkForServer:
             for next in checkForServer() { perform(next) }

@@ -60,6 +60,8 @@ extension EngineState {
         case stopStreamTimer
         /// Samples the audio's progress after a while.
         case sampleProgress(after: Duration)
+        /// Has the pipeline sample the audio's progress on its own while it keeps its pace.
+        case watchPace(PaceWatch)
         /// The transport no longer plays: the progress sampler and the look for a sound
         /// server stop.
         case stopProgressWatches

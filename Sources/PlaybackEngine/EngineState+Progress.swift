@@ -49,14 +49,24 @@ extension EngineState {
             + [.checkForServer]
     }
 
-    /// What the pipeline answered to ``Pipeline/sampleProgress()`` at `now`;
+    /// What the pipeline answered to ``Pipeline/sampleProgress()`` at `now`, or the first
+    /// sample of its ``Pipeline/watchPace(_:)`` off the pace, `since` the last calm one;
     /// `nextIsWatched`: playbin holds a network stream to follow (see ``StreamWatch``).
-    mutating func progressSampled(_ sampled: Pipeline.Progress, nextIsWatched: Bool, now: Instant) -> [Action] {
-        guard progress.followed != nil, let position = sampled.position else { return [] }
+    mutating func progressSampled(
+        _ sampled: Pipeline.Progress, since calm: Pipeline.Progress? = nil, nextIsWatched: Bool, now: Instant
+    ) -> [Action] {
+        guard progress.followed != nil, let sample = Self.sample(sampled) else { return [] }
         progress.clockName = sampled.clockName
-        let sample = ProgressWatch.Sample(
-            position: position, clock: sampled.clock, queued: sampled.queued, at: sampled.at)
-        return progressActions(progress.watch.sampled(sample, nextIsWatched: nextIsWatched), now: now)
+        let calmSample = calm.flatMap(Self.sample)
+        return progressActions(
+            progress.watch.sampled(sample, since: calmSample, nextIsWatched: nextIsWatched), now: now)
+    }
+
+    /// The pipeline's sample as the watch takes it (nil: no position).
+    private static func sample(_ sampled: Pipeline.Progress) -> ProgressWatch.Sample? {
+        sampled.position.map {
+            ProgressWatch.Sample(position: $0, clock: sampled.clock, queued: sampled.queued, at: sampled.at)
+        }
     }
 
     /// `autoaudiosink` said it found no output and plays into its silent sink: while the
@@ -87,6 +97,13 @@ extension EngineState {
             switch action {
             case .sample(let delay):
                 return [.sampleProgress(after: delay)]
+            case .watchPace(let from, let rate, let period):
+                let reference = Pipeline.Progress(
+                    position: from.position, clock: from.clock, queued: from.queued, at: from.at)
+                return [
+                    .watchPace(
+                        PaceWatch(reference: reference, rate: rate, share: ProgressWatch.calmShare, period: period))
+                ]
             case .hold(let position):
                 clock.set(position, rate: 0, at: now)
                 return []

@@ -77,12 +77,19 @@ struct ProgressWatch: Sendable, Equatable {
         case watching(Stream, previous: Sample?, stoodSince: Sample?, judgeFrom: Instant?)
         /// The audio has stood for the grace: clients see playback waiting.
         case waiting(Stream, Stall, previous: Sample)
+        /// The audio keeps its pace: the pipeline samples it on its own from `reference`, and
+        /// reports only the first sample off that pace, with the calm one before it.
+        case calm(Stream, reference: Sample)
     }
 
     /// What the owner does, in order.
     enum Action: Sendable, Equatable {
         /// Samples the pipeline again after a while.
         case sample(after: Duration)
+        /// Has the pipeline sample the stream every `period` on its own, from `reference`,
+        /// and report the first sample that moves less than ``calmShare`` of what `rate`
+        /// makes (see ``PaceWatch``).
+        case watchPace(from: Sample, rate: Double, every: Duration)
         /// The position clock stands at this position (nothing is published).
         case hold(at: Duration)
         /// Clients see playback waiting where the audio stands; one log line says why.
@@ -106,8 +113,9 @@ struct ProgressWatch: Sendable, Equatable {
     /// its pace.
     static let period = Duration.milliseconds(250)
     /// How often a pipeline is sampled while its audio keeps its pace: a quarter as often,
-    /// since each sample wakes threads of the daemon's own that GStreamer alone would not, and
-    /// a music player plays for hours. Audio that stops right after a calm sample moves less
+    /// and on the pipeline's queue alone (``Action/watchPace(from:rate:every:)``), since each
+    /// sample wakes threads of the daemon's own that GStreamer alone would not, and a music
+    /// player plays for hours. Audio that stops right after a calm sample moves less
     /// than ``calmShare`` by the next one, so that sampling goes back to ``period``: Position
     /// runs ahead of the audio by at most a second before it is held, and clients see
     /// playback waiting at most 2.3 s after the audio stopped (the ``grace`` counts from the
@@ -155,6 +163,7 @@ struct ProgressWatch: Sendable, Equatable {
         case .off: false
         case .watching(_, _, let stoodSince, _): stoodSince != nil
         case .waiting: true
+        case .calm: false
         }
     }
 
@@ -174,13 +183,22 @@ struct ProgressWatch: Sendable, Equatable {
         stage = .off
     }
 
-    /// A sample taken while playing. `nextIsWatched`: playbin holds a network stream to
-    /// follow, whose own watch (``StreamWatch``) decides when it has failed to start: a track
-    /// that stands at its end waits for it.
-    mutating func sampled(_ sample: Sample, nextIsWatched: Bool = false) -> [Action] {
+    /// A sample taken while playing: asked for (``Action/sample(after:)``), or the first of a
+    /// ``Action/watchPace(from:rate:every:)`` off its pace, `since` the last calm one.
+    /// `nextIsWatched`: playbin holds a network stream to follow, whose own watch
+    /// (``StreamWatch``) decides when it has failed to start: a track that stands at its end
+    /// waits for it.
+    mutating func sampled(_ sample: Sample, since calmSample: Sample? = nil, nextIsWatched: Bool = false) -> [Action] {
+        // A sample of the other kind than the stage expects was taken before it changed.
+        if case .calm(let stream, _) = stage {
+            guard let calmSample else { return [] }
+            stage = .watching(stream, previous: calmSample, stoodSince: nil, judgeFrom: nil)
+        } else if calmSample != nil {
+            return []
+        }
         let next = Action.sample(after: Self.period)
         switch stage {
-        case .off:
+        case .off, .calm:
             return []
         case .watching(let stream, _, _, let judgeFrom?) where sample.at < judgeFrom:
             stage = .watching(stream, previous: nil, stoodSince: nil, judgeFrom: judgeFrom)
@@ -197,8 +215,11 @@ struct ProgressWatch: Sendable, Equatable {
                 guard stoodSince == nil else {
                     return [.resume(at: sample.position, when: sample.at, waited: nil), next]
                 }
-                let calm = Self.moved(from: previous, to: sample, rate: stream.rate, share: Self.calmShare)
-                return [.sample(after: calm ? Self.calmPeriod : Self.period)]
+                guard Self.moved(from: previous, to: sample, rate: stream.rate, share: Self.calmShare) else {
+                    return [next]
+                }
+                stage = .calm(stream, reference: sample)
+                return [.watchPace(from: sample, rate: stream.rate, every: Self.calmPeriod)]
             }
             let since = stoodSince ?? previous
             guard sample.at - since.at >= Self.grace else {
@@ -258,8 +279,7 @@ struct ProgressWatch: Sendable, Equatable {
     /// Whether the position moved from one sample to the next by at least `share` (by
     /// default ``movingShare``) of what the time between them and the rate make.
     static func moved(from previous: Sample, to sample: Sample, rate: Double, share: Double = movingShare) -> Bool {
-        let expected = (sample.at - previous.at) * max(rate, 0.1)
-        return sample.position - previous.position >= expected * share
+        PaceWatch.moved(sample.position - previous.position, over: sample.at - previous.at, rate: rate, share: share)
     }
 
     /// The stall seen at `now`, the audio having stood since `since`. The output's when

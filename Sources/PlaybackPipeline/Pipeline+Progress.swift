@@ -20,14 +20,64 @@ extension Pipeline {
         /// leaves it empty.
         package var queued: Duration?
         package var at: ContinuousClock.Instant
+
+        package init(
+            position: Duration?, clock: Duration? = nil, clockName: String? = nil, queued: Duration? = nil,
+            at: ContinuousClock.Instant
+        ) {
+            self.position = position
+            self.clock = clock
+            self.clockName = clockName
+            self.queued = queued
+            self.at = at
+        }
     }
 
-    /// Asks where the stream and its clock are; the answer comes as ``Event/progress(_:)``.
+    /// Asks where the stream and its clock are; the answer comes as
+    /// ``Event/progress(_:since:)``, with no calm sample before it. Stops a ``watchPace(_:)``.
     package func sampleProgress() {
         run { pipeline in
+            pipeline.stopPacing()
             guard let playbin = pipeline.playbin else { return }
-            pipeline.post(.progress(Self.progress(of: playbin)))
+            pipeline.post(.progress(Self.progress(of: playbin), since: nil))
         }
+    }
+
+    /// Samples the stream every `watch.period`, on the pipeline's own queue, for as long as
+    /// its audio keeps the pace `watch` expects, telling nobody: a sample the main actor does
+    /// not hear wakes one thread, not three. The first sample off that pace comes as
+    /// ``Event/progress(_:since:)`` with the calm sample before it, and sampling stops there
+    /// (as it does at ``stopPaceWatch()``, ``sampleProgress()`` or a load).
+    package func watchPace(_ watch: PaceWatch) {
+        run { pipeline in
+            pipeline.stopPacing()
+            pipeline.paceWatch = watch
+            pipeline.paceTimer = pipeline.jobs.every(watch.period) { [weak pipeline] in pipeline?.samplePace() }
+        }
+    }
+
+    /// Stops a ``watchPace(_:)``.
+    package func stopPaceWatch() {
+        run { $0.stopPacing() }
+    }
+
+    /// On the pipeline's queue.
+    func stopPacing() {
+        paceTimer?.cancel()
+        paceTimer = nil
+        paceWatch = nil
+    }
+
+    /// One sample of a ``watchPace(_:)``, on the pipeline's queue.
+    private func samplePace() {
+        guard var watch = paceWatch, let playbin else { return stopPacing() }
+        let sample = Self.progress(of: playbin)
+        guard watch.keptPace(to: sample) else {
+            stopPacing()
+            return post(.progress(sample, since: watch.reference))
+        }
+        watch.reference = sample
+        paceWatch = watch
     }
 
     /// Asked of playsink, not playbin: playbin answers a query, or a search of its bins, under
@@ -56,5 +106,38 @@ extension Pipeline {
         defer { g_value_unset(&value) }
         g_object_get_property(OpaquePointer(queue).gObject, "current-level-time", &value)
         return .nanoseconds(Int64(clamping: g_value_get_uint64(&value)))
+    }
+}
+
+/// What the pipeline needs to sample a stream's progress on its own while the audio keeps
+/// its pace (see ``Pipeline/watchPace(_:)``).
+package struct PaceWatch: Sendable, Equatable {
+    /// The sample the next is compared with.
+    package var reference: Pipeline.Progress
+    /// How fast the position should move: the playback rate.
+    package var rate: Double
+    /// The share of the expected progress that keeps pace.
+    package var share: Double
+    /// How often the stream is sampled.
+    package var period: Duration
+
+    package init(reference: Pipeline.Progress, rate: Double, share: Double, period: Duration) {
+        self.reference = reference
+        self.rate = rate
+        self.share = share
+        self.period = period
+    }
+
+    /// Whether `sample` moved from ``reference`` by at least ``share`` of what the time
+    /// between them and the rate make.
+    package func keptPace(to sample: Pipeline.Progress) -> Bool {
+        guard let from = reference.position, let to = sample.position else { return false }
+        return Self.moved(to - from, over: sample.at - reference.at, rate: rate, share: share)
+    }
+
+    /// Whether a position that moved by `moved` over `elapsed` at `rate` kept `share` of the
+    /// pace (a rate near 0 counts as a tenth, so that a crawl is not taken for keeping pace).
+    package static func moved(_ moved: Duration, over elapsed: Duration, rate: Double, share: Double) -> Bool {
+        moved >= elapsed * max(rate, 0.1) * share
     }
 }

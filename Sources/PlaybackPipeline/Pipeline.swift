@@ -30,7 +30,7 @@ package final class Pipeline: @unchecked Sendable {
     private let decodedBytes = cshims_byte_counter_new()
 
     /// Where every call into the playbin runs, timed (see ``WatchedQueue``).
-    private let jobs: WatchedQueue
+    let jobs: WatchedQueue
     private let deliver: @Sendable (Delivery) -> Void
 
     // Touched on `jobs.queue` only (here and in Pipeline+Bus.swift).
@@ -41,6 +41,9 @@ package final class Pipeline: @unchecked Sendable {
     /// The audio filter with the ReplayGain elements; nil when they are not installed.
     private var loudness: LoudnessChain?
     var loadNumber = 0
+    /// While the audio keeps its pace, the pipeline samples it on its own (Pipeline+Progress.swift).
+    var paceWatch: PaceWatch?
+    var paceTimer: (any DispatchSourceTimer)?
     /// The URI of the load in progress (nil once it is taken down).
     var loadedURI: String?
     var wantsElements = false
@@ -354,6 +357,7 @@ package final class Pipeline: @unchecked Sendable {
     private func tearDown(_ playbin: UnsafeMutablePointer<GstElement>, fresh: Bool) {
         // A handler waiting for what follows lets go first: the state change waits on it.
         handoff.abandon()
+        stopPacing()
         gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
         loudness?.reset()
         // What is still queued describes the stream just taken down.

@@ -49,8 +49,9 @@ extension Pipeline {
         case stateChecked(current: State, pending: State)
         /// The answer to ``queryPosition()``: where the stream was `at` that moment.
         case position(Duration?, at: ContinuousClock.Instant)
-        /// The answer to ``sampleProgress()``: where the stream and the pipeline's clock were.
-        case progress(Progress)
+        /// The answer to ``sampleProgress()``: where the stream and the pipeline's clock were;
+        /// or the first sample of a ``watchPace(_:)`` off its pace, `since` its last calm one.
+        case progress(Progress, since: Progress?)
         /// The factory names of the elements the loaded stream is played with, once it
         /// prerolled (for diagnostics and tests).
         case elements([String])

@@ -111,39 +111,60 @@ final class WatchedQueue: Sendable {
     /// Runs `body` on the queue, timed: should it not return within `limit`, the watchdog
     /// looks at it (see ``StarvationCheck``). Skipped once the queue is retired or stuck.
     func run(_ body: @escaping @Sendable () -> Void) {
-        queue.async { [self] in
-            // The thread is known before the job counts as running, so the watchdog never
-            // looks at a job without it.
-            let thread = SchedulerReading.currentThread
-            let started: Bool = control.withLock { control in
-                guard !control.isRetired, control.stuck == nil else { return false }
-                control.nextJob += 1
-                control.running = control.nextJob
-                control.startedAt = .now
-                control.thread = thread
-                control.reportedSlow = false
-                control.startedSinceTick = true
-                if !control.ticking {
-                    // Under the lock, so that a tick that stops the timer cannot overtake it.
-                    control.ticking = true
-                    let half = (limit / 2).dispatchInterval
-                    watchdog.schedule(deadline: .now() + half, repeating: half)
-                }
-                return true
-            }
-            guard started else { return }
-            body()
-            let returned = control.withLock { control -> ContinuousClock.Instant? in
-                defer {
-                    control.running = nil
-                    control.lastReading = nil
-                }
-                guard control.reportedSlow, control.stuck == nil, !control.isRetired else { return nil }
-                return control.startedAt
-            }
-            // On the watchdog's queue, after its report that the job was slow.
-            if let returned { watchdogQueue.async { [report] in report(.returned(since: returned)) } }
+        queue.async { [self] in perform(body) }
+    }
+
+    /// Runs `body` on the queue every `period`, each run timed as ``run(_:)`` times a job,
+    /// until the timer returned is cancelled (on the queue, by `body` itself if it likes) or
+    /// the queue is retired or stuck. One timer on the queue itself: a run wakes the queue's
+    /// thread and nothing else.
+    func every(_ period: Duration, _ body: @escaping @Sendable () -> Void) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = period.dispatchInterval
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: (period / 20).dispatchInterval)
+        // The handler holds the timer until it is cancelled, when Dispatch lets go of both.
+        timer.setEventHandler { [weak self] in
+            if self?.perform(body) != true { timer.cancel() }
         }
+        timer.resume()
+        return timer
+    }
+
+    /// Runs `body` here and now, on the queue, timed; false when skipped (retired or stuck).
+    private func perform(_ body: () -> Void) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
+        // The thread is known before the job counts as running, so the watchdog never
+        // looks at a job without it.
+        let thread = SchedulerReading.currentThread
+        let started: Bool = control.withLock { control in
+            guard !control.isRetired, control.stuck == nil else { return false }
+            control.nextJob += 1
+            control.running = control.nextJob
+            control.startedAt = .now
+            control.thread = thread
+            control.reportedSlow = false
+            control.startedSinceTick = true
+            if !control.ticking {
+                // Under the lock, so that a tick that stops the timer cannot overtake it.
+                control.ticking = true
+                let half = (limit / 2).dispatchInterval
+                watchdog.schedule(deadline: .now() + half, repeating: half)
+            }
+            return true
+        }
+        guard started else { return false }
+        body()
+        let returned = control.withLock { control -> ContinuousClock.Instant? in
+            defer {
+                control.running = nil
+                control.lastReading = nil
+            }
+            guard control.reportedSlow, control.stuck == nil, !control.isRetired else { return nil }
+            return control.startedAt
+        }
+        // On the watchdog's queue, after its report that the job was slow.
+        if let returned { watchdogQueue.async { [report] in report(.returned(since: returned)) } }
+        return true
     }
 
     /// The watchdog's tick, on its queue: looks at the job running once it has run for half

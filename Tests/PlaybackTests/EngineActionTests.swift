@@ -213,9 +213,13 @@ struct EngineActionTests {
         #expect(state.progressSampled(Self.sample(0, at: 0.25), nextIsWatched: false, now: Self.at(0.25)).isEmpty)
         _ = state.followProgress(now: Self.at(0.25))
         let next = Action.sampleProgress(after: ProgressWatch.period)
+        let calm = PaceWatch(
+            reference: Pipeline.Progress(position: .seconds(0.75), clock: .seconds(0.75), at: Self.at(0.75)), rate: 1,
+            share: ProgressWatch.calmShare,
+            period: ProgressWatch.calmPeriod)
         let table: [(at: Double, position: Double, expected: (([Action]) -> Bool), name: String)] = [
             (0.5, 0.5, { $0 == [next] }, "the first sample"),
-            (0.75, 0.75, { $0 == [.sampleProgress(after: ProgressWatch.calmPeriod)] }, "it keeps its pace: calm"),
+            (0.75, 0.75, { $0 == [.watchPace(calm)] }, "it keeps its pace: the pipeline samples it on its own"),
             (1.25, 0.75, { $0 == [next] }, "it stands: held"),
             (
                 2.5, 0.75,
@@ -236,8 +240,10 @@ struct EngineActionTests {
             ),
         ]
         for row in table {
+            // The pipeline's pace watch reports the first sample off its pace with the calm one.
+            let since = row.name == "it stands: held" ? calm.reference : nil
             let actions = state.progressSampled(
-                Self.sample(row.position, at: row.at), nextIsWatched: false, now: Self.at(row.at))
+                Self.sample(row.position, at: row.at), since: since, nextIsWatched: false, now: Self.at(row.at))
             #expect(row.expected(actions), "\(row.name): \(actions)")
             if row.name == "it stands: held" {
                 #expect(state.clock.rate == 0 && state.clock.position(at: Self.at(2)) == .milliseconds(750))

@@ -234,6 +234,44 @@ struct PipelineTests {
         pipeline.release()
     }
 
+    /// While the audio keeps its pace, the pipeline samples it on its own and reports
+    /// nothing; once it stops (paused here), the first sample off the pace comes with the calm
+    /// one before it, and the sampling stops.
+    @Test func aPaceWatchReportsOnlyTheFirstSampleOffThePace() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(1, seconds: 10, in: folder)
+        let probe = PipelineProbe()
+        let pipeline: Pipeline = probe.pipeline
+        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
+        #expect(await probe.wait { probe.reachedPlaying })
+        func isProgress(_ event: Pipeline.Event) -> Bool { if case .progress = event { true } else { false } }
+        pipeline.sampleProgress()
+        #expect(await probe.waitForEvent(isProgress))
+        guard case .progress(let reference, nil)? = probe.events.last(where: isProgress) else {
+            Issue.record("no plain sample: \(probe.events)")
+            return
+        }
+        pipeline.watchPace(PaceWatch(reference: reference, rate: 1, share: 0.8, period: .milliseconds(200)))
+        // Ten periods of a playing pipeline, measured as a window: nothing is reported.
+        try await Task.sleep(for: .seconds(2))
+        #expect(probe.events.filter(isProgress).count == 1, "calm samples are not reported: \(probe.events)")
+        pipeline.setState(.paused)
+        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(isProgress).count == 2 })
+        guard case .progress(let off, let calm?)? = probe.events.last(where: isProgress) else {
+            Issue.record("the report carries no calm sample: \(probe.events)")
+            return
+        }
+        let (calmAt, offAt, from) = (
+            try #require(calm.position), try #require(off.position), try #require(reference.position)
+        )
+        #expect(calmAt > from, "the calm sample moved on from the reference")
+        #expect(offAt - calmAt < (off.at - calm.at) * 0.8, "off the pace: \(calmAt) → \(offAt)")
+        try await Task.sleep(for: .seconds(1))
+        #expect(probe.events.filter(isProgress).count == 2, "sampling stopped with its report")
+        pipeline.release()
+    }
+
     @Test func pausedSeekLandsOnTheTarget() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }

@@ -52,18 +52,18 @@ struct ProgressWatchTests {
             return (watch, 0.5)
         case .moving, .holding:
             _ = watch.started(file)
-            _ = watch.sampled(sample(0.25, 10))
-            _ = watch.sampled(sample(0.5, 10.25))
+            _ = watch.heard(sample(0.25, 10))
+            _ = watch.heard(sample(0.5, 10.25))
             guard stage == .holding else { return (watch, 0.5) }
-            _ = watch.sampled(sample(0.75, 10.25, queued: 0.2))
+            _ = watch.heard(sample(0.75, 10.25, queued: 0.2))
             return (watch, 0.75)
         case .waitingOutput, .waitingDecoding, .waitingStream:
             _ = watch.started(stage == .waitingStream ? stream : file)
-            _ = watch.sampled(sample(0.25, 10))
-            _ = watch.sampled(sample(0.5, 10.25))
+            _ = watch.heard(sample(0.25, 10))
+            _ = watch.heard(sample(0.5, 10.25))
             let queued = stage == .waitingOutput ? 0.2 : 0
             for time in stride(from: 0.75, through: 2.0, by: 0.25) {
-                _ = watch.sampled(sample(time, 10.25, queued: queued))
+                _ = watch.heard(sample(time, 10.25, queued: queued))
             }
             return (watch, 2.0)
         }
@@ -82,24 +82,28 @@ struct ProgressWatchTests {
 
     static let next = Action.sample(after: Watch.period)
 
-    /// The cadence: twice as often from a start, after a hold and while the audio is off its
-    /// pace; half as often while it keeps it. Audio that stops right after a calm sample is
-    /// sampled often again from the next one, and held within a second of stopping.
-    @Test func samplingSlowsWhileTheAudioKeepsItsPaceOnly() {
+    /// The cadence: sampled often from a start, after a hold and while the audio is off its
+    /// pace. While it keeps its pace, the pipeline samples it on its own, once a second, and
+    /// reports only the first sample off the pace, with the calm one before it, which the
+    /// watch judges as if it had heard both. A sample of the other kind, taken before the
+    /// stage changed, is dropped.
+    @Test func whileTheAudioKeepsItsPaceThePipelineSamplesItOnItsOwn() {
         var watch = Watch()
         #expect(watch.started(Self.file) == [Self.next])
         #expect(watch.sampled(Self.sample(0.25, 10)) == [Self.next], "the first sample only starts the count")
-        #expect(watch.sampled(Self.sample(0.5, 10.25)) == [.sample(after: Watch.calmPeriod)], "kept its pace")
-        #expect(watch.sampled(Self.sample(1.0, 10.5)) == [Self.next], "half its pace: often again")
-        #expect(watch.sampled(Self.sample(1.25, 10.75)) == [.sample(after: Watch.calmPeriod)])
-        // The audio stops 0.15 s after that sample: the next one, 0.5 s on, finds it moved
-        // less than the calm share, and the one after holds it, 0.75 s after it stopped.
-        #expect(watch.sampled(Self.sample(1.75, 10.9)) == [Self.next])
-        #expect(watch.sampled(Self.sample(2.0, 10.9)) == [.hold(at: Self.s(10.9)), Self.next])
+        let calm = Self.sample(0.5, 10.25)
+        #expect(watch.sampled(calm) == [.watchPace(from: calm, rate: 1, every: Watch.calmPeriod)], "kept its pace")
+        #expect(!watch.isHolding && !watch.isWaiting)
+        #expect(watch.sampled(Self.sample(0.75, 10.5)).isEmpty, "a sample asked for before: dropped")
+        // The pipeline heard calm samples up to 3.5 s; the audio stopped 0.35 s after that one.
+        let lastCalm = Self.sample(3.5, 13.25)
+        #expect(watch.sampled(Self.sample(4.5, 13.6), since: lastCalm) == [Self.next], "off its pace: often again")
+        #expect(watch.sampled(Self.sample(4.75, 13.6)) == [.hold(at: Self.s(13.6)), Self.next])
         #expect(
-            watch.sampled(Self.sample(2.25, 11.15)) == [
-                .resume(at: Self.s(11.15), when: Self.at(2.25), waited: nil), Self.next,
+            watch.sampled(Self.sample(5.0, 13.85)) == [
+                .resume(at: Self.s(13.85), when: Self.at(5.0), waited: nil), Self.next,
             ], "a resume is sampled often")
+        #expect(watch.sampled(Self.sample(5.25, 14.1), since: lastCalm).isEmpty, "a pace watch's late report: dropped")
         var slow = Watch()
         _ = slow.started(Watch.Stream(entry: 3, isLocal: true, duration: nil, rate: 1))
         _ = slow.sampled(Self.sample(0.25, 5))
@@ -142,8 +146,10 @@ struct ProgressWatchTests {
             // The first sample (or any before the switch settles) only starts the count.
             return outcome([next])
         case (.moving, .moved):
-            // It kept its pace from one sample to the next: sampled half as often.
-            return outcome([.sample(after: Watch.calmPeriod)])
+            // It kept its pace from one sample to the next: the pipeline samples it on its own.
+            return outcome([
+                .watchPace(from: Self.input(input, after: last, queued: 0), rate: 1, every: Watch.calmPeriod)
+            ])
         case (.moving, .stood), (.holding, .stood):
             return outcome([.hold(at: s(10.25)), next], holding: true)
         case (.moving, .stoodForGrace), (.moving, .stoodPastOutputLimit), (.holding, .stoodForGrace),
@@ -176,7 +182,7 @@ struct ProgressWatchTests {
     func cell(_ stage: Stage, _ input: Input) {
         var (watch, last) = Self.make(stage)
         let queued = stage == .waitingOutput ? 0.2 : 0
-        let actions = watch.sampled(Self.input(input, after: last, queued: queued))
+        let actions = watch.heard(Self.input(input, after: last, queued: queued))
         let outcome = Outcome(
             actions: actions, holding: watch.isHolding, waiting: watch.isWaiting, off: watch.stage == .off)
         #expect(outcome == Self.expected(stage, input), "\(stage) × \(input)")
@@ -187,7 +193,7 @@ struct ProgressWatchTests {
         var (watch, last) = Self.make(stage)
         watch.stopped()
         #expect(watch.stage == .off && !watch.isHolding && !watch.isWaiting)
-        #expect(watch.sampled(Self.sample(last + 0.25, 10.25)).isEmpty, "nothing is sampled once stopped")
+        #expect(watch.heard(Self.sample(last + 0.25, 10.25)).isEmpty, "nothing is sampled once stopped")
     }
 
     // MARK: - Sequences the table does not reach
@@ -195,13 +201,13 @@ struct ProgressWatchTests {
     @Test func standingAtTheTracksEndLoadsWhatFollowsAtTheGrace() {
         var watch = Watch()
         _ = watch.started(Self.file)
-        _ = watch.sampled(Self.sample(0.25, 29.5))
-        _ = watch.sampled(Self.sample(0.5, 29.7))
-        #expect(watch.sampled(Self.sample(0.75, 29.7)) == [.hold(at: Self.s(29.7)), Self.next])
+        _ = watch.heard(Self.sample(0.25, 29.5))
+        _ = watch.heard(Self.sample(0.5, 29.7))
+        #expect(watch.heard(Self.sample(0.75, 29.7)) == [.hold(at: Self.s(29.7)), Self.next])
         let stall = Stall(
             heard: Self.s(29.7), since: Self.at(0.5), stoodFor: Self.s(1.5), clockAdvance: Self.s(1.5),
             queued: .zero, cause: .decoding)
-        #expect(watch.sampled(Self.sample(2.0, 29.7)) == [.loadNext(stall)], "whatever the cause")
+        #expect(watch.heard(Self.sample(2.0, 29.7)) == [.loadNext(stall)], "whatever the cause")
         #expect(watch.stage == .off)
     }
 
@@ -211,28 +217,28 @@ struct ProgressWatchTests {
         var watch = Watch()
         watch.waitsForOutput = true
         _ = watch.started(Self.file)
-        _ = watch.sampled(Self.sample(0.25, 10))
-        _ = watch.sampled(Self.sample(0.5, 10.25))
-        _ = watch.sampled(Self.sample(2.0, 10.25, queued: 0.2))
+        _ = watch.heard(Self.sample(0.25, 10))
+        _ = watch.heard(Self.sample(0.5, 10.25))
+        _ = watch.heard(Self.sample(2.0, 10.25, queued: 0.2))
         #expect(watch.isWaiting)
         for time in [11.0, 60.0, 600.0] {
             #expect(
-                watch.sampled(Self.sample(time, 10.25, queued: 0.2)) == [
+                watch.heard(Self.sample(time, 10.25, queued: 0.2)) == [
                     .hold(at: Self.s(10.25)), .sample(after: Watch.readerPeriod),
                 ], "still waited for at \(time) s")
         }
         #expect(
-            watch.sampled(Self.sample(601.0, 11.0, queued: 0.2)) == [
+            watch.heard(Self.sample(601.0, 11.0, queued: 0.2)) == [
                 .resume(at: Self.s(11), when: Self.at(601), waited: Self.s(599)), Self.next,
             ])
         var decoding = Watch()
         decoding.waitsForOutput = true
         _ = decoding.started(Self.stream)
-        _ = decoding.sampled(Self.sample(0.25, 10))
-        _ = decoding.sampled(Self.sample(0.5, 10.25))
-        _ = decoding.sampled(Self.sample(2.0, 10.25))
+        _ = decoding.heard(Self.sample(0.25, 10))
+        _ = decoding.heard(Self.sample(0.5, 10.25))
+        _ = decoding.heard(Self.sample(2.0, 10.25))
         #expect(
-            decoding.sampled(Self.sample(11.0, 10.25)).first
+            decoding.heard(Self.sample(11.0, 10.25)).first
                 == .skip(
                     Self.stall(since: 0.5, now: 2.0, queued: 0, cause: .decoding),
                     reason: "its audio stopped at 0:10 for 10 s"),
@@ -242,12 +248,12 @@ struct ProgressWatchTests {
     @Test func aNetworkStreamToFollowIsWaitedForAtTheEnd() {
         var watch = Watch()
         _ = watch.started(Self.file)
-        _ = watch.sampled(Self.sample(0.25, 29.5), nextIsWatched: true)
-        _ = watch.sampled(Self.sample(0.5, 29.7), nextIsWatched: true)
-        let actions = watch.sampled(Self.sample(2.0, 29.7), nextIsWatched: true)
+        _ = watch.heard(Self.sample(0.25, 29.5), nextIsWatched: true)
+        _ = watch.heard(Self.sample(0.5, 29.7), nextIsWatched: true)
+        let actions = watch.heard(Self.sample(2.0, 29.7), nextIsWatched: true)
         #expect(actions.contains { if case .wait = $0 { true } else { false } }, "\(actions)")
         #expect(
-            watch.sampled(Self.sample(12.0, 29.7), nextIsWatched: true) == [.hold(at: Self.s(29.7)), Self.next],
+            watch.heard(Self.sample(12.0, 29.7), nextIsWatched: true) == [.hold(at: Self.s(29.7)), Self.next],
             "neither loaded again, skipped nor failed: the stream's own watch decides")
         #expect(watch.isWaiting)
     }
@@ -256,10 +262,10 @@ struct ProgressWatchTests {
         var watch = Watch()
         for round in 0..<2 {
             _ = watch.started(Self.file)
-            _ = watch.sampled(Self.sample(0.25, 10))
-            _ = watch.sampled(Self.sample(0.5, 10.25))
-            _ = watch.sampled(Self.sample(2.0, 10.25))
-            let actions = watch.sampled(Self.sample(3.5, 10.25))
+            _ = watch.heard(Self.sample(0.25, 10))
+            _ = watch.heard(Self.sample(0.5, 10.25))
+            _ = watch.heard(Self.sample(2.0, 10.25))
+            let actions = watch.heard(Self.sample(3.5, 10.25))
             let stall = Stall(
                 heard: Self.s(10.25), since: Self.at(0.5), stoodFor: Self.s(1.5), clockAdvance: Self.s(1.5),
                 queued: .zero, cause: .decoding)
@@ -274,7 +280,7 @@ struct ProgressWatchTests {
         var watch = Watch()
         _ = watch.started(Self.file)
         for (time, position) in [(0.25, 10.0), (0.5, 10.25), (2.0, 10.25), (3.5, 10.25)] {
-            _ = watch.sampled(Self.sample(time, position))
+            _ = watch.heard(Self.sample(time, position))
         }
         #expect(watch.reloadedEntry == 1)
         _ = watch.started(Watch.Stream(entry: 3, isLocal: true, duration: nil, rate: 1))
@@ -304,4 +310,13 @@ struct ProgressWatchTests {
 
 extension Duration {
     fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension ProgressWatch {
+    /// A sample as a real pipeline reports it: while the watch is calm, as the first sample
+    /// off the pace watch, with the calm one before it.
+    mutating func heard(_ sample: Sample, nextIsWatched: Bool = false) -> [Action] {
+        guard case .calm(_, let reference) = stage else { return sampled(sample, nextIsWatched: nextIsWatched) }
+        return sampled(sample, since: reference, nextIsWatched: nextIsWatched)
+    }
 }
