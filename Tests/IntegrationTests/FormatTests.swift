@@ -31,6 +31,8 @@ struct FormatTests {
         }
 
         try await session.launch(["--log-level", "info", folder.path])
+        // Stopped until the first file is loaded; the end is the Stopped after that.
+        try await session.waitForStatus("Playing")
         // Each file's Metadata and Position, read while it is current.
         var seen: [String: [Int64]] = [:]
         var titles: [String: String] = [:]

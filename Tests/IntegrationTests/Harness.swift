@@ -247,13 +247,16 @@ final class Session {
     }
 
     /// Waits for PlaybackStatus to be `status`: as read, or as announced after signal `from`.
-    /// With `from`, a read counts only once a new quaver owns the name (one that owns it
-    /// only once its first state is true announces no change to it).
+    /// With `from`, a read counts only once quaver has announced a PlaybackStatus: until its
+    /// first track is loaded it shows Stopped, which is not the Stopped a test waits for.
     func waitForStatus(_ status: String, after from: Int = 0, timeout: Duration = .seconds(30)) async throws {
         if from == 0, try await get("PlaybackStatus").string == status { return }
         if from > 0 {
             let reached = try await Waiter.poll(timeout: timeout, every: .milliseconds(50)) {
-                if daemonStatus == nil, (try? await get("PlaybackStatus"))?.string == status { return true }
+                let announced = signals.contains {
+                    $0.member == "PropertiesChanged" && $0.changed["PlaybackStatus"] != nil
+                }
+                if daemonStatus == nil, announced, (try? await get("PlaybackStatus"))?.string == status { return true }
                 return signals.dropFirst(from).contains {
                     $0.member == "PropertiesChanged" && $0.changedInterface == "org.mpris.MediaPlayer2.Player"
                         && $0.changed["PlaybackStatus"]?.string == status
