@@ -125,6 +125,8 @@ final class FootprintBenchmark {
     private var rows: [FootprintRow] = []
     private var notes: [String] = []
     private var queueFolder: URL?
+    /// The same track without ReplayGain tags, which Quaver measures while it plays it.
+    private var untaggedTrack: String?
 
     /// Prepares a run; `run()` does the work.
     init(_ settings: FootprintSettings) { self.settings = settings }
@@ -153,6 +155,12 @@ final class FootprintBenchmark {
                 rows.append(
                     await quaver(label: label, binary: path, sink: sink, environment: environment, timeStarts: first))
             }
+            if sink == .fake, let untaggedTrack {
+                rows.append(
+                    await quaver(
+                        label: "Quaver, a track without ReplayGain tags (measured as it plays)", binary: main,
+                        sink: sink, environment: environment, timeStarts: false, track: untaggedTrack))
+            }
             server?.stop()
         }
         notes.append(
@@ -175,7 +183,14 @@ final class FootprintBenchmark {
         // Longer than the settling and the window, so that both programs still play at its end.
         let seconds = Int(settings.window.inSeconds.rounded(.up)) + 10
         log("generating a tagged FLAC track of \(seconds) s")
-        programs.tracks = try await programs.makeTracks(1, seconds: String(seconds))
+        let untagged = try await programs.makeTracks(1, seconds: String(seconds))[0]
+        // Both programs play a track with ReplayGain tags, as a tagged library has: Quaver
+        // applies its gain (-6 dB, so rgvolume works on every sample), and measures nothing.
+        log("tagging a copy with ReplayGain")
+        let tagged = workDir.appendingPathComponent("tagged.flac").path
+        try await Self.tagCopy(of: untagged, to: tagged, gstLaunch: gstLaunch, registry: programs.gstRegistry)
+        programs.tracks = [tagged]
+        untaggedTrack = untagged
         if settings.queue > 0 {
             log("linking \(settings.queue) tracks into a folder")
             let folder = workDir.appendingPathComponent("queue")
@@ -195,6 +210,23 @@ final class FootprintBenchmark {
             (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
                 separator: " ") ?? "?"
         notes.append("The machine's load average (1, 5, 15 min) before the first measurement: \(load).")
+    }
+
+    /// Decodes `source` and encodes it again into `target` with a track gain of -6 dB and
+    /// a peak of 0.25, as the tag library of a ReplayGain scanner would leave it.
+    private static func tagCopy(of source: String, to target: String, gstLaunch: String, registry: String)
+        async throws
+    {
+        let tags = "replaygain-track-gain=(double)-6.0,replaygain-track-peak=(double)0.25"
+        let command = [
+            gstLaunch, "-q", "filesrc", "location=\(source)", "!", "flacparse", "!", "flacdec", "!", "audioconvert",
+            "!", "taginject", "tags=\(tags)", "!", "flacenc", "!", "filesink", "location=\(target)",
+        ]
+        let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": registry]) { $1 }
+        let result = try await ChildProcess.run(command[0], Array(command.dropFirst()), environment: environment)
+        guard result.status == 0, FileManager.default.fileExists(atPath: target) else {
+            throw HarnessError("gst-launch-1.0 could not tag a copy of \(source): \(result.error)")
+        }
     }
 
     // MARK: The floor
@@ -230,7 +262,8 @@ final class FootprintBenchmark {
     // MARK: Quaver
 
     private func quaver(
-        label: String, binary: String, sink: FootprintSink, environment: [String: String], timeStarts: Bool
+        label: String, binary: String, sink: FootprintSink, environment: [String: String], timeStarts: Bool,
+        track: String? = nil
     ) async -> FootprintRow {
         var row = FootprintRow(label: label, sink: sink)
         guard FileManager.default.isExecutableFile(atPath: binary) else {
@@ -239,6 +272,7 @@ final class FootprintBenchmark {
         }
         var programs = self.programs!
         programs.quaver = binary
+        if let track { programs.tracks = [track] }
         let starts = timeStarts ? settings.starts : 0
         log(
             "\(label) into \(sink.rawValue): \(starts) starts, a playing window\(timeStarts ? " and the big queue" : "")"
@@ -387,7 +421,7 @@ final class FootprintBenchmark {
             }.joined(separator: " | ") + " |\n"
         text += "\nHow:\n\n"
         text +=
-            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same FLAC, 10 s longer than the settling and the window together; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
+            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same FLAC, 10 s longer than the settling and the window together; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). The FLAC carries ReplayGain tags (a track gain of -6 dB), which Quaver applies; the row of the same track without them shows what measuring it as it plays costs (once per track: the gain is kept for its later plays). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
         text +=
             "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
         text +=
