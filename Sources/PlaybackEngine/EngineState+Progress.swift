@@ -65,7 +65,8 @@ extension EngineState {
     /// The pipeline's sample as the watch takes it (nil: no position).
     private static func sample(_ sampled: Pipeline.Progress) -> ProgressWatch.Sample? {
         sampled.position.map {
-            ProgressWatch.Sample(position: $0, clock: sampled.clock, queued: sampled.queued, at: sampled.at)
+            ProgressWatch.Sample(
+                position: $0, clock: sampled.clock, queued: sampled.queued, at: sampled.at, starved: sampled.starved)
         }
     }
 
@@ -109,6 +110,10 @@ extension EngineState {
                 return []
             case .wait(let stall):
                 return [.log(.warning, "\(describe(stall)); clients see it waiting"), .report(.changed(.transport))]
+            case .busy(let stall):
+                let note =
+                    "the machine gives Quaver no CPU (its threads wait for one far longer than they run) while the audio of \(loadedName ?? "the loaded track") stands at \(stall.heard.clock): waiting for it, neither loading it again nor giving up"
+                return [.log(.info, note)]
             case .resume(let position, let at, let waited):
                 clock.set(position, rate: runningRate, at: at)
                 guard let waited, let name = loadedName else { return [.report(.changed(.transport))] }

@@ -34,6 +34,8 @@ struct ProgressWatch: Sendable, Equatable {
         /// The decoded audio waiting in front of the sink (nil: not known).
         var queued: Duration? = nil
         var at: Instant
+        /// Since the sample before, the process waited for a CPU far longer than it ran.
+        var starved = false
     }
 
     /// The stream watched.
@@ -67,6 +69,9 @@ struct ProgressWatch: Sendable, Equatable {
         /// The decoded audio waiting in front of the sink (nil: not known).
         var queued: Duration?
         var cause: Cause
+        /// The last sample at which the process was starved of CPU: the stall's limits count
+        /// from it, not from its start (nil: never while it stood).
+        var starvedAt: Instant? = nil
     }
 
     enum Stage: Sendable, Equatable {
@@ -94,6 +99,9 @@ struct ProgressWatch: Sendable, Equatable {
         case hold(at: Duration)
         /// Clients see playback waiting where the audio stands; one log line says why.
         case wait(Stall)
+        /// The audio stands while the machine gives the process no CPU: the stall's limits
+        /// count from the last such sample (one log line a stall).
+        case busy(Stall)
         /// The audio moves again, from `position` at `at`: the clock runs from there and
         /// clients are told (a `Seeked` if it jumped). `waited`: how long clients saw it
         /// waiting (nil: they never did).
@@ -226,13 +234,14 @@ struct ProgressWatch: Sendable, Equatable {
                 stage = .watching(stream, previous: sample, stoodSince: since, judgeFrom: nil)
                 return [.hold(at: sample.position), next]
             }
-            let stall = Self.stall(since: since, now: sample)
+            var stall = Self.stall(since: since, now: sample)
             if Self.isAtEnd(sample, of: stream), !nextIsWatched {
                 stage = .off
                 return [.loadNext(stall)]
             }
+            if sample.starved { stall.starvedAt = sample.at }
             stage = .waiting(stream, stall, previous: sample)
-            return [.hold(at: sample.position), .wait(stall), next]
+            return [.hold(at: sample.position), .wait(stall)] + (sample.starved ? [.busy(stall)] : []) + [next]
         case .waiting(let stream, var stall, let previous):
             if sample.position < previous.position || Self.moved(from: previous, to: sample, rate: stream.rate) {
                 stage = .watching(stream, previous: sample, stoodSince: nil, judgeFrom: nil)
@@ -242,9 +251,16 @@ struct ProgressWatch: Sendable, Equatable {
                 ]
             }
             stall.heard = sample.position
+            // A machine too busy to run the process is no fault of the file or the output:
+            // the limits wait until it runs the process again.
+            var busy: [Action] = []
+            if sample.starved {
+                if stall.starvedAt == nil { busy = [.busy(stall)] }
+                stall.starvedAt = sample.at
+            }
             stage = .waiting(stream, stall, previous: sample)
-            let stood = sample.at - stall.since
-            if nextIsWatched, Self.isAtEnd(sample, of: stream) { return [.hold(at: sample.position), next] }
+            let stood = sample.at - (stall.starvedAt ?? stall.since)
+            if nextIsWatched, Self.isAtEnd(sample, of: stream) { return busy + [.hold(at: sample.position), next] }
             if stood >= Self.decodeLimit, stall.cause == .decoding, stream.isLocal {
                 stage = .off
                 guard reloadedEntry == stream.entry else {
@@ -256,7 +272,7 @@ struct ProgressWatch: Sendable, Equatable {
             }
             if stood >= Self.outputLimit {
                 if stall.cause == .output, waitsForOutput {
-                    return [.hold(at: sample.position), .sample(after: Self.readerPeriod)]
+                    return busy + [.hold(at: sample.position), .sample(after: Self.readerPeriod)]
                 }
                 stage = .off
                 let seconds = StreamWatch.seconds(Self.outputLimit)
@@ -265,7 +281,7 @@ struct ProgressWatch: Sendable, Equatable {
                 }
                 return [.outputFailed(stall, reason: "it took no audio for \(seconds)")]
             }
-            return [.hold(at: sample.position), next]
+            return busy + [.hold(at: sample.position), next]
         }
     }
 

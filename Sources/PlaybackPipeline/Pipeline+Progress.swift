@@ -20,16 +20,20 @@ extension Pipeline {
         /// leaves it empty.
         package var queued: Duration?
         package var at: ContinuousClock.Instant
+        /// Since the sample before, the process waited for a CPU far longer than it ran (see
+        /// ``StarvationCheck/isProcessStarved``): audio that stands then waits on the machine.
+        package var starved = false
 
         package init(
             position: Duration?, clock: Duration? = nil, clockName: String? = nil, queued: Duration? = nil,
-            at: ContinuousClock.Instant
+            at: ContinuousClock.Instant, starved: Bool = false
         ) {
             self.position = position
             self.clock = clock
             self.clockName = clockName
             self.queued = queued
             self.at = at
+            self.starved = starved
         }
     }
 
@@ -39,7 +43,17 @@ extension Pipeline {
         run { pipeline in
             pipeline.stopPacing()
             guard let playbin = pipeline.playbin else { return }
-            pipeline.post(.progress(Self.progress(of: playbin), since: nil))
+            var sample = Self.progress(of: playbin)
+            // Whether the machine gave the process a CPU since the sample before, when that
+            // one was recent (samples asked for come four times a second).
+            let reading = SchedulerReading.take()
+            if let reading, let (before, then) = pipeline.lastReading, sample.at - then < .seconds(2) {
+                sample.starved =
+                    StarvationCheck(before: before, after: reading, thread: reading.reader, window: sample.at - then)
+                    .isProcessStarved
+            }
+            pipeline.lastReading = reading.map { ($0, sample.at) }
+            pipeline.post(.progress(sample, since: nil))
         }
     }
 

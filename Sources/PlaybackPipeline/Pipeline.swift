@@ -44,6 +44,8 @@ package final class Pipeline: @unchecked Sendable {
     /// While the audio keeps its pace, the pipeline samples it on its own (Pipeline+Progress.swift).
     var paceWatch: PaceWatch?
     var paceTimer: (any DispatchSourceTimer)?
+    /// The scheduler's statistics at the last progress sample asked for, and when.
+    var lastReading: (SchedulerReading, ContinuousClock.Instant)?
     /// The URI of the load in progress (nil once it is taken down).
     var loadedURI: String?
     var wantsElements = false

@@ -116,12 +116,18 @@ package struct StarvationCheck: Sendable, Equatable {
             return ranFor >= cap ? .stuck(.starvedPastCap) : .waitAgain(.starved)
         }
         // The call's thread waits on another one (a streaming thread, typically): if the
-        // process's threads waited for a CPU far longer than they ran, that one may well be
-        // among them. The waiting must show, as time or as a thread runnable at the end.
-        let waitedMost = process.waiting > .zero && process.waiting >= process.running * Self.starvedRatio
-        if waitedMost, process.waiting >= part || process.runnable {
+        // process is starved, that one may well be among the threads that wait.
+        if isProcessStarved {
             return ranFor >= cap ? .stuck(.starvedPastCap) : .waitAgain(.starved)
         }
         return .stuck(.blocked)
+    }
+
+    /// Whether the process's threads waited for a CPU far longer than they ran (see
+    /// ``starvedRatio``): a machine too busy to run the process, whatever it does. The
+    /// waiting must show, as time or as a thread runnable at the end.
+    package var isProcessStarved: Bool {
+        let waitedMost = process.waiting > .zero && process.waiting >= process.running * Self.starvedRatio
+        return waitedMost && (process.waiting >= window / Self.share || process.runnable)
     }
 }

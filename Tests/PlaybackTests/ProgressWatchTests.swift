@@ -245,6 +245,43 @@ struct ProgressWatchTests {
             "a stream whose decoding stopped is skipped as on any output")
     }
 
+    /// A machine too busy to run Quaver (its threads wait for a CPU far longer than they
+    /// run) is no fault of the file nor of the output: a stall is neither loaded again,
+    /// skipped nor taken for a failed output while the samples say so, which the log says
+    /// once; its limits count from the last such sample.
+    @Test func aStallOnAStarvedMachineIsWaitedFor() {
+        func starved(_ time: Double, queued: Double = 0) -> Watch.Sample {
+            var sample = Self.sample(time, 10.25, queued: queued)
+            sample.starved = true
+            return sample
+        }
+        func isBusy(_ action: Action) -> Bool { if case .busy = action { true } else { false } }
+        var watch = Watch()
+        _ = watch.started(Self.file)
+        _ = watch.heard(Self.sample(0.25, 10))
+        _ = watch.heard(Self.sample(0.5, 10.25))
+        let entered = watch.heard(starved(2.0))
+        #expect(entered.contains(where: isBusy) && watch.isWaiting, "said at once: \(entered)")
+        for time in [3.0, 5.0, 8.0] {
+            #expect(
+                watch.heard(starved(time)) == [.hold(at: Self.s(10.25)), Self.next], "still waited for at \(time) s")
+        }
+        // The machine runs Quaver again and the audio still stands: the limit counts from 8 s.
+        #expect(watch.heard(Self.sample(10.5, 10.25)) == [.hold(at: Self.s(10.25)), Self.next])
+        let reloaded = watch.heard(Self.sample(11.0, 10.25))
+        #expect(reloaded.count == 1 && reloaded.first.map { if case .reload = $0 { true } else { false } } == true)
+
+        var output = Watch()
+        _ = output.started(Self.file)
+        _ = output.heard(Self.sample(0.25, 10))
+        _ = output.heard(Self.sample(0.5, 10.25))
+        #expect(output.heard(starved(2.0, queued: 0.2)).contains(where: isBusy))
+        for time in stride(from: 3.0, through: 20.0, by: 1.0) {
+            let actions = output.heard(starved(time, queued: 0.2))
+            #expect(actions == [.hold(at: Self.s(10.25)), Self.next], "the output is not failed at \(time) s")
+        }
+    }
+
     @Test func aNetworkStreamToFollowIsWaitedForAtTheEnd() {
         var watch = Watch()
         _ = watch.started(Self.file)

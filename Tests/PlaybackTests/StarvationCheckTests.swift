@@ -14,6 +14,23 @@ struct StarvationCheckTests {
         Times(running: ms(running), waiting: ms(waiting), runnable: runnable)
     }
 
+    /// Whether the process as a whole is starved, as the progress watch asks between two
+    /// samples a quarter of a second apart (figures measured on this machine where said).
+    @Test func aProcessStarvedOfCPU() {
+        let table: [(row: String, process: Times, starved: Bool)] = [
+            ("an idle player between two samples", Self.times(1.2, 0.3), false),
+            ("a busy machine that still runs it: waited 4.6 times as long as it ran", Self.times(30, 138), false),
+            ("at idle priority beside three loops (measured: 2 ms, 1 to 3 s per 1.5 s)", Self.times(0.4, 230), true),
+            ("at nice 19 beside them (measured: 6 to 8 ms against 1.1 to 1.8 s)", Self.times(1.2, 250), true),
+            ("starved, its wait not yet added, a thread runnable", Self.times(0.1, 2, runnable: true), true),
+            ("a few microseconds of wait are not starvation", Self.times(0.01, 0.2), false),
+        ]
+        for row in table {
+            let check = StarvationCheck(call: Self.times(0, 0), process: row.process, window: Self.ms(250))
+            #expect(check.isProcessStarved == row.starved, "\(row.row)")
+        }
+    }
+
     /// One window of 1.5 s (half the default limit), 3 s into the call, with a minute's patience.
     @Test func theVerdictOnAWindow() {
         let table: [(row: String, call: Times, process: Times, verdict: StarvationCheck.Verdict)] = [
