@@ -66,7 +66,11 @@ extension Pipeline {
         run { pipeline in
             pipeline.stopPacing()
             pipeline.paceWatch = watch
-            pipeline.paceTimer = pipeline.jobs.every(watch.period) { [weak pipeline] in pipeline?.samplePace() }
+            // A pipeline let go of stops its sampling with it.
+            pipeline.paceTimer = pipeline.jobs.every(watch.period) { [weak pipeline] in
+                pipeline?.samplePace()
+                return pipeline != nil
+            }
         }
     }
 

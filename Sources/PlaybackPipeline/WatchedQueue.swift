@@ -115,16 +115,17 @@ final class WatchedQueue: Sendable {
     }
 
     /// Runs `body` on the queue every `period`, each run timed as ``run(_:)`` times a job,
-    /// until the timer returned is cancelled (on the queue, by `body` itself if it likes) or
-    /// the queue is retired or stuck. One timer on the queue itself: a run wakes the queue's
-    /// thread and nothing else.
-    func every(_ period: Duration, _ body: @escaping @Sendable () -> Void) -> any DispatchSourceTimer {
+    /// until the timer returned is cancelled, `body` returns false, or the queue is retired
+    /// or stuck. One timer on the queue itself: a run wakes the queue's thread and nothing
+    /// else.
+    func every(_ period: Duration, _ body: @escaping @Sendable () -> Bool) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: queue)
         let interval = period.dispatchInterval
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: (period / 20).dispatchInterval)
         // The handler holds the timer until it is cancelled, when Dispatch lets go of both.
         timer.setEventHandler { [weak self] in
-            if self?.perform(body) != true { timer.cancel() }
+            var goesOn = false
+            if self?.perform({ goesOn = body() }) != true || !goesOn { timer.cancel() }
         }
         timer.resume()
         return timer

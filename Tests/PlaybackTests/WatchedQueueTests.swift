@@ -194,6 +194,33 @@ struct WatchedQueueTests {
         #expect(watched.kinds == [.stuck(.blocked)])
     }
 
+    /// A repeating job runs until it says it is done, and not at all once the queue is retired.
+    @Test func aRepeatingJobRunsUntilItIsDoneOrTheQueueRetires() async throws {
+        let watched = Watched()
+        let runs = Locked(0)
+        let timer = watched.queue.every(.milliseconds(20)) {
+            runs.withLock { runs in
+                runs += 1
+                return runs < 3
+            }
+        }
+        let done = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(20)) { runs.withLock { $0 } >= 3 }
+        #expect(done && timer.isCancelled, "ran \(runs.withLock { $0 }) times")
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(runs.withLock { $0 } == 3, "no run after it said it was done")
+
+        let retiring = Watched()
+        let more = Locked(0)
+        let endless = retiring.queue.every(.milliseconds(20)) {
+            more.withLock { $0 += 1 }
+            return true
+        }
+        _ = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(20)) { more.withLock { $0 } >= 1 }
+        retiring.queue.retire()
+        let stopped = try await Waiter.poll(timeout: .seconds(5), every: .milliseconds(20)) { endless.isCancelled }
+        #expect(stopped, "a retired queue's timer is cancelled at its next run")
+    }
+
     /// Without the scheduler's statistics, a job past the limit is stuck, as before: even
     /// one that works.
     @Test func withoutTheStatisticsAJobPastTheLimitIsStuck() async {
