@@ -315,11 +315,7 @@ struct PipeWireTests {
         let held = probe.readings(since: start).filter { $0.status == "Paused" }.map(\.position)
         #expect((held.max() ?? 0) - (held.min() ?? 0) < 0.05, "Position stands while waiting: \(held)")
         let lead = (probe.readings(since: start).map(\.position).max() ?? 0) - atCall
-        // While the audio keeps its pace it is sampled once a second: Position runs on for at
-        // most that second, and the sample's own way back, before it is held.
-        #expect(
-            lead < 1.25,
-            "Position never runs much over a second past where the call began: \(probe.table(since: start))")
+        #expect(lead < 1.0, "Position never runs a second past where the call began: \(probe.table(since: start))")
         await server.hangUp(call)
         let resumed = try await probe.watch(timeout: .seconds(8)) { $0.status == "Playing" }
         #expect(resumed, "\(probe.statuses(since: start))")
