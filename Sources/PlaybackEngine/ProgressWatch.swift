@@ -120,13 +120,15 @@ struct ProgressWatch: Sendable, Equatable {
     /// How often a playing pipeline is sampled: from its start, and while its audio is off
     /// its pace.
     static let period = Duration.milliseconds(250)
-    /// How often a pipeline is sampled while its audio keeps its pace: half as often, and on
-    /// the pipeline's queue alone (``Action/watchPace(from:rate:every:)``), since each sample
-    /// the main actor hears wakes three threads of the daemon's own that GStreamer alone would
-    /// not, and a music player plays for hours. Audio that stops right after a calm sample
-    /// moves less than ``calmShare`` by the next one, which the pipeline reports: Position
-    /// runs ahead of the audio by less than a second before it is held.
-    static let calmPeriod = Duration.milliseconds(500)
+    /// How often a pipeline is sampled while its audio keeps its pace: a quarter as often,
+    /// and on the pipeline's queue alone (``Action/watchPace(from:rate:every:)``), since each
+    /// sample wakes threads of the daemon's own that GStreamer alone would not, and a music
+    /// player plays for hours. Audio that stops right after a calm sample moves less
+    /// than ``calmShare`` by the next one, so that sampling goes back to ``period``: Position
+    /// runs ahead of the audio by at most a second before it is held, and clients see
+    /// playback waiting at most 2.3 s after the audio stopped (the ``grace`` counts from the
+    /// last sample at which the audio moved; 1.9 s with samples twice as often).
+    static let calmPeriod = Duration.seconds(1)
     /// The share of the expected progress that counts as keeping pace.
     static let calmShare = 0.8
     /// How long the audio may stand before clients see playback waiting.

@@ -35,7 +35,7 @@ final class WatchedQueue: Sendable {
     /// The watchdog's one timer: it ticks every half of the limit from a job's start, for as
     /// long as jobs keep starting, and stands once a tick finds none run since the last one.
     /// A timer made and cancelled for each job woke Dispatch's timer thread twice a job, and
-    /// a playing pipeline is sampled twice a second. Dispatch's sources may be scheduled from
+    /// a playing pipeline is sampled every second. Dispatch's sources may be scheduled from
     /// any thread, which its Swift overlay does not declare.
     nonisolated(unsafe) private let watchdog: any DispatchSourceTimer
     /// What the queue and its watchdog share.

@@ -35,7 +35,9 @@ struct PipeWireTests {
     }
 
     /// The figures of a fault, printed: no D-Bus reply waited half a second, and (when
-    /// something recorded what was heard) Position never ran a second ahead of it. A reply held
+    /// something recorded what was heard) Position never ran much more than a second ahead
+    /// of it: audio that keeps its pace is sampled once a second, and the output's latency
+    /// and the sample's way back come on top. A reply held
     /// up by GStreamer would wait out the 3 s stuck limit or the output's 10 s; a busy machine
     /// adds tens of milliseconds to a prompt one (131 ms was seen beside two builds), so the
     /// bound tells the two apart and leaves speed to `scripts/bench --storm`. A reply is timed
@@ -48,7 +50,7 @@ struct PipeWireTests {
         #expect(probe.longestReply(since: start) < .milliseconds(500), sourceLocation: sourceLocation)
         if !probe.recordings.isEmpty {
             #expect(
-                probe.largestLead(since: start) < 1.0, "\(probe.table(since: start))", sourceLocation: sourceLocation)
+                probe.largestLead(since: start) < 1.25, "\(probe.table(since: start))", sourceLocation: sourceLocation)
         }
         print(probe.report(fault, since: start, signalsFrom: mark))
     }
@@ -315,7 +317,11 @@ struct PipeWireTests {
         let held = probe.readings(since: start).filter { $0.status == "Paused" }.map(\.position)
         #expect((held.max() ?? 0) - (held.min() ?? 0) < 0.05, "Position stands while waiting: \(held)")
         let lead = (probe.readings(since: start).map(\.position).max() ?? 0) - atCall
-        #expect(lead < 1.0, "Position never runs a second past where the call began: \(probe.table(since: start))")
+        // While the audio keeps its pace it is sampled once a second: Position runs on for at
+        // most that second, and the sample's own way back, before it is held.
+        #expect(
+            lead < 1.25,
+            "Position never runs much over a second past where the call began: \(probe.table(since: start))")
         await server.hangUp(call)
         let resumed = try await probe.watch(timeout: .seconds(8)) { $0.status == "Playing" }
         #expect(resumed, "\(probe.statuses(since: start))")

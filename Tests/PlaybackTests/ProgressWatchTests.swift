@@ -83,7 +83,7 @@ struct ProgressWatchTests {
     static let next = Action.sample(after: Watch.period)
 
     /// The cadence: sampled often from a start, after a hold and while the audio is off its
-    /// pace. While it keeps its pace, the pipeline samples it on its own, twice a second, and
+    /// pace. While it keeps its pace, the pipeline samples it on its own, once a second, and
     /// reports only the first sample off the pace, with the calm one before it, which the
     /// watch judges as if it had heard both. A sample of the other kind, taken before the
     /// stage changed, is dropped.
@@ -95,15 +95,15 @@ struct ProgressWatchTests {
         #expect(watch.sampled(calm) == [.watchPace(from: calm, rate: 1, every: Watch.calmPeriod)], "kept its pace")
         #expect(!watch.isHolding && !watch.isWaiting)
         #expect(watch.sampled(Self.sample(0.75, 10.5)).isEmpty, "a sample asked for before: dropped")
-        // The pipeline heard calm samples up to 3.5 s; the audio stopped 0.2 s after that one.
+        // The pipeline heard calm samples up to 3.5 s; the audio stopped 0.35 s after that one.
         let lastCalm = Self.sample(3.5, 13.25)
-        #expect(watch.sampled(Self.sample(4.0, 13.45), since: lastCalm) == [Self.next], "off its pace: often again")
-        #expect(watch.sampled(Self.sample(4.25, 13.45)) == [.hold(at: Self.s(13.45)), Self.next])
+        #expect(watch.sampled(Self.sample(4.5, 13.6), since: lastCalm) == [Self.next], "off its pace: often again")
+        #expect(watch.sampled(Self.sample(4.75, 13.6)) == [.hold(at: Self.s(13.6)), Self.next])
         #expect(
-            watch.sampled(Self.sample(4.5, 13.7)) == [
-                .resume(at: Self.s(13.7), when: Self.at(4.5), waited: nil), Self.next,
+            watch.sampled(Self.sample(5.0, 13.85)) == [
+                .resume(at: Self.s(13.85), when: Self.at(5.0), waited: nil), Self.next,
             ], "a resume is sampled often")
-        #expect(watch.sampled(Self.sample(4.75, 13.95), since: lastCalm).isEmpty, "a pace watch's late report: dropped")
+        #expect(watch.sampled(Self.sample(5.25, 14.1), since: lastCalm).isEmpty, "a pace watch's late report: dropped")
         var slow = Watch()
         _ = slow.started(Watch.Stream(entry: 3, isLocal: true, duration: nil, rate: 1))
         _ = slow.sampled(Self.sample(0.25, 5))
