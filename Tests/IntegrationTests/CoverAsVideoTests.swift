@@ -31,8 +31,14 @@ struct CoverAsVideoTests {
                 gstLaunch,
                 ["-v", "playbin", "uri=\(file.absoluteString)", "audio-sink=fakesink", "video-sink=fakesink"],
                 environment: environment)
+            // The decoder's own line, or decoded pictures reaching playsink's video bin: under
+            // load gst-launch can stop at the end before it prints the decoder's caps.
+            let decoded =
+                plain.output.contains(":\(kind.pictureDecoder)")
+                || plain.output.contains(
+                    "GstBin:vbin/GstPlaySinkVideoConvert:vconv.GstGhostPad:sink: caps = video/x-raw")
             #expect(
-                plain.status == 0 && plain.output.contains(":\(kind.pictureDecoder)"),
+                plain.status == 0 && decoded,
                 "playbin alone does not decode the picture of \(kind), so the test proves nothing: \(plain.output.suffix(2000))"
             )
             files.append((kind, file))
