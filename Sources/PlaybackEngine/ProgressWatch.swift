@@ -127,7 +127,7 @@ struct ProgressWatch: Sendable, Equatable {
     /// than ``calmShare`` by the next one, so that sampling goes back to ``period``: Position
     /// runs ahead of the audio by at most a second before it is held, and clients see
     /// playback waiting at most 2.3 s after the audio stopped (the ``grace`` counts from the
-    /// last sample at which the audio moved; 1.9 s with samples twice as often).
+    /// last sample at which the audio moved).
     static let calmPeriod = Duration.seconds(1)
     /// The share of the expected progress that counts as keeping pace.
     static let calmShare = 0.8

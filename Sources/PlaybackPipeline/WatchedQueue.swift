@@ -34,9 +34,9 @@ final class WatchedQueue: Sendable {
     private let watchdogQueue: DispatchQueue
     /// The watchdog's one timer: it ticks every half of the limit from a job's start, for as
     /// long as jobs keep starting, and stands once a tick finds none run since the last one.
-    /// A timer made and cancelled for each job woke Dispatch's timer thread twice a job, and
-    /// a playing pipeline is sampled every second. Dispatch's sources may be scheduled from
-    /// any thread, which its Swift overlay does not declare.
+    /// One timer, not one per job: making and cancelling a timer wakes Dispatch's timer
+    /// thread each time, and a playing pipeline runs a job every second. Dispatch's sources
+    /// may be scheduled from any thread, which its Swift overlay does not declare.
     nonisolated(unsafe) private let watchdog: any DispatchSourceTimer
     /// What the queue and its watchdog share.
     private let control = Locked(Control())

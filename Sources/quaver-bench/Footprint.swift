@@ -223,9 +223,9 @@ final class FootprintBenchmark {
             "!", "taginject", "tags=\(tags)", "!", "flacenc", "!", "filesink", "location=\(target)",
         ]
         let environment = ProcessInfo.processInfo.environment.merging(["GST_REGISTRY": registry]) { $1 }
-        let result = try await ChildProcess.run(command[0], Array(command.dropFirst()), environment: environment)
+        let result = try await Tools.run(command, environment: environment)
         guard result.status == 0, FileManager.default.fileExists(atPath: target) else {
-            throw HarnessError("gst-launch-1.0 could not tag a copy of \(source): \(result.error)")
+            throw HarnessError("gst-launch-1.0 could not tag a copy of \(source): \(result.output)")
         }
     }
 
