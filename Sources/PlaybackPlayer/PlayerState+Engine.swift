@@ -58,21 +58,27 @@ extension PlayerState {
         return actions + [.prepareNext, .announce(.transport)]
     }
 
-    /// The entry `id` cannot play: one log line naming it and why, then the next one (in the
-    /// direction of travel), or stop at the end. An entry that is no longer the selected one
-    /// is only marked. `intent`: where the skip leads (nil: where the commands received so
-    /// far do).
+    /// The entry `id` cannot play: one log line naming it and why, then the next one in the
+    /// direction of travel, or stop at the end. Going back (Previous) onto an entry found
+    /// unplayable at the start of the queue turns around to the first playable one after it,
+    /// as Previous on the first track restarts it: a command never stops playback. An entry
+    /// that is no longer the selected one is only marked. `intent`: where the skip leads
+    /// (nil: where the commands received so far do).
     mutating func failed(_ id: UInt64, reason: String, intent: PlaybackStatus?, _ engine: EngineView) -> [Action] {
         var actions: [Action] = queue.index(of: id).map { recordFailure(reason, at: $0) } ?? []
         guard reading == nil, selectedID == id || engine.upcomingEntry == nil else { return actions }
         let intent = intent ?? requested(engine)
         consecutiveFailures += 1
-        let forward = selection.travelsForward
-        guard intent != .stopped, consecutiveFailures <= queue.count,
-            let index = queue.index(of: id) ?? selection.index,
-            let target = selection.neighbour(
-                of: index, in: queue, forward: forward, automatic: true, allowRepeatOne: false)
-        else {
+        var forward = selection.travelsForward
+        let index = queue.index(of: id) ?? selection.index
+        var target = index.flatMap {
+            selection.neighbour(of: $0, in: queue, forward: forward, automatic: true, allowRepeatOne: false)
+        }
+        if target == nil, !forward, let index {
+            forward = true
+            target = selection.neighbour(of: index, in: queue, forward: true, automatic: true, allowRepeatOne: false)
+        }
+        guard intent != .stopped, consecutiveFailures <= queue.count, let target else {
             if consecutiveFailures > queue.count { actions.append(.log(.error, "nothing in the queue can be played")) }
             if let index = queue.index(of: id), !queue[index].isLocal {
                 // A network stream stays current when nothing follows it: its server may answer
@@ -84,8 +90,7 @@ extension PlayerState {
             ranOut = true  // before clients hear of the stop, so that they see why
             return actions + [.stop]
         }
-        if queue.index(of: id) != nil { selection.recordMove(from: id, to: queue[target].id, forward: forward) }
-        selection.index = target
+        selection.move(from: queue.contains(id) ? id : nil, to: target, in: queue, forward: forward)
         return actions + [.load(at: nil, intent: intent)]
     }
 

@@ -77,6 +77,33 @@ struct PlayerStateEngineTests {
         #expect(state.queue.entries.allSatisfy { $0.failure != nil })
     }
 
+    /// Previous onto the first entry, found unplayable only once it loads (its failure was
+    /// not known when the command came): playback turns around to what follows it, and a
+    /// failure of that one goes on forward. A stop here would leave Next and Previous
+    /// moving a stopped selection, with nothing heard.
+    @Test func previousOntoAnUnplayableFirstEntryTurnsAroundAndPlaysOn() {
+        var state = PlayerState()
+        let items = ["a.mp4", "b.mkv", "c.ogv", "d.flac"].map { MediaItem(uri: "file:///music/\($0)") }
+        _ = state.insert(items, at: 0)
+        let (a, b, c, d) = (state.queue[0].id, state.queue[1].id, state.queue[2].id, state.queue[3].id)
+        _ = state.command(.next, Self.playing(a))
+        #expect(state.selectedID == b)
+        #expect(state.command(.previous(position: .zero), Self.playing(b)) == [.load(at: nil, intent: .playing)])
+        #expect(state.selectedID == a)
+
+        let back = state.failed(a, reason: "no decoder", intent: nil, Self.playing(b))
+        #expect(back.last == .load(at: nil, intent: .playing), "\(back)")
+        #expect(state.selectedID == b && !state.ranOut)
+        #expect(Self.logs(back, .warning) == ["skipping /music/a.mp4: no decoder"])
+
+        let onward = state.failed(b, reason: "no decoder", intent: nil, Self.playing(b))
+        #expect(onward.last == .load(at: nil, intent: .playing) && state.selectedID == c, "on forward, not back")
+        _ = state.failed(c, reason: "no decoder", intent: nil, Self.playing(c))
+        #expect(state.selectedID == d)
+        let end = state.failed(d, reason: "no decoder", intent: nil, Self.playing(d))
+        #expect(end.last == .stop && state.ranOut, "nothing playable is left either way")
+    }
+
     @Test func aSwitchSelectsTheEntryHandedOverUnlessAnotherIsReadAndARemovedOneGoesOn() {
         var state = Self.twoFiles()
         let (a, b) = (state.queue[0].id, state.queue[1].id)
