@@ -1,9 +1,13 @@
 #define _GNU_SOURCE
 #include <sys/vfs.h>
 #include "CLibcShims.h"
+#include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <sched.h>
+#include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,4 +64,40 @@ int csystem_last_allowed_cpu(void) {
         if (CPU_ISSET(each, &cpus)) return each;
     }
     return -1;
+}
+
+#ifndef MADV_PAGEOUT
+#define MADV_PAGEOUT 21
+#endif
+
+// Called for the main program first (dl_iterate_phdr's order), and stops there.
+static int page_out_segments(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    int *error = data;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type != PT_LOAD || (segment->p_flags & PF_W)) continue;
+        uintptr_t start = (info->dlpi_addr + segment->p_vaddr) & ~(uintptr_t)(page - 1);
+        uintptr_t end = (info->dlpi_addr + segment->p_vaddr + segment->p_memsz + page - 1) & ~(uintptr_t)(page - 1);
+        if (madvise((void *)start, end - start, MADV_PAGEOUT) != 0) *error = errno;
+    }
+    return 1;
+}
+
+int csystem_page_out_program(void) {
+    int error = 0;
+    dl_iterate_phdr(page_out_segments, &error);
+    if (error == 0) return 0;
+    errno = error;
+    return -1;
+}
+
+int64_t csystem_resident_bytes(void) {
+    FILE *statm = fopen("/proc/self/statm", "re");
+    if (!statm) return -1;
+    long long size, resident;
+    int read = fscanf(statm, "%lld %lld", &size, &resident);
+    fclose(statm);
+    return read == 2 ? resident * (int64_t)sysconf(_SC_PAGESIZE) : -1;
 }

@@ -76,6 +76,7 @@ extension Daemon {
         logger.info(
             "Quaver \(Quaver.configuration.version) on \(GStreamer.version), bus name \(name), \(waited) ms after start"
         )
+        StartupPages.releaseSoon(logger: logger)
     }
 
     /// Queues what to play when started, in the background: the arguments, else the music

@@ -79,9 +79,9 @@ struct LoadTests {
         board.deadline = loadStarted + Self.duration
         let warmUpSample = Task { @MainActor () -> Int? in
             try? await Task.sleep(for: Self.warmUp)  // when the sample is taken is what is measured
-            return ProcessProbe.residentBytes(of: pid)
+            return ProcessProbe.anonymousResidentBytes(of: pid)
         }
-        // VmRSS and the call rate every few seconds, to tell steady growth from a plateau
+        // RssAnon and the call rate every few seconds, to tell steady growth from a plateau
         // and see whether the daemon slows down as the load goes on.
         let interval = Self.longRun ? 5 : 1
         let series = Task { @MainActor () -> [String] in
@@ -90,7 +90,8 @@ struct LoadTests {
             while ContinuousClock.now < board.deadline {
                 try? await Task.sleep(for: .seconds(interval))  // the sampling interval is what is measured
                 samples.append(
-                    "\((ProcessProbe.residentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s")
+                    "\((ProcessProbe.anonymousResidentBytes(of: pid) ?? 0) >> 10) KiB \((board.calls - calls) / interval)/s"
+                )
                 calls = board.calls
             }
             return samples
@@ -116,8 +117,8 @@ struct LoadTests {
         }
         let getTook = ContinuousClock.now - getStarted
         #expect(answeredGet && getTook < .seconds(1), "after the load, Get(PlaybackStatus) took \(getTook)")
-        let rssEnd = ProcessProbe.residentBytes(of: pid)
-        print("load: VmRSS and calls/s every \(interval) s: \(await series.value.joined(separator: ", "))")
+        let rssEnd = ProcessProbe.anonymousResidentBytes(of: pid)
+        print("load: RssAnon and calls/s every \(interval) s: \(await series.value.joined(separator: ", "))")
 
         // The totals.
         let seconds = Double(loadTook.components.seconds) + Double(loadTook.components.attoseconds) / 1e18
@@ -230,20 +231,20 @@ struct LoadTests {
         for warning in warnings.prefix(10) { print("load: log: \(warning.prefix(300))") }
 
         // Memory: resident size after the warm-up and at the end of the load.
-        let warm = try #require(rssWarm, "no VmRSS after the warm-up")
-        let end = try #require(rssEnd, "no VmRSS at the end")
-        let settledRSS = ProcessProbe.residentBytes(of: pid) ?? 0
+        let warm = try #require(rssWarm, "no RssAnon after the warm-up")
+        let end = try #require(rssEnd, "no RssAnon at the end")
+        let settledRSS = ProcessProbe.anonymousResidentBytes(of: pid) ?? 0
         print(
-            "load: VmRSS after the \(Self.warmUp) warm-up \(warm >> 10) KiB, at the end \(end >> 10) KiB (\(end - warm >= 0 ? "+" : "")\((end - warm) >> 10) KiB; limit +\(Self.rssGrowthLimit >> 10) KiB), after the checks \(settledRSS >> 10) KiB"
+            "load: RssAnon after the \(Self.warmUp) warm-up \(warm >> 10) KiB, at the end \(end >> 10) KiB (\(end - warm >= 0 ? "+" : "")\((end - warm) >> 10) KiB; limit +\(Self.rssGrowthLimit >> 10) KiB), after the checks \(settledRSS >> 10) KiB"
         )
         if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil {
             // AddressSanitizer keeps freed memory in a quarantine of 256 MiB, so resident
             // size says nothing of leaks there (scripts/sanitize sets ASAN_OPTIONS).
-            print("load: VmRSS growth not checked under AddressSanitizer (its quarantine keeps freed memory)")
+            print("load: RssAnon growth not checked under AddressSanitizer (its quarantine keeps freed memory)")
         } else {
             #expect(
                 end - warm < Self.rssGrowthLimit,
-                "VmRSS grew by \((end - warm) >> 10) KiB during the load (\(warm >> 10) → \(end >> 10) KiB)")
+                "RssAnon grew by \((end - warm) >> 10) KiB during the load (\(warm >> 10) → \(end >> 10) KiB)")
         }
 
         // And it still quits cleanly.
@@ -253,7 +254,7 @@ struct LoadTests {
             status == 0,
             "quaver exited with status \(status) after the load; log tail:\n\(String(session.log().suffix(3000)))")
         print(
-            "load: summary: \(board.calls) calls, \(Int(rate.rounded()))/s, \(board.timeouts) timeouts, \(board.failureCount) unexpected answers, VmRSS \(warm >> 10) → \(end >> 10) KiB, final \(state.status); the test took \(ContinuousClock.now - started)"
+            "load: summary: \(board.calls) calls, \(Int(rate.rounded()))/s, \(board.timeouts) timeouts, \(board.failureCount) unexpected answers, RssAnon \(warm >> 10) → \(end >> 10) KiB, final \(state.status); the test took \(ContinuousClock.now - started)"
         )
     }
 

@@ -64,15 +64,15 @@ struct TagMemoryTests {
         // GStreamer lets go of a track's buffers when playbin's group after it is done with:
         // allowed a few seconds.
         let settled = await tagged.waiter.wait(timeout: .seconds(10), pollingEvery: .milliseconds(250)) {
-            resident = pids.map { ProcessProbe.residentBytes(of: $0) ?? 0 }
+            resident = pids.map { ProcessProbe.anonymousResidentBytes(of: $0) ?? 0 }
             return resident[0] - resident[1] < Self.residentLimit
         }
         let peak = ProcessProbe.kibibytes("VmHWM", of: pids[0]) ?? 0
         print(
-            "big tags: VmRSS \(resident[0] >> 10) KiB two tracks after them, \(resident[1] >> 10) KiB without them (peak \(peak) KiB)"
+            "big tags: RssAnon \(resident[0] >> 10) KiB two tracks after them, \(resident[1] >> 10) KiB without them (peak \(peak) KiB)"
         )
         if ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil {
-            print("big tags: VmRSS not checked under AddressSanitizer (its quarantine keeps freed memory)")
+            print("big tags: RssAnon not checked under AddressSanitizer (its quarantine keeps freed memory)")
         } else {
             #expect(
                 settled,

@@ -40,6 +40,13 @@ public enum ProcessProbe {
         kibibytes("VmRSS", of: pid).map { $0 << 10 }
     }
 
+    /// The process's own resident memory (`RssAnon`: its heap, stacks and anonymous
+    /// mappings) in bytes, without the pages of its program and libraries, which the kernel
+    /// maps in and out (Quaver hands back those only its start used): what it allocated.
+    public static func anonymousResidentBytes(of pid: Int32) -> Int? {
+        kibibytes("RssAnon", of: pid).map { $0 << 10 }
+    }
+
     /// User and system CPU time of the whole process (every thread, living or gone), in
     /// clock ticks.
     public static func cpuTicks(of pid: Int32) -> UInt64? {

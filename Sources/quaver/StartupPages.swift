@@ -1,0 +1,42 @@
+import CLibcShims
+import Dispatch
+import Glibc
+import Logging
+
+/// Start-up runs code that playing never runs again: the dynamic loader's relocation tables,
+/// the argument parser, the configuration and session readers, much of Foundation. They stay
+/// mapped for as long as the daemon lives, and make up about half of what it holds resident
+/// of its own program. Once the start is over, the program's pages that are never written
+/// are handed back to the kernel; those that playing uses come back at their first touch.
+enum StartupPages {
+    /// How long after the bus name is owned the start counts as over: the first track is
+    /// read, its pipeline built and playing by then, also on a slow machine.
+    static let delay = Duration.seconds(10)
+
+    /// Hands the start's pages back `delay` from now, off the main actor (the kernel walks
+    /// the pages in the call), with one debug line saying how much.
+    static func releaseSoon(logger: Logger) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(Int(delay.components.seconds))) {
+            release(logger: logger)
+        }
+    }
+
+    /// Hands the program's pages that are never written back to the kernel now.
+    static func release(logger: Logger) {
+        let before = csystem_resident_bytes()
+        guard csystem_page_out_program() == 0 else {
+            let reason = String(cString: strerror(errno))
+            logger.debug("the start-up's pages of the program stay resident: madvise(MADV_PAGEOUT) failed (\(reason))")
+            return
+        }
+        let after = csystem_resident_bytes()
+        logger.debug(
+            "start-up over: \(mebibytes(before)) resident, \(mebibytes(after)) once the program's pages it alone used are handed back"
+        )
+    }
+
+    private static func mebibytes(_ bytes: Int64) -> String {
+        let tenths = (bytes * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MiB"
+    }
+}
