@@ -111,7 +111,7 @@ final class WatchedQueue: Sendable {
     /// Runs `body` on the queue, timed: should it not return within `limit`, the watchdog
     /// looks at it (see ``StarvationCheck``). Skipped once the queue is retired or stuck.
     func run(_ body: @escaping @Sendable () -> Void) {
-        queue.async { [self] in perform(body) }
+        queue.async { [self] in _ = perform(body) }
     }
 
     /// Runs `body` on the queue every `period`, each run timed as ``run(_:)`` times a job,

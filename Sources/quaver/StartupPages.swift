@@ -21,18 +21,18 @@ enum StartupPages {
         }
     }
 
-    /// Hands the program's pages that are never written back to the kernel now.
+    /// Hands the program's pages that are never written back to the kernel now. The log
+    /// line comes first: formatting and writing it afterwards would bring back, at once, the
+    /// pages of code it runs.
     static func release(logger: Logger) {
-        let before = csystem_resident_bytes()
+        logger.debug(
+            "start-up over: \(mebibytes(csystem_resident_bytes())) resident; handing back the program's pages only it used"
+        )
         guard csystem_page_out_program() == 0 else {
             let reason = String(cString: strerror(errno))
-            logger.debug("the start-up's pages of the program stay resident: madvise(MADV_PAGEOUT) failed (\(reason))")
+            logger.debug("the program's start-up pages stay resident: madvise(MADV_PAGEOUT) failed (\(reason))")
             return
         }
-        let after = csystem_resident_bytes()
-        logger.debug(
-            "start-up over: \(mebibytes(before)) resident, \(mebibytes(after)) once the program's pages it alone used are handed back"
-        )
     }
 
     private static func mebibytes(_ bytes: Int64) -> String {
