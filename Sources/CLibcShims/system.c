@@ -80,9 +80,6 @@ static int page_out_segments(struct dl_phdr_info *info, size_t size, void *data)
         if (segment->p_type != PT_LOAD || (segment->p_flags & PF_W)) continue;
         uintptr_t start = (info->dlpi_addr + segment->p_vaddr) & ~(uintptr_t)(page - 1);
         uintptr_t end = (info->dlpi_addr + segment->p_vaddr + segment->p_memsz + page - 1) & ~(uintptr_t)(page - 1);
-        // Random access: a later fault maps the page touched, not the 64 KiB around it
-        // (fault-around), so what stays resident is the code that runs.
-        if (madvise((void *)start, end - start, MADV_RANDOM) != 0) *error = errno;
         if (madvise((void *)start, end - start, MADV_PAGEOUT) != 0) *error = errno;
     }
     return 1;

@@ -37,9 +37,9 @@ int csystem_pin_thread(int cpu);
 int csystem_last_allowed_cpu(void);
 
 // The program's own pages that are never written (its code, and the tables the dynamic
-// loader reads once) are handed back to the kernel with madvise(MADV_PAGEOUT), and marked
-// for random access (MADV_RANDOM): each comes back alone at its next touch. Returns 0, or
-// -1 with errno (EINVAL before Linux 5.4, which has no MADV_PAGEOUT).
+// loader reads once) are handed back to the kernel with madvise(MADV_PAGEOUT): those in use
+// come back at their next touch. Returns 0, or -1 with errno (EINVAL before Linux 5.4,
+// which has no MADV_PAGEOUT).
 int csystem_page_out_program(void);
 
 // The process's resident set in bytes (/proc/self/statm); -1 when it cannot be read.
