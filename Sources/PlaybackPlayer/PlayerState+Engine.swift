@@ -69,16 +69,11 @@ extension PlayerState {
         guard reading == nil, selectedID == id || engine.upcomingEntry == nil else { return actions }
         let intent = intent ?? requested(engine)
         consecutiveFailures += 1
-        var forward = selection.travelsForward
-        let index = queue.index(of: id) ?? selection.index
-        var target = index.flatMap {
-            selection.neighbour(of: $0, in: queue, forward: forward, automatic: true, allowRepeatOne: false)
-        }
-        if target == nil, !forward, let index {
-            forward = true
-            target = selection.neighbour(of: index, in: queue, forward: true, automatic: true, allowRepeatOne: false)
-        }
-        guard intent != .stopped, consecutiveFailures <= queue.count, let target else {
+        // The target is asked for last, only when playback goes on: with shuffle, asking
+        // draws from the cycle.
+        guard intent != .stopped, consecutiveFailures <= queue.count,
+            let index = queue.index(of: id) ?? selection.index, let skip = skipTarget(from: index)
+        else {
             if consecutiveFailures > queue.count { actions.append(.log(.error, "nothing in the queue can be played")) }
             if let index = queue.index(of: id), !queue[index].isLocal {
                 // A network stream stays current when nothing follows it: its server may answer
@@ -90,8 +85,23 @@ extension PlayerState {
             ranOut = true  // before clients hear of the stop, so that they see why
             return actions + [.stop]
         }
-        selection.move(from: queue.contains(id) ? id : nil, to: target, in: queue, forward: forward)
+        selection.move(from: queue.contains(id) ? id : nil, to: skip.index, in: queue, forward: skip.forward)
         return actions + [.load(at: nil, intent: intent)]
+    }
+
+    /// Where a skip from the entry at `index` goes: on in the direction of travel, or, going
+    /// back and finding nothing, turned around.
+    private mutating func skipTarget(from index: Int) -> (index: Int, forward: Bool)? {
+        let forward = selection.travelsForward
+        if let target = selection.neighbour(
+            of: index, in: queue, forward: forward, automatic: true, allowRepeatOne: false)
+        {
+            return (target, forward)
+        }
+        guard !forward else { return nil }
+        return selection.neighbour(of: index, in: queue, forward: true, automatic: true, allowRepeatOne: false).map {
+            ($0, true)
+        }
     }
 
     /// The loaded stream ended: what follows plays, or playback stops at the end of the queue.
