@@ -57,6 +57,13 @@ struct WatchedQueueTests {
     nonisolated static func isStuck(_ kind: Kind) -> Bool { if case .stuck = kind { true } else { false } }
     nonisolated static func isSlow(_ kind: Kind) -> Bool { if case .slow = kind { true } else { false } }
 
+    /// A blocked job reported stuck as blocked; on a machine too busy to run the test process
+    /// (a soak beside busy loops) it is first waited for as starved, which the judge does by
+    /// design.
+    static func stuckAsBlocked(_ kinds: [Kind]) -> Bool {
+        kinds.last == .stuck(.blocked) && kinds.dropLast().allSatisfy { $0 == .slow(.starved) }
+    }
+
     /// Keeps one CPU busy with 48 loops of normal priority for `duration`; `loops` is left
     /// once each ends. Returns which CPU.
     nonisolated static func busyCPU(for duration: Duration, _ loops: DispatchGroup) throws -> Int32 {
@@ -119,7 +126,8 @@ struct WatchedQueueTests {
         #expect(await watched.waitFor(Self.isStuck), "\(watched.kinds)")
         let waited = ContinuousClock.now - asked
         #expect(waited >= .milliseconds(300) && waited < .seconds(5), "reported after \(waited)")
-        #expect(watched.kinds == [.stuck(.blocked)])
+        let reported = watched.kinds
+        #expect(Self.stuckAsBlocked(reported), "\(reported)")
         #expect(watched.queue.stuck?.why == .blocked)
         #expect(watched.queue.isSilenced)
         let ran = Locked(false)
@@ -127,7 +135,7 @@ struct WatchedQueueTests {
         release.signal()
         await watched.drain()
         #expect(!ran.withLock { $0 }, "nothing runs after a stuck job")
-        #expect(watched.kinds == [.stuck(.blocked)], "nothing is reported after it")
+        #expect(watched.kinds == reported, "nothing is reported after it")
     }
 
     /// While one CPU runs 48 loops of the same priority for four times the limit, a job whose
@@ -191,7 +199,7 @@ struct WatchedQueueTests {
         watched.queue.run { release.wait() }
         #expect(await watched.waitFor(Self.isStuck), "\(watched.kinds)")
         release.signal()
-        #expect(watched.kinds == [.stuck(.blocked)])
+        #expect(Self.stuckAsBlocked(watched.kinds), "\(watched.kinds)")
     }
 
     /// A repeating job runs until it says it is done, and not at all once the queue is retired.
