@@ -119,7 +119,10 @@ let package = Package(
         // What every test target and the benchmark share: a private bus, waiting for a
         // condition without sleeping, temporary folders, finding and running programs, reading
         // /proc, MPRIS's names and recorded signals.
-        .target(name: "TestKit", dependencies: ["ChildProcess", "DBus"], path: "Tests/TestKit"),
+        .target(
+            name: "TestKit",
+            dependencies: ["ChildProcess", "DBus", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TestKit"),
         .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestKit"]),
         .testTarget(name: "NowPlayingTests", dependencies: ["NowPlaying", "DBus", "SeededRandom", "TestKit"]),
         .testTarget(
@@ -132,7 +135,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: ["DBus", "CDBus", "NowPlaying", "SeededRandom", "AudioCheck", "TestKit"]),
         // The daemon's pure decisions (the session save, the start-up), through `@testable import`.
-        .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom"]),
+        .testTarget(name: "QuaverTests", dependencies: ["quaver", "SeededRandom", "TestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -2,6 +2,7 @@ import CLibcShims
 import Dispatch
 import Glibc
 import Logging
+import PlaybackVocabulary
 
 /// Start-up runs code that playing never runs again: the dynamic loader's relocation tables,
 /// the argument parser, the configuration and session readers, much of Foundation. They stay
@@ -14,9 +15,9 @@ enum StartupPages {
     static let delay = Duration.seconds(10)
 
     /// Hands the start's pages back `delay` from now, off the main actor (the kernel walks
-    /// the pages in the call), with one debug line saying how much.
+    /// the pages in the call), with one debug line saying how much was resident.
     static func releaseSoon(logger: Logger) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + .seconds(Int(delay.components.seconds))) {
+        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay.dispatchInterval) {
             release(logger: logger)
         }
     }
@@ -28,15 +29,13 @@ enum StartupPages {
         logger.debug(
             "start-up over: \(mebibytes(csystem_resident_bytes())) resident; handing back the program's pages only it used"
         )
-        guard csystem_page_out_program() == 0 else {
+        if csystem_page_out_program() != 0 {
             let reason = String(cString: strerror(errno))
             logger.debug("the program's start-up pages stay resident: madvise(MADV_PAGEOUT) failed (\(reason))")
-            return
         }
     }
 
     private static func mebibytes(_ bytes: Int64) -> String {
-        let tenths = (bytes * 10 + (1 << 19)) >> 20
-        return "\(tenths / 10).\(tenths % 10) MiB"
+        (Double(bytes) / Double(1 << 20)).decimalText(places: 1) + " MiB"
     }
 }

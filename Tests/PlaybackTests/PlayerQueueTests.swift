@@ -1,4 +1,5 @@
 import SeededRandom
+import TestKit
 import Testing
 
 @testable import Media

@@ -73,49 +73,6 @@ enum Media {
     }
 }
 
-// MARK: - Logging
-
-/// Collects what a `Logger` is told, to check the log lines code promises.
-final class LogCapture: Sendable {
-    struct Line: Sendable {
-        var level: Logger.Level
-        var message: String
-    }
-
-    private let storage = Locked<[Line]>([])
-
-    var lines: [Line] { storage.withLock { $0 } }
-    var messages: [String] { lines.map(\.message) }
-
-    func messages(atLeast level: Logger.Level) -> [String] { lines.filter { $0.level >= level }.map(\.message) }
-
-    /// Lines whose text contains every one of `fragments`.
-    func lines(containing fragments: String...) -> [String] {
-        messages.filter { message in fragments.allSatisfy { message.contains($0) } }
-    }
-
-    var logger: Logger {
-        Logger(label: "quaver.tests") { _ in Handler(capture: self) }
-    }
-
-    fileprivate func append(_ line: Line) { storage.withLock { $0.append(line) } }
-
-    struct Handler: LogHandler {
-        let capture: LogCapture
-        var logLevel: Logger.Level = .trace
-        var metadata: Logger.Metadata = [:]
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            capture.append(Line(level: event.level, message: event.message.description))
-        }
-    }
-}
-
 // MARK: - Waiting
 
 /// Waits for conditions on the main actor (TestKit's `Waiter`), in the words the playback
