@@ -37,6 +37,33 @@ package struct StreamTags: Sendable, Equatable {
             .map { .sample(SampleReference(taking: $0)) }
     }
 
+    /// The tags ``init(_:)`` reads, by GStreamer's names.
+    static let readTags = [
+        GST_TAG_TITLE, GST_TAG_ARTIST, GST_TAG_ALBUM, GST_TAG_GENRE, GST_TAG_ORGANIZATION, GST_TAG_IMAGE,
+        GST_TAG_PREVIEW_IMAGE,
+    ]
+
+    /// Whether two messages' tag lists (borrowed) hold the same values of every tag
+    /// ``init(_:)`` reads. A decoder posts a stream's whole tag list again each time its bit
+    /// rate moves, every few seconds of playing; a list that agrees with the one before it
+    /// says nothing new and need not be read (reading cleans its text scalar by scalar).
+    package static func agree(_ a: UnsafePointer<GstTagList>, _ b: UnsafePointer<GstTagList>) -> Bool {
+        readTags.allSatisfy { tag in
+            let count = gst_tag_list_get_tag_size(a, tag)
+            guard count == gst_tag_list_get_tag_size(b, tag) else { return false }
+            return (0..<min(count, guint(TagReader.maximumValues))).allSatisfy { index in
+                guard let x = gst_tag_list_get_value_index(a, tag, index),
+                    let y = gst_tag_list_get_value_index(b, tag, index)
+                else { return false }
+                if gst_value_compare(x, y) == GST_VALUE_EQUAL { return true }
+                // Samples (pictures) do not compare; a repeated list holds the same one.
+                let sample = gst_sample_get_type()
+                return x.pointee.g_type == sample && y.pointee.g_type == sample
+                    && g_value_get_boxed(x) == g_value_get_boxed(y)
+            }
+        }
+    }
+
     /// Takes the picture out of these tags, uncopied: whoever keeps it reads its bytes, on
     /// a queue of its own, so that a picture of megabytes is never copied on the main actor.
     package mutating func takePicture() -> Picture? {

@@ -22,6 +22,13 @@ extension Pipeline {
         }
     }
 
+    /// Keeps `list` (a reference of its own, or nil) as the last tags heard, letting go of the
+    /// one before.
+    func keepLastTags(_ list: UnsafeMutablePointer<GstTagList>?) {
+        if let lastTags { gst_tag_list_unref(lastTags) }
+        lastTags = list
+    }
+
     static func position(of playbin: UnsafeMutablePointer<GstElement>) -> Duration? {
         var value: gint64 = -1
         return gst_element_query_position(playbin, GST_FORMAT_TIME, &value) != 0 && value >= 0
@@ -98,6 +105,7 @@ extension Pipeline {
                 cshims_message_source(message).flatMap { cshims_object_name($0) }.map { String(cString: $0) } ?? "?"
             return .warning(message: GStreamerError.of(message).error?.message ?? "unknown warning", source: source)
         case GST_MESSAGE_STREAM_START:
+            keepLastTags(nil)  // a new stream's first tags are read whatever the last ones were
             return .streamStart
         case GST_MESSAGE_DURATION_CHANGED:
             return .durationChanged(facts(of: playbin))
@@ -121,7 +129,8 @@ extension Pipeline {
             var list: UnsafeMutablePointer<GstTagList>?
             gst_message_parse_tag(message, &list)
             guard let list else { return nil }
-            defer { gst_tag_list_unref(list) }
+            defer { keepLastTags(list) }
+            if let lastTags, StreamTags.agree(list, lastTags) { return nil }
             let tags = StreamTags(list)
             return tags.isEmpty ? nil : .tags(tags)
         case GST_MESSAGE_APPLICATION:

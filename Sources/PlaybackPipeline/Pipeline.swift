@@ -48,6 +48,8 @@ package final class Pipeline: @unchecked Sendable {
     var lastReading: (SchedulerReading, ContinuousClock.Instant)?
     /// The URI of the load in progress (nil once it is taken down).
     var loadedURI: String?
+    /// The tag list of the last tag message read since the stream started (a reference of its own).
+    var lastTags: UnsafeMutablePointer<GstTagList>?
     var wantsElements = false
 
     /// Makes the playbin. Checks the sink description before anything runs, so that a bad
@@ -274,6 +276,7 @@ package final class Pipeline: @unchecked Sendable {
     deinit {
         cshims_byte_counter_unref(sourceBytes)
         cshims_byte_counter_unref(decodedBytes)
+        if let lastTags { gst_tag_list_unref(lastTags) }
         // Released already, or never built: nothing to free. Otherwise the playbin goes on a
         // queue of its own, never on the thread that dropped the pipeline (the main actor).
         guard let playbin else { return }
@@ -321,6 +324,7 @@ package final class Pipeline: @unchecked Sendable {
             if let bus { gst_object_unref(bus) }
             playbin = nil
             bus = nil
+            keepLastTags(nil)
             if let freed { DispatchQueue.main.async { MainActor.assumeIsolated(freed) } }
         }
     }
@@ -362,6 +366,7 @@ package final class Pipeline: @unchecked Sendable {
         stopPacing()
         gst_element_set_state(playbin, fresh ? GST_STATE_NULL : GST_STATE_READY)
         loudness?.reset()
+        keepLastTags(nil)
         // What is still queued describes the stream just taken down.
         if let bus {
             gst_bus_set_flushing(bus, 1)
