@@ -9,7 +9,8 @@ extension EngineState {
     /// An error: the handed-over next stream's (the current one goes on), the output's (paused
     /// until Play), or the loaded stream's (skipped). `handedOver`: the stream playbin held
     /// next, which the engine takes off the pipeline's hand-over for an error that is neither
-    /// the output's nor an echo (see ``ErrorAttribution``).
+    /// the output's nor an echo (see ``ErrorAttribution``). The error's URI, the decoder's
+    /// that posted it, says whose it is.
     ///
     /// The warning that follows (a track skipped, the output lost) says what failed and why
     /// in the user's terms; GStreamer's debug string (source file, function, element path) is
@@ -27,13 +28,27 @@ extension EngineState {
         }
         // A network stream handed over for gapless playback that fails while the current
         // one still plays is the one that failed: it is skipped, and the current one goes on
-        // where it was. A file is handed over only once its tags were read, so an error then
-        // is the loaded stream's.
+        // where it was.
         if !inOutput, let handedOver, transport.loadedEntry != nil, !MediaSources.isLocal(handedOver.uri) {
             errors.handOverFailed(source: error.source)
             prerollWatch.handOverFailed()
             let reloaded = transport.handOverFailed(position: clock.position(at: now))
             return actions + [.report(.handOverFailed(handedOver.entryID, reason: message))] + Self.moved(reloaded)
+        }
+        // A file handed over whose own decoder fails was read whole for its tags: the switch
+        // to it failed, not the file (plugins-bad's aiffparse in GStreamer 1.22 can push
+        // before playbin has linked its pad, and stop with "not-linked"). The loaded track
+        // plays to its end, where it stands, and the progress watch loads the file afresh
+        // from there (`loadNext`), as when such a switch stops without an error. The same
+        // file loaded and handed over leaves the error with the loaded one, as before.
+        if !inOutput, let handedOver, let loaded = transport.loaded, error.uri == handedOver.uri,
+            handedOver.uri != loaded.uri
+        {
+            errors.handOverFailed(source: error.source)
+            let next = MediaSources.displayName(handedOver.uri)
+            let note =
+                "the gapless switch to \(next) failed (\(message)); \(loadedName ?? name) plays to its end, and \(next) is loaded afresh there"
+            return actions + [.log(.info, note)]
         }
         let failed = loadedName
         var position = transport.pendingPosition ?? clock.position(at: now)

@@ -157,6 +157,7 @@ struct EngineState: Sendable {
         entries = entries[load.entry].map { [load.entry: $0] } ?? [:]
         loadNumber += 1
         seeks.loaded()
+        errors.loadStarted()
         awaitingOwnStreamStart = true
         positionFollow.loaded()
         pace = 1

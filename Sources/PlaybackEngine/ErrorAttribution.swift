@@ -35,6 +35,12 @@ struct ErrorAttribution: Sendable, Equatable {
         ignoredSource = source.decoderBin
     }
 
+    /// A load starts: playbin may make its decoder bins again under the names the failed one
+    /// had, and their errors are new ones.
+    mutating func loadStarted() {
+        ignoredSource = nil
+    }
+
     /// What a warning `message` from element `source` (its name) is.
     mutating func classify(warning message: String, source: String) -> Warning {
         if source.contains("audio-sink") || source.contains("autoaudiosink") {

@@ -309,6 +309,40 @@ struct EngineStateTests {
         #expect(limit == PrerollWatch.limit)
     }
 
+    /// A file handed over fails as playbin switches to it (plugins-bad's aiffparse can push
+    /// before its pad is linked): the loaded track is not failed, and plays to its end;
+    /// its decoder bin's later errors are echoes; a new load hears that bin's errors again.
+    @Test func aHandedOverFileThatFailsLeavesTheLoadedTrackPlaying() {
+        var state = Self.playing()
+        let bin = "/GstPlayBin:p/GstURIDecodeBin:uridecodebin1"
+        let error = PipelineError(
+            message: "Internal data stream error.", domain: .stream, code: PipelineError.streamFailed,
+            source: ElementPath(bin + "/GstDecodeBin:decodebin11/GstAiffParse:aiffparse7"), uri: Self.b.uri)
+        let actions = state.pipelineFailed(error, handedOver: Self.handedOver(Self.b), now: Self.at(6))
+        #expect(actions.transportActions.isEmpty, "the loaded track neither fails nor reloads: \(actions)")
+        #expect(!actions.contains { if case .report = $0 { true } else { false } }, "\(actions)")
+        #expect(
+            actions.contains(
+                .log(
+                    .info,
+                    "the gapless switch to /b.flac failed (Internal data stream error.); /a.flac plays to its end, and /b.flac is loaded afresh there"
+                )))
+        #expect(state.errors.isEcho(ElementPath(bin + "/GstDecodeBin:decodebin11/GstQueue2:queue0")))
+
+        // The loaded track's own decoder failing is the loaded track's failure.
+        let own = PipelineError(
+            message: "corrupt", domain: .stream, code: 0,
+            source: ElementPath("/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin10/GstFlacDec:f"),
+            uri: Self.a.uri)
+        var fresh = Self.playing()
+        let failed = fresh.pipelineFailed(own, handedOver: Self.handedOver(Self.b), now: Self.at(6))
+        #expect(!failed.transportActions.isEmpty, "\(failed)")
+
+        // A load starts: the failed bin's name may come back, with errors of its own.
+        _ = state.loadCarriedOut(Self.b, now: Self.at(8))
+        #expect(!state.errors.isEcho(ElementPath(bin + "/GstDecodeBin:decodebin12/GstAiffParse:aiffparse8")))
+    }
+
     /// The progress watches follow the transport: they start for each load and each gapless
     /// switch that plays (a switch's first samples are not judged), and stop as soon as it
     /// does not play.
