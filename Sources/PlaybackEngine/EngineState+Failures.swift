@@ -50,6 +50,15 @@ extension EngineState {
                 "the gapless switch to \(next) failed (\(message)); \(loadedName ?? name) plays to its end, and \(next) is loaded afresh there"
             return actions + [.log(.info, note)]
         }
+        // A file that stops as playbin links it, before it prerolled (plugins-bad's aiffparse
+        // in GStreamer 1.22 can push before its pad is linked), is not at fault: it is loaded
+        // once more from NULL, and skipped with the reason should that stop too.
+        if !inOutput, error.stoppedUnlinked, case .prerolling(let load, _, nil, _) = transport.phase,
+            MediaSources.isLocal(load.uri), prerollWatch.stoppedUnlinked(load.entry)
+        {
+            let note = "\(Self.name(of: load)) stopped as it was linked (\(message)); loading it once more"
+            return actions + [.log(.info, note)] + Self.moved(transport.prerollTimedOut())
+        }
         let failed = loadedName
         var position = transport.pendingPosition ?? clock.position(at: now)
         // A failed output pauses where clients last saw it, never before.
@@ -97,8 +106,15 @@ extension EngineState {
             let reason = "it did not start within \(seconds)"
             return Self.moved(transport.failed(reason: reason, inOutput: false, position: .zero))
         case .undecodable:
-            let reason = "no audio was decoded from it within \(seconds)"
+            let first = StreamWatch.seconds(PrerollWatch.outputLimit)
+            let reason =
+                limit == PrerollWatch.outputLimit
+                ? "no audio was decoded from it within \(seconds)"
+                : "no audio was decoded from it within \(first), nor within \(seconds) of loading it again"
             return Self.moved(transport.failed(reason: reason, inOutput: false, position: .zero))
+        case .retryUndecoded:
+            let note = "no audio was decoded from \(name) within \(seconds); loading it once more"
+            return [.log(.info, note)] + Self.moved(transport.prerollTimedOut())
         case .retry:
             let note = "\(name) did not start within \(seconds); loading it again"
             return [.log(.warning, note)] + Self.moved(transport.prerollTimedOut())

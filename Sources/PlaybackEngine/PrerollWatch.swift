@@ -10,11 +10,14 @@ import Media
 /// - Any other local file has ``outputLimit``: a file that was read and decodes prerolls as
 ///   soon as the output takes its first buffer. A preroll that long with no decoded audio at
 ///   all is the file's fault (a demuxer that claims it and never makes a stream, as libav's
-///   does with an IFF picture named `.aiff`): it is skipped with the reason, and the queue
-///   goes on. With decoded audio waiting, it is an output that takes none (a sound server
-///   that stopped taking it): the file is loaded once more from NULL, and then the output
-///   counts as failed: the player pauses there and says so, and Play tries again. A slow
-///   output (seconds per buffer) stays well within the limit.
+///   does with an IFF picture named `.aiff`), or a race in a demuxer as playbin links it
+///   (plugins-bad's aiffparse in GStreamer 1.22 can push before its pad is linked and stop
+///   there): the file is loaded once more from NULL, with ``limit``, and skipped with the
+///   reason when that decodes nothing either, and the queue goes on. With decoded audio
+///   waiting, it is an output that takes none (a sound server that stopped taking it): the
+///   file is loaded once more from NULL, and then the output counts as failed: the player
+///   pauses there and says so, and Play tries again. A slow output (seconds per buffer)
+///   stays well within the limit.
 /// A network stream is not timed here: it has its ``StreamWatch``.
 struct PrerollWatch: Sendable, Equatable {
     enum Stage: Sendable, Equatable {
@@ -24,6 +27,11 @@ struct PrerollWatch: Sendable, Equatable {
         /// The load of `entry` is timed; `retried`: it was loaded again already for not
         /// prerolling in time; `afterHandOver`: the first case above.
         case watching(entry: UInt64, retried: Bool, afterHandOver: Bool)
+        /// The load of `entry` decoded nothing within ``outputLimit``; its next load is the
+        /// last try, timed with ``limit``.
+        case retryingUndecoded(entry: UInt64)
+        /// That last try is under way.
+        case watchingUndecoded(entry: UInt64)
     }
 
     /// What a preroll that took too long leads to.
@@ -32,7 +40,9 @@ struct PrerollWatch: Sendable, Equatable {
         case retry
         /// Skip the entry: it cannot be played after the failed hand-over.
         case skip
-        /// Skip the entry: no decoder made audio of it.
+        /// Load the entry again, from NULL, once: no decoder made audio of it yet.
+        case retryUndecoded
+        /// Skip the entry: no decoder made audio of it, in two loads.
         case undecodable
         /// The output takes no audio: pause there and say so.
         case outputFailed
@@ -59,25 +69,53 @@ struct PrerollWatch: Sendable, Equatable {
             stage = isLocal ? .watching(entry: entry, retried: false, afterHandOver: true) : .off
         case .watching(let watched, let retried, _) where watched == entry && retried:
             break  // the retry
-        case .off, .watching:
+        case .retryingUndecoded(let watched) where watched == entry:
+            stage = .watchingUndecoded(entry: entry)
+            return Self.limit
+        case .off, .watching, .retryingUndecoded, .watchingUndecoded:
             stage = isLocal ? .watching(entry: entry, retried: false, afterHandOver: false) : .off
         }
         guard case .watching(_, _, let afterHandOver) = stage else { return nil }
         return afterHandOver ? Self.limit : Self.outputLimit
     }
 
+    /// The load of `entry` stopped as playbin linked it, before it prerolled (see
+    /// ``PipelineError/stoppedUnlinked``). Returns whether it is loaded once more: the first
+    /// time, as for a file that decoded nothing, and that last try is timed with ``limit``.
+    mutating func stoppedUnlinked(_ entry: UInt64) -> Bool {
+        guard case .watching(entry, retried: false, afterHandOver: false) = stage else { return false }
+        stage = .retryingUndecoded(entry: entry)
+        return true
+    }
+
     /// The load prerolled (or a seek completed): nothing is timed any more.
     mutating func prerolled() {
-        if case .watching = stage { stage = .off }
+        switch stage {
+        case .watching, .retryingUndecoded, .watchingUndecoded: stage = .off
+        case .off, .reloadAfterHandOver: break
+        }
     }
 
     /// The limit passed while the timed load still prerolls; `decodedAudio`: some of its
     /// decoded audio reached the output.
     mutating func timedOut(decodedAudio: Bool) -> Decision? {
+        if case .watchingUndecoded(let entry) = stage {
+            // Audio decoded at last: the file plays, and its output has the usual limit.
+            guard decodedAudio else {
+                stage = .off
+                return .undecodable
+            }
+            stage = .watching(entry: entry, retried: true, afterHandOver: false)
+            return .retry
+        }
         guard case .watching(let entry, let retried, let afterHandOver) = stage else { return nil }
         // After a failed hand-over nothing is decoded either: playbin itself is stuck, and a
         // load from NULL mends it.
         if !afterHandOver, !decodedAudio {
+            guard retried else {
+                stage = .retryingUndecoded(entry: entry)
+                return .retryUndecoded
+            }
             stage = .off
             return .undecodable
         }

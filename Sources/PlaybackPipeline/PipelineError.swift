@@ -123,6 +123,13 @@ package struct PipelineError: Sendable, Equatable, CustomStringConvertible {
         return "\(message) (\(detail))"
     }
 
+    /// Whether the stream stopped because an element pushed into a pad nothing was linked
+    /// to ("streaming stopped, reason not-linked"): a race as playbin links a stream, not a
+    /// fault of the data.
+    package var stoppedUnlinked: Bool {
+        domain == .stream && code == Self.streamFailed && debug?.contains("reason not-linked") == true
+    }
+
     /// `GST_STREAM_ERROR_FAILED`: a stream's data stopped flowing (its element says why in
     /// its debug string).
     package static let streamFailed = Int32(GST_STREAM_ERROR_FAILED.rawValue)

@@ -47,8 +47,9 @@ struct GaplessStallTests {
         }
         .reduce(into: [String]()) { seen, title in if seen.last != title { seen.append(title) } }
         #expect(ended, "the queue plays to its end: titles \(titles)\n\(session.log())")
-        // A fresh load of an AIFF can meet the same race and not start: that one is skipped
-        // with its reason (by the preroll watch), and the queue goes on. A track that played
+        // A fresh load of an AIFF can meet the same race and not start: it is loaded once
+        // more after the preroll limit, and skipped with its reason (by the preroll watch)
+        // only when that meets it too; the queue goes on. A track that played
         // and then stood (the race at its end, met twice) is shown while it played, and then
         // skipped with its reason: it may be among the titles, in its place.
         // The file's whole name and the colon after it: "Stall 1" alone is also "Stall 10"'s start.

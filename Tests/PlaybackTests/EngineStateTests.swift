@@ -384,8 +384,9 @@ struct EngineStateTests {
     }
 
     /// A local file that does not preroll in time: with decoded audio waiting, it is loaded
-    /// again from NULL, then the output counts as failed; with none, it is the file's fault.
-    /// Only the load timed, while it still prerolls, is decided on.
+    /// again from NULL, then the output counts as failed; with none, it is loaded once more
+    /// from NULL (a demuxer can race playbin as it links it), and then it is the file's
+    /// fault. Only the load timed, while it still prerolls, is decided on.
     @Test func aPrerollThatTakesTooLongIsRetriedThenTheOutputFails() {
         let limit = PrerollWatch.outputLimit
         var state = EngineState()
@@ -420,8 +421,54 @@ struct EngineStateTests {
         _ = other.transport.load(Self.a, intent: .playing)
         _ = other.loadCarriedOut(Self.a, now: Self.at(2))
         let none = passed(&other, other.loadNumber, false)
-        let undecoded = "no audio was decoded from it within \(StreamWatch.seconds(limit))"
-        #expect(none == EngineState.moved([.unload(fresh: true), .skip(1, reason: undecoded)]))
+        #expect(
+            none == [
+                .log(.info, "no audio was decoded from /a.flac within 15 s; loading it once more"),
+                .transport(.load(Self.a, .playing, fresh: true)), .followTransport(timingChanged: false),
+            ])
+        let lastTry = other.loadCarriedOut(Self.a, now: Self.at(17))
+        #expect(lastTry == PrerollWatch.limit, "the last try is timed shorter")
+        let still = other.prerollLimitPassed(
+            of: Self.a, number: other.loadNumber, limit: PrerollWatch.limit, decodedAudio: false, now: Self.at(21))
+        let undecoded = "no audio was decoded from it within 15 s, nor within 4 s of loading it again"
+        #expect(still == EngineState.moved([.unload(fresh: true), .skip(1, reason: undecoded)]))
+    }
+
+    /// A file that stops as playbin links it, before it prerolled (aiffparse's not-linked
+    /// race), is loaded once more from NULL; should that stop too, it is skipped with the
+    /// reason. Any other error of the load skips it at once.
+    @Test func aFileThatStopsAsItIsLinkedIsLoadedOnceMore() {
+        let aiff = Load(entry: 5, uri: "file:///c.aiff")
+        let unlinked = PipelineError(
+            message: "Internal data stream error.",
+            debug:
+                "aiffparse.c(1533): gst_aiff_parse_loop (): /GstPlayBin:p/GstAiffParse:aiffparse0:\nstreaming stopped, reason not-linked (-1)",
+            domain: .stream, code: PipelineError.streamFailed,
+            source: ElementPath(
+                "/GstPlayBin:p/GstURIDecodeBin:uridecodebin0/GstDecodeBin:decodebin0/GstAiffParse:aiffparse0"),
+            uri: aiff.uri)
+        #expect(unlinked.stoppedUnlinked)
+        var state = EngineState()
+        _ = state.transport.load(aiff, intent: .playing)
+        _ = state.loadCarriedOut(aiff, now: Self.t0)
+        let first = state.pipelineFailed(unlinked, handedOver: nil, now: Self.at(0.1))
+        #expect(first.transportActions == [.load(aiff, .playing, fresh: true)], "\(first)")
+        #expect(
+            first.contains(
+                .log(.info, "/c.aiff stopped as it was linked (Internal data stream error.); loading it once more")))
+        #expect(state.loadCarriedOut(aiff, now: Self.at(0.2)) == PrerollWatch.limit, "the last try is timed")
+        let second = state.pipelineFailed(unlinked, handedOver: nil, now: Self.at(0.3))
+        #expect(second.transportActions == [.unload(fresh: true), .skip(5, reason: "Internal data stream error.")])
+
+        var other = EngineState()
+        _ = other.transport.load(aiff, intent: .playing)
+        _ = other.loadCarriedOut(aiff, now: Self.t0)
+        let corrupt = PipelineError(
+            message: "Internal data stream error.", debug: "streaming stopped, reason error (-5)", domain: .stream,
+            code: PipelineError.streamFailed, source: unlinked.source, uri: aiff.uri)
+        #expect(!corrupt.stoppedUnlinked)
+        let skipped = other.pipelineFailed(corrupt, handedOver: nil, now: Self.at(0.1))
+        #expect(skipped.transportActions == [.unload(fresh: true), .skip(5, reason: "Internal data stream error.")])
     }
 
     /// A mixer's change of the output volume is followed; Quaver's own, coming back, is not.

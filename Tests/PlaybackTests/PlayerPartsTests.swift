@@ -56,11 +56,32 @@ struct PlayerPartsTests {
         #expect(after { watch.loadStarted(3, isLocal: false) } == nil, "a stream has its stall watch")
     }
 
-    @Test func anOrdinaryLoadThatDecodesNothingIsSkippedAtOnce() {
+    @Test func anOrdinaryLoadThatDecodesNothingIsLoadedOnceMoreThenSkipped() {
         var watch = PrerollWatch()
         _ = watch.loadStarted(1, isLocal: true)
         #expect(
+            after { watch.timedOut(decodedAudio: false) } == .retryUndecoded,
+            "a demuxer can race playbin as it links it: once more, from NULL")
+        #expect(after { watch.loadStarted(1, isLocal: true) } == PrerollWatch.limit, "the last try is timed shorter")
+        #expect(
             after { watch.timedOut(decodedAudio: false) } == .undecodable, "no decoder made audio: the file's fault")
+        #expect(watch.stage == .off)
+
+        // The last try decodes audio: the file plays, and its output has the usual limit.
+        _ = watch.loadStarted(4, isLocal: true)
+        _ = watch.timedOut(decodedAudio: false)
+        _ = watch.loadStarted(4, isLocal: true)
+        #expect(after { watch.timedOut(decodedAudio: true) } == .retry)
+        #expect(after { watch.loadStarted(4, isLocal: true) } == PrerollWatch.outputLimit)
+        #expect(after { watch.timedOut(decodedAudio: true) } == .outputFailed)
+
+        // Another entry's load, or a preroll, ends the last try.
+        _ = watch.loadStarted(5, isLocal: true)
+        _ = watch.timedOut(decodedAudio: false)
+        #expect(after { watch.loadStarted(6, isLocal: true) } == PrerollWatch.outputLimit)
+        _ = watch.timedOut(decodedAudio: false)
+        _ = watch.loadStarted(6, isLocal: true)
+        watch.prerolled()
         #expect(watch.stage == .off)
         _ = watch.loadStarted(2, isLocal: true)
         #expect(after { watch.timedOut(decodedAudio: true) } == .retry)
