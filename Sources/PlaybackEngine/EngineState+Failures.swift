@@ -38,9 +38,10 @@ extension EngineState {
         // A file handed over whose own decoder fails was read whole for its tags: the switch
         // to it failed, not the file (plugins-bad's aiffparse in GStreamer 1.22 can push
         // before playbin has linked its pad, and stop with "not-linked"). The loaded track
-        // plays to its end, where it stands, and the progress watch loads the file afresh
-        // from there (`loadNext`), as when such a switch stops without an error. The same
-        // file loaded and handed over leaves the error with the loaded one, as before.
+        // plays to its end; there playbin ends the stream, or the audio stands and the
+        // progress watch takes it for ended (`loadNext`), and either way what follows is
+        // loaded afresh. The same file loaded and handed over leaves the error with the
+        // loaded one.
         if !inOutput, let handedOver, let loaded = transport.loaded, error.uri == handedOver.uri,
             handedOver.uri != loaded.uri
         {
