@@ -6,7 +6,8 @@ import PlaybackVocabulary
 ///
 /// Pure: the pipeline's samples (the stream's position and the pipeline's clock, with the
 /// instant they were taken) are handed in. While the transport plays, its owner samples the
-/// pipeline every ``period`` (``calmPeriod`` while the audio keeps its pace) and feeds each sample here; nothing runs otherwise, so a paused
+/// pipeline every ``period`` (while the audio keeps its pace, the output judges it, see
+/// ``calmPeriod``) and feeds each sample here; nothing runs otherwise, so a paused
 /// player never wakes for it. Audio that did not move since the sample before is held: the
 /// position clock stands where the audio is, so that Position never runs ahead of what was
 /// heard by more than a sample or two. Audio that has not moved for ``grace`` is waited for:
@@ -120,14 +121,17 @@ struct ProgressWatch: Sendable, Equatable {
     /// How often a playing pipeline is sampled: from its start, and while its audio is off
     /// its pace.
     static let period = Duration.milliseconds(250)
-    /// How often a pipeline is sampled while its audio keeps its pace: a quarter as often,
-    /// and on the pipeline's queue alone (``Action/watchPace(from:rate:every:)``), since each
-    /// sample wakes threads of the daemon's own that GStreamer alone would not, and a music
-    /// player plays for hours. Audio that stops right after a calm sample moves less
-    /// than ``calmShare`` by the next one, so that sampling goes back to ``period``: Position
-    /// runs ahead of the audio by at most a second before it is held, and clients see
-    /// playback waiting at most 2.3 s after the audio stopped (the ``grace`` counts from the
-    /// last sample at which the audio moved).
+    /// How long audio that keeps its pace may fall behind it before the pipeline samples it
+    /// (``Action/watchPace(from:rate:every:)``). While it keeps it, nothing is sampled: the
+    /// output's streaming thread judges the pace as each buffer enters the output, so that no
+    /// thread of the daemon's own wakes (each sample woke threads GStreamer alone would not,
+    /// and a music player plays for hours). Audio that stops is sampled within this period
+    /// and the length of the last buffer the output took, with a calm sample where the
+    /// output's audio last kept its pace, and sampling goes back to ``period``: Position runs
+    /// ahead of the audio by about a second before it is held, and clients see playback
+    /// waiting within 2.3 s of the audio stopping (the ``grace`` counts from the calm
+    /// sample). An output whose pad cannot be watched is sampled this often instead, with
+    /// the same bounds.
     static let calmPeriod = Duration.seconds(1)
     /// The share of the expected progress that counts as keeping pace.
     static let calmShare = 0.8

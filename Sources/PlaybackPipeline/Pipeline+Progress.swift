@@ -1,5 +1,7 @@
 internal import CGStreamer
 internal import CGStreamerShims
+import Dispatch
+import Glibc
 import Media
 import PlaybackVocabulary
 
@@ -57,15 +59,25 @@ extension Pipeline {
         }
     }
 
-    /// Samples the stream every `watch.period`, on the pipeline's own queue, for as long as
-    /// its audio keeps the pace `watch` expects, telling nobody: a sample the main actor does
-    /// not hear wakes one thread, not three. The first sample off that pace comes as
-    /// ``Event/progress(_:since:)`` with the calm sample before it, and sampling stops there
-    /// (as it does at ``stopPaceWatch()``, ``sampleProgress()`` or a load).
+    /// Watches the stream's pace for as long as its audio keeps the pace `watch` expects,
+    /// telling nobody; the first sample off that pace comes as ``Event/progress(_:since:)``
+    /// with a calm one before it, and the watch stops there (as it does at
+    /// ``stopPaceWatch()``, ``sampleProgress()`` or a load).
+    ///
+    /// The output's streaming thread judges the pace as each buffer enters the output (see
+    /// `cshims_pace`): it wakes for every buffer anyway, so that no thread of the daemon's own
+    /// wakes while the audio plays on, and a music player plays for hours. Only when no
+    /// buffer kept the pace for `watch.period` is the stream sampled, on the pipeline's
+    /// queue; the calm sample is then where the output's audio last kept it. An output whose
+    /// pad cannot be watched is sampled every `watch.period` instead.
     package func watchPace(_ watch: PaceWatch) {
         run { pipeline in
             pipeline.stopPacing()
             pipeline.paceWatch = watch
+            if pipeline.paceAlarm != nil, let pace = pipeline.pace {
+                cshims_pace_arm(pace, watch.share, Int64(watch.period.nanoseconds))
+                return
+            }
             // A pipeline let go of stops its sampling with it.
             pipeline.paceTimer = pipeline.jobs.every(watch.period) { [weak pipeline] in
                 pipeline?.samplePace()
@@ -84,9 +96,41 @@ extension Pipeline {
         paceTimer?.cancel()
         paceTimer = nil
         paceWatch = nil
+        if let pace { cshims_pace_disarm(pace) }
     }
 
-    /// One sample of a ``watchPace(_:)``, on the pipeline's queue.
+    /// Has ``pace`` watch the buffers that enter `output` (the audio sink), and listens for
+    /// its alarm on the pipeline's queue. On the pipeline's queue, as it is built.
+    func watchPace(enteringOutput output: UnsafeMutablePointer<GstElement>) {
+        guard let pace, cshims_pace_attach(pace, output, "sink") != 0 else { return }
+        // The source reads a duplicate that only its cancellation closes, as the bus's does.
+        let descriptor = dup(cshims_pace_descriptor(pace))
+        guard descriptor >= 0 else { return }
+        let alarm = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: jobs.queue)
+        alarm.setEventHandler { [weak self] in self?.paceFellBehind() }
+        alarm.setCancelHandler { close(descriptor) }
+        alarm.resume()
+        paceAlarm = alarm
+    }
+
+    /// The alarm of ``pace``, on the pipeline's queue: when the audio is indeed off its
+    /// pace, the stream is sampled in a job of its own (timed, as every call into the
+    /// playbin is), and reported with a calm sample where the output's audio last kept it.
+    private func paceFellBehind() {
+        guard let pace else { return }
+        var keptAt: Int64 = 0
+        var keptStreamTime: Int64 = 0
+        guard cshims_pace_take_alarm(pace, &keptAt, &keptStreamTime) != 0 else { return }
+        let (kept, streamTime) = (keptAt, keptStreamTime)
+        run { pipeline in
+            guard let watch = pipeline.paceWatch, let playbin = pipeline.playbin else { return pipeline.stopPacing() }
+            let sample = Self.progress(of: playbin)
+            pipeline.stopPacing()
+            pipeline.post(.progress(sample, since: watch.calm(before: sample, keptAt: kept, at: streamTime)))
+        }
+    }
+
+    /// One sample of a ``watchPace(_:)`` on a timer, on the pipeline's queue.
     private func samplePace() {
         guard var watch = paceWatch, let playbin else { return stopPacing() }
         let sample = Self.progress(of: playbin)
@@ -130,13 +174,15 @@ extension Pipeline {
 /// What the pipeline needs to sample a stream's progress on its own while the audio keeps
 /// its pace (see ``Pipeline/watchPace(_:)``).
 package struct PaceWatch: Sendable, Equatable {
-    /// The sample the next is compared with.
+    /// The sample the next is compared with (the calm sample, when no buffer showed the pace
+    /// kept since the watch began).
     package var reference: Pipeline.Progress
     /// How fast the position should move: the playback rate.
     package var rate: Double
     /// The share of the expected progress that keeps pace.
     package var share: Double
-    /// How often the stream is sampled.
+    /// How long the audio may fall behind the pace before the stream is sampled (how often
+    /// it is sampled, when the output's pad cannot be watched).
     package var period: Duration
 
     package init(reference: Pipeline.Progress, rate: Double, share: Double, period: Duration) {
@@ -144,6 +190,19 @@ package struct PaceWatch: Sendable, Equatable {
         self.rate = rate
         self.share = share
         self.period = period
+    }
+
+    /// The calm sample before `sample`, off the pace: where the output's audio last kept it
+    /// (`keptAt`, on `cshims_pace_now()`'s clock), at the stream time of the buffer that
+    /// showed it (`streamTime`, ns; negative when unknown). That buffer had entered the
+    /// output, ahead of what was heard: the calm position is never past `sample`'s, so that
+    /// audio that stood since counts as standing. ``reference`` when no buffer kept the pace.
+    func calm(before sample: Pipeline.Progress, keptAt: Int64, at streamTime: Int64) -> Pipeline.Progress {
+        guard streamTime >= 0 else { return reference }
+        let age = Duration.nanoseconds(max(cshims_pace_now() - keptAt, 0))
+        var position = Duration.nanoseconds(streamTime)
+        if let heard = sample.position { position = min(position, heard) }
+        return Pipeline.Progress(position: position, clockName: sample.clockName, at: .now - age)
     }
 
     /// Whether `sample` moved from ``reference`` by at least ``share`` of what the time

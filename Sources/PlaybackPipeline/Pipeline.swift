@@ -28,6 +28,9 @@ package final class Pipeline: @unchecked Sendable {
     private let sourceBytes = cshims_byte_counter_new()
     /// The decoded audio that reached the audio filter since the last load began.
     private let decodedBytes = cshims_byte_counter_new()
+    /// Judges, in the output's streaming thread, whether the audio keeps its pace (see
+    /// ``watchPace(_:)``); nil when the kernel gives no timer.
+    let pace = cshims_pace_new()
 
     /// Where every call into the playbin runs, timed (see ``WatchedQueue``).
     let jobs: WatchedQueue
@@ -43,7 +46,10 @@ package final class Pipeline: @unchecked Sendable {
     var loadNumber = 0
     /// While the audio keeps its pace, the pipeline samples it on its own (Pipeline+Progress.swift).
     var paceWatch: PaceWatch?
+    /// Samples the pace on the pipeline's queue, when the output's pad cannot be watched.
     var paceTimer: (any DispatchSourceTimer)?
+    /// Hears ``pace`` say the audio fell off its pace; nil when the output's pad is not watched.
+    var paceAlarm: (any DispatchSourceRead)?
     /// The scheduler's statistics at the last progress sample asked for, and when.
     var lastReading: (SchedulerReading, ContinuousClock.Instant)?
     /// The URI of the load in progress (nil once it is taken down).
@@ -151,6 +157,7 @@ package final class Pipeline: @unchecked Sendable {
         if let sink {
             cshims_set_stream_properties(sink, Self.streamProperties)
             cshims_object_set_object(element, "audio-sink", sink)
+            watchPace(enteringOutput: sink)
         }
         // Decoded audio is counted where it enters the filter, else where it enters the sink.
         if let counted = filter ?? sink { cshims_count_pad_bytes(counted, "sink", decodedBytes) }
@@ -274,6 +281,8 @@ package final class Pipeline: @unchecked Sendable {
     package var hasDecodedAudio: Bool { cshims_byte_counter_read(decodedBytes) > 0 }
 
     deinit {
+        paceAlarm?.cancel()
+        cshims_pace_unref(pace)
         cshims_byte_counter_unref(sourceBytes)
         cshims_byte_counter_unref(decodedBytes)
         if let lastTags { gst_tag_list_unref(lastTags) }
@@ -316,6 +325,9 @@ package final class Pipeline: @unchecked Sendable {
         jobs.queue.async { [self] in
             busSource?.cancel()
             busSource = nil
+            stopPacing()
+            paceAlarm?.cancel()
+            paceAlarm = nil
             if let playbin {
                 for handler in handlers where handler != 0 { cshims_disconnect(playbin, handler) }
                 gst_element_set_state(playbin, GST_STATE_NULL)

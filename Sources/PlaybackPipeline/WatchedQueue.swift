@@ -35,7 +35,7 @@ final class WatchedQueue: Sendable {
     /// The watchdog's one timer: it ticks every half of the limit from a job's start, for as
     /// long as jobs keep starting, and stands once a tick finds none run since the last one.
     /// One timer, not one per job: making and cancelling a timer wakes Dispatch's timer
-    /// thread each time, and a playing pipeline runs a job every second. Dispatch's sources
+    /// thread each time, and a pipeline runs a job for every command. Dispatch's sources
     /// may be scheduled from any thread, which its Swift overlay does not declare.
     nonisolated(unsafe) private let watchdog: any DispatchSourceTimer
     /// What the queue and its watchdog share.
@@ -100,6 +100,8 @@ final class WatchedQueue: Sendable {
     /// Whether the watchdog's timer ticks: from a job's start until a tick finds no job
     /// started since the one before.
     var isWatching: Bool { control.withLock { $0.ticking } }
+    /// How many jobs have started on the queue.
+    var jobsStarted: UInt64 { control.withLock { $0.nextJob } }
     /// The job that got stuck, if one did: when it started, and why it was taken for stuck.
     var stuck: (since: ContinuousClock.Instant, why: StuckCall)? { control.withLock { $0.stuck } }
 

@@ -253,9 +253,13 @@ struct PipelineTests {
             return
         }
         pipeline.watchPace(PaceWatch(reference: reference, rate: 1, share: 0.8, period: .milliseconds(200)))
-        // Ten periods of a playing pipeline, measured as a window: nothing is reported.
+        try await Task.sleep(for: .milliseconds(100))
+        let jobs = pipeline.jobs.jobsStarted
+        // Ten periods of a playing pipeline, measured as a window: nothing is reported, and
+        // the output's streaming thread judges the pace, so that no job runs for it.
         try await Task.sleep(for: .seconds(2))
         #expect(probe.events.filter(isProgress).count == 1, "calm samples are not reported: \(probe.events)")
+        #expect(pipeline.jobs.jobsStarted == jobs, "no job ran while the audio kept its pace")
         pipeline.setState(.paused)
         #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(isProgress).count == 2 })
         guard case .progress(let off, let calm?)? = probe.events.last(where: isProgress) else {
@@ -269,6 +273,41 @@ struct PipelineTests {
         #expect(offAt - calmAt < (off.at - calm.at) * 0.8, "off the pace: \(calmAt) → \(offAt)")
         try await Task.sleep(for: .seconds(1))
         #expect(probe.events.filter(isProgress).count == 2, "sampling stopped with its report")
+        pipeline.release()
+    }
+
+    /// An output that takes the audio at a third of its pace, or less (each buffer held for
+    /// 300 ms before a synchronised sink): the audio moves, but off its pace, and that is
+    /// reported with a calm sample behind the one off the pace.
+    @Test func aPaceWatchReportsAnOutputSlowerThanThePace() async throws {
+        let folder = try TemporaryFolder()
+        defer { folder.remove() }
+        let files = try await Media.tracks(1, seconds: 30, in: folder)
+        let probe = PipelineProbe(audioSink: "identity sleep-time=300000 ! fakesink sync=true")
+        let pipeline: Pipeline = probe.pipeline
+        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
+        #expect(await probe.wait { probe.reachedPlaying })
+        func isProgress(_ event: Pipeline.Event) -> Bool { if case .progress = event { true } else { false } }
+        pipeline.sampleProgress()
+        #expect(await probe.waitForEvent(isProgress))
+        guard case .progress(let reference, nil)? = probe.events.last(where: isProgress) else {
+            Issue.record("no plain sample: \(probe.events)")
+            return
+        }
+        let watched = ContinuousClock.now
+        pipeline.watchPace(PaceWatch(reference: reference, rate: 1, share: 0.8, period: .milliseconds(500)))
+        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(isProgress).count == 2 })
+        guard case .progress(let off, let calm?)? = probe.events.last(where: isProgress) else {
+            Issue.record("the report carries no calm sample: \(probe.events)")
+            return
+        }
+        #expect(off.at - watched < .seconds(3), "reported within a few periods: \(off.at - watched)")
+        let (calmAt, offAt, from) = (
+            try #require(calm.position), try #require(off.position), try #require(reference.position)
+        )
+        #expect(calmAt >= from, "the calm sample is not behind the reference")
+        #expect(offAt > calmAt, "the audio moved: \(calmAt) → \(offAt)")
+        #expect(offAt - calmAt < (off.at - calm.at) * 0.8, "off the pace: \(calmAt) → \(offAt)")
         pipeline.release()
     }
 

@@ -106,4 +106,27 @@ GstEvent *cshims_tag_event_without_replaygain(GstEvent *event);
 // `list`, as the Q7.8 integer the comment holds; FALSE when absent or not a number.
 gboolean cshims_r128_gain(const GstTagList *list, const char *key, gint *value);
 
+// Whether the audio entering an output keeps its pace, judged in the output's streaming
+// thread as each buffer comes: no other thread wakes while it does. Reference-counted: the
+// pad's probe may outlive the pipeline that made it. NULL when no timer can be made.
+typedef struct cshims_pace cshims_pace;
+cshims_pace *cshims_pace_new(void);
+cshims_pace *cshims_pace_ref(cshims_pace *pace);
+void cshims_pace_unref(cshims_pace *pace);
+// Watches the buffers and stream changes that pass the static pad `pad_name` of `element`;
+// FALSE when it has no such pad.
+gboolean cshims_pace_attach(cshims_pace *pace, GstElement *element, const char *pad_name);
+// The descriptor that becomes readable once the audio armed for fell off its pace: no
+// buffer moved the running time on by `share` of the time since the last that did, within
+// a `period` (ns) of the audio that one brought.
+int cshims_pace_descriptor(const cshims_pace *pace);
+void cshims_pace_arm(cshims_pace *pace, double share, int64_t period);
+void cshims_pace_disarm(cshims_pace *pace);
+// Once the descriptor is readable: clears it, and returns TRUE (disarmed) when the audio is
+// off its pace, with when a buffer last kept it (CLOCK_MONOTONIC ns; the arming, when none
+// did) and the stream time that buffer began at (-1: unknown, or none did).
+gboolean cshims_pace_take_alarm(cshims_pace *pace, int64_t *kept_at, int64_t *stream_time);
+// CLOCK_MONOTONIC, in ns: the clock of the times above.
+int64_t cshims_pace_now(void);
+
 #endif
