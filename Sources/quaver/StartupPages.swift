@@ -15,9 +15,11 @@ enum StartupPages {
     static let delay = Duration.seconds(10)
 
     /// Hands the start's pages back `delay` from now, off the main actor (the kernel walks
-    /// the pages in the call), with one debug line saying how much was resident.
+    /// the pages in the call), with one debug line saying how much was resident. On a queue
+    /// of its own: the first job on one of libdispatch's global queues starts its worker-pool
+    /// monitor, which wakes the process every second from then on.
     static func releaseSoon(logger: Logger) {
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + delay.dispatchInterval) {
+        DispatchQueue(label: "quaver.startup-pages").asyncAfter(deadline: .now() + delay.dispatchInterval) {
             release(logger: logger)
         }
     }

@@ -205,6 +205,7 @@ struct DaemonTests {
         let tracks = try await TestMedia.tracks(count: 3, seconds: 10)
         let session = try await Session()
         defer { session.stop() }
+        let launched = ContinuousClock.now
         try await session.launch(["--paused"] + tracks.map(\.path))
         try await session.waitForStatus("Paused")
         _ = try await session.metadata()  // let the answer go out before counting
@@ -213,15 +214,20 @@ struct DaemonTests {
         // last work to end and the pipeline's watchdog to stand (it ticks every 1.5 s until a
         // tick finds no call made since the one before), then 3 s counted.
         try await Task.sleep(for: .milliseconds(3_500))
-        let before = try ProcessProbe.Sample(of: pid)
-        try await Task.sleep(for: .seconds(3))
-        let after = try ProcessProbe.Sample(of: pid)
-        var paused = Int(after.contextSwitches(since: before))
-        if ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil {
-            // ThreadSanitizer's own background thread wakes about ten times a second in every
-            // process it checks (scripts/sanitize sets TSAN_OPTIONS): leave out the busiest thread.
-            paused -= Int(after.busiestThreadSwitches(since: before))
+        /// The context switches of 3 s, the measurement window.
+        func switchesOverThreeSeconds() async throws -> Int {
+            let before = try ProcessProbe.Sample(of: pid)
+            try await Task.sleep(for: .seconds(3))
+            let after = try ProcessProbe.Sample(of: pid)
+            var switches = Int(after.contextSwitches(since: before))
+            if ProcessInfo.processInfo.environment["TSAN_OPTIONS"] != nil {
+                // ThreadSanitizer's own background thread wakes about ten times a second in every
+                // process it checks (scripts/sanitize sets TSAN_OPTIONS): leave out the busiest thread.
+                switches -= Int(after.busiestThreadSwitches(since: before))
+            }
+            return switches
         }
+        let paused = try await switchesOverThreeSeconds()
         #expect(paused <= 2, "\(paused) context switches in 3 s while paused")
 
         // The same measure does see a playing daemon work (so the probe is not blind).
@@ -232,5 +238,13 @@ struct DaemonTests {
         try await Task.sleep(for: .seconds(1))  // the measurement window
         let playing = try ProcessProbe.Sample(of: pid).contextSwitches(since: playingBefore)
         #expect(playing > 10, "\(playing) context switches in 1 s of playing")
+
+        // Paused again once the start is over and its pages are handed back (10 s after the
+        // name): that work leaves no timer of libdispatch's behind either.
+        try await session.playerctl("pause")
+        try await session.waitForStatus("Paused", after: mark)
+        try await Task.sleep(until: launched + .seconds(14), clock: .continuous)
+        let late = try await switchesOverThreeSeconds()
+        #expect(late <= 2, "\(late) context switches in 3 s while paused, after the start")
     }
 }
