@@ -40,19 +40,21 @@ extension FootprintBenchmark {
 
     // MARK: Playing
 
-    /// Every program plays the track into `sink` at once, in `settings.rounds` windows, each
-    /// program started afresh for each in an order turned by one every window: the machine
-    /// is the same for all of them within a window, and how one start happens to fall (its
-    /// threads' CPUs, its timers' phase) differs from window to window. CPU and context
-    /// switches are counted over every window, memory at the end of the last.
+    /// Every program plays the track into `sink` at once, in `settings.rounds` rounds, each
+    /// program started afresh for each in an order turned by one every round: the machine is
+    /// the same for all of them within a round, and how one start happens to fall (its
+    /// threads' CPUs, its timers' phase) differs from round to round. CPU is counted over two
+    /// windows of each round: the first from 2 s of playing on (the start's own work, as the
+    /// first tag reading and the start-up page hand-back, falls in it), and the one after
+    /// (playing on); context switches over the second, memory at the end of the last round.
     func playTogether(
         _ players: [FootprintPlayer], sink: FootprintSink, environment: [String: String],
         into rows: inout [FootprintRow]
     ) async {
         for round in 0..<settings.rounds {
             let load = machineLoad()
-            log("window \(round + 1) of \(settings.rounds): \(players.count) programs into \(sink.rawValue) at once")
-            notes.append("Load average (1, 5, 15 min) before window \(round + 1) into \(sink.rawValue): \(load).")
+            log("round \(round + 1) of \(settings.rounds): \(players.count) programs into \(sink.rawValue) at once")
+            notes.append("Load average (1, 5, 15 min) before round \(round + 1) into \(sink.rawValue): \(load).")
             var running: [(index: Int, program: Running)] = []
             for step in players.indices {
                 let index = (step + round) % players.count
@@ -61,27 +63,30 @@ extension FootprintBenchmark {
                     running.append(
                         (index, try await start(players[index], sink: sink, environment: environment, label: label)))
                 } catch {
-                    rows[index].problems.append("\(players[index].label), window \(round + 1): \(error)")
+                    rows[index].problems.append("\(players[index].label), round \(round + 1): \(error)")
                 }
             }
-            // Past the start's own work (the pipeline's first buffers, the first reads).
             try? await Task.sleep(for: .seconds(2))
-            var before: [Int: ProcessProbe.Sample] = [:]
-            for (index, program) in running { before[index] = try? ProcessProbe.Sample(of: try program.pid) }
-            try? await Task.sleep(for: settings.window)
+            var samples: [[Int: ProcessProbe.Sample]] = []
+            for window in 0...2 {
+                if window > 0 { try? await Task.sleep(for: settings.window) }
+                var taken: [Int: ProcessProbe.Sample] = [:]
+                for (index, program) in running { taken[index] = try? ProcessProbe.Sample(of: try program.pid) }
+                samples.append(taken)
+            }
             for (index, program) in running {
                 do {
-                    let pid = try program.pid
-                    guard let start = before[index] else { throw HarnessError("not running at the window's start") }
-                    let end = try ProcessProbe.Sample(of: pid)
-                    rows[index].cpuTicks[round] = end.cpuTicks &- start.cpuTicks
-                    rows[index].switches[round] = end.contextSwitches(since: start)
+                    guard let start = samples[0][index], let middle = samples[1][index], let end = samples[2][index]
+                    else { throw HarnessError("it stopped playing") }
+                    rows[index].startTicks[round] = middle.cpuTicks &- start.cpuTicks
+                    rows[index].cpuTicks[round] = end.cpuTicks &- middle.cpuTicks
+                    rows[index].switches[round] = end.contextSwitches(since: middle)
                     if round == settings.rounds - 1 {
                         rows[index].threads = end.switchesByThread.count
-                        try Self.recordMemory(of: pid, into: &rows[index])
+                        try Self.recordMemory(of: try program.pid, into: &rows[index])
                     }
                 } catch {
-                    rows[index].problems.append("\(players[index].label), window \(round + 1): \(error)")
+                    rows[index].problems.append("\(players[index].label), round \(round + 1): \(error)")
                 }
             }
             for (_, program) in running { await program.stop() }

@@ -20,20 +20,20 @@ extension FootprintBenchmark {
             return String(format: "%.2f", value / floor)
         }
         let seconds = settings.window.inSeconds
-        /// A figure by window, as the median [lowest–highest] of `scale` times each.
-        func windows(_ values: [Int: UInt64], scale: Double = 1, format: String = "%.0f") -> String {
+        /// A figure by round, as the median [lowest–highest] of `scale` times each.
+        func byRound(_ values: [Int: UInt64], scale: Double = 1, format: String = "%.0f") -> String {
             let scaled = values.values.map { Double($0) * scale }
             guard let value = middle(scaled), let low = scaled.min(), let high = scaled.max() else { return "–" }
             let one = { (figure: Double) in String(format: format, figure) }
             return scaled.count == 1 ? one(value) : "\(one(value)) [\(one(low))–\(one(high))]"
         }
-        /// The median of `values` over the windows, to the floor's.
+        /// The median of `values` over the rounds, to the floor's.
         func medianRatio(_ values: [Int: UInt64], _ floor: [Int: UInt64]?) -> String {
             ratio(middle(values.values.map(Double.init)), floor.flatMap { middle($0.values.map(Double.init)) })
         }
         var text =
-            "| program | sink | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | × floor | CPU ticks over \(Int(seconds)) s playing | × floor | context switches / s | × floor | threads | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
-        text += "| --- | --- |" + String(repeating: " ---: |", count: 13) + "\n"
+            "| program | sink | RSS (MiB) | × floor | PSS (MiB) | anonymous (MiB) | start → name owned / PLAYING (ms) | × floor | CPU ticks, first \(Int(seconds)) s playing | × floor | CPU ticks, \(Int(seconds)) s playing on | × floor | context switches / s, playing on | × floor | threads | \(settings.queue)-track queue: RSS (MiB) | start → Playing with it (ms) |\n"
+        text += "| --- | --- |" + String(repeating: " ---: |", count: 15) + "\n"
         for row in rows {
             let floor = rows.first { $0.sink == row.sink }
             let startFloor = rows.first { !$0.starts.isEmpty }
@@ -41,8 +41,9 @@ extension FootprintBenchmark {
             text +=
                 "\(ratio(row.rss.map(Double.init), floor?.rss.map(Double.init))) | \(mib(row.pss)) | \(mib(row.anonymous)) | "
             text += "\(median(row.starts)) | \(ratio(middle(row.starts), startFloor.flatMap { middle($0.starts) })) | "
-            text += "\(windows(row.cpuTicks)) | \(medianRatio(row.cpuTicks, floor?.cpuTicks)) | "
-            text += "\(windows(row.switches, scale: 1 / seconds, format: "%.1f")) | "
+            text += "\(byRound(row.startTicks)) | \(medianRatio(row.startTicks, floor?.startTicks)) | "
+            text += "\(byRound(row.cpuTicks)) | \(medianRatio(row.cpuTicks, floor?.cpuTicks)) | "
+            text += "\(byRound(row.switches, scale: 1 / seconds, format: "%.1f")) | "
             text += "\(medianRatio(row.switches, floor?.switches)) | \(row.threads.map(String.init) ?? "–") | "
             text += "\(mib(row.queueRSS)) | \(row.queuePlaying.map { String(format: "%.0f", $0) } ?? "–") |\n"
         }
@@ -69,11 +70,12 @@ extension FootprintBenchmark {
             }.joined(separator: " | ") + " |\n"
         text += "\nHow:\n\n"
         text +=
-            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same FLAC, 10 s longer than the settling and a window together; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). The FLAC carries ReplayGain tags (a track gain of -6 dB), which Quaver applies; the row of the same track without them shows what measuring it as it plays costs (once per track: the gain is kept for its later plays). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
+            "- The floor is `gst-launch-1.0 playbin uri=FILE audio-sink=SINK` on the same FLAC, 10 s longer than the settling and both windows together; Quaver is `quaver --no-resume --audio-sink SINK FILE` on a private dbus-daemon with its own HOME, with its defaults (ReplayGain on, the progress watch running). The FLAC carries ReplayGain tags (a track gain of -6 dB), which Quaver applies; the row of the same track without them shows what measuring it as it plays costs (once per track: the gain is kept for its later plays). SINK is `fakesink sync=true`, then `pulsesink` on a private PipeWire session (pipewire, WirePlumber, pipewire-pulse with a null sink) that both programs play to; × floor is to the floor on the same sink.\n"
         text +=
             "- Start: from just before the process starts to its bus name owned (Quaver, started with `--paused`) or to `New clock` on gst-launch's output (PLAYING reached); \(settings.starts) starts each after a warm-up start; median [lowest–highest].\n"
         text +=
-            "- Playing: every program of a sink plays at once (each its own process; Quaver on its own bus), in \(settings.rounds) windows of \(Int(seconds)) s after 2 s of playing, each program started afresh for each window in an order turned by one every window. CPU: utime + stime from /proc/PID/stat over a window (\(Int(ProcessProbe.ticksPerSecond)) ticks a second); context switches: voluntary and involuntary, summed over /proc/PID/task/*/status over a window; both as the median [lowest–highest] of the windows, and × floor as the median to the floor's median. Within one run, one of the programs playing at once often costs half as much again as its like in the same window, for the whole window: each program's median leaves such a window out. Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) at the end of the last window (Pss shares the libraries' pages among the programs playing at once); threads: /proc/PID/task then.\n"
+            "- Playing: every program of a sink plays at once (each its own process; Quaver on its own bus), in \(settings.rounds) rounds, each program started afresh for each round in an order turned by one every round. In each round, two windows of \(Int(seconds)) s: the first from 2 s of playing on, in which the start's own work falls (Quaver reads the track's tags and hands back its start-up pages 10 s after its name), and the one after it, playing on. CPU: utime + stime from /proc/PID/stat over a window (\(Int(ProcessProbe.ticksPerSecond)) ticks a second); context switches: voluntary and involuntary, summed over /proc/PID/task/*/status over the second window; each as the median [lowest–highest] of the rounds, and × floor as the median to the floor's median. Within one round, one of the programs playing at once often costs half as much again as its like, for the whole round: each program's median leaves such a round out. Memory: /proc/PID/smaps_rollup (Rss, Pss, Anonymous) at the end of the last round (Pss shares the libraries' pages among the programs playing at once); threads: /proc/PID/task then.\n"
+
         if settings.queue > 0 {
             text +=
                 "- Queue: a folder of \(settings.queue) hard links of the FLAC (named `000000.flac` on), named on the command line; start → PlaybackStatus Playing, and VmRSS once Quaver has logged `queue loaded:`, paused, 1 s later.\n"

@@ -24,15 +24,19 @@ struct FootprintOptions: ParsableArguments {
     @Option(help: "Starts timed per program, after one warm-up start (the median is reported).")
     var footprintStarts = 20
 
-    /// Length of the playing window.
-    @Option(help: "Seconds of playing over which CPU ticks and context switches are counted.")
-    var footprintWindow = 60.0
-
-    /// Playing windows per output.
+    /// Length of each playing window.
     @Option(
         help: """
-            Playing windows per output: in each, every program plays at once, started afresh (the median is \
-            reported).
+            Seconds of each of the two windows of playing over which CPU ticks (both) and context switches (the \
+            second) are counted: the first from 2 s of playing on, the second after it.
+            """)
+    var footprintWindow = 60.0
+
+    /// Rounds of playing per output.
+    @Option(
+        help: """
+            Rounds of playing per output: in each, every program plays at once, started afresh (the median of the \
+            rounds is reported).
             """)
     var footprintRounds = 5
 
@@ -79,9 +83,9 @@ struct FootprintSettings: Sendable {
     var workDir: String?
     /// Timed starts per program.
     var starts: Int
-    /// The playing window.
+    /// Each of the two playing windows.
     var window: Duration
-    /// Playing windows per output, every program playing at once in each.
+    /// Rounds of playing per output, every program playing at once in each.
     var rounds: Int
     /// Tracks in the big queue.
     var queue: Int
@@ -108,20 +112,22 @@ struct FootprintRow {
     var sink: FootprintSink = .fake
     /// Start to bus name owned (Quaver), or to PLAYING (gst-launch), in ms, per start.
     var starts: [Double] = []
-    /// At the end of the last playing window, from /proc/PID/smaps_rollup, in KiB.
+    /// At the end of the last round, from /proc/PID/smaps_rollup, in KiB.
     var rss: UInt64?
     var pss: UInt64?
     var anonymous: UInt64?
-    /// utime + stime over each playing window, in clock ticks, by window.
+    /// utime + stime over the first window of playing (from 2 s on), in clock ticks, by round.
+    var startTicks: [Int: UInt64] = [:]
+    /// utime + stime over the window after it, by round: playing on, the start over.
     var cpuTicks: [Int: UInt64] = [:]
-    /// Context switches of all its threads over each playing window, by window.
+    /// Context switches of all its threads over the window after the first, by round.
     var switches: [Int: UInt64] = [:]
-    /// Threads at the end of the last playing window.
+    /// Threads at the end of the last round.
     var threads: Int?
     /// VmRSS with the big queue loaded, paused, in KiB; and start to Playing with it, in ms.
     var queueRSS: UInt64?
     var queuePlaying: Double?
-    /// Rss and Pss by mapped file (or [heap], [anon]), in KiB, at the end of the last window.
+    /// Rss and Pss by mapped file (or [heap], [anon]), in KiB, at the end of the last round.
     var mappings: [(name: String, rss: UInt64, pss: UInt64)] = []
     /// What went wrong.
     var problems: [String] = []
@@ -200,7 +206,7 @@ final class FootprintBenchmark {
             quaver: quaver, mpv: "", mprisPlugin: "", gstLaunch: gstLaunch, tracks: [],
             workDir: workDir)
         // Longer than the settling and the window, so that both programs still play at its end.
-        let seconds = Int(settings.window.inSeconds.rounded(.up)) + 10
+        let seconds = 2 * Int(settings.window.inSeconds.rounded(.up)) + 10
         log("generating a tagged FLAC track of \(seconds) s")
         let untagged = try await programs.makeTracks(1, seconds: String(seconds))[0]
         // Both programs play a track with ReplayGain tags, as a tagged library has: Quaver
