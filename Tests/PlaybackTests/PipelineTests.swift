@@ -234,35 +234,45 @@ struct PipelineTests {
         pipeline.release()
     }
 
-    /// While the audio keeps its pace, the pipeline samples it on its own and reports
-    /// nothing; once it stops (paused here), the first sample off the pace comes with the calm
-    /// one before it, and the sampling stops.
+    private static func isProgress(_ event: Pipeline.Event) -> Bool {
+        if case .progress = event { true } else { false }
+    }
+
+    /// Plays `file` and takes a plain progress sample of it (nil, with the issue recorded,
+    /// when none comes): what a pace watch starts from.
+    private static func playingSample(of file: URL, in probe: PipelineProbe) async -> Pipeline.Progress? {
+        probe.pipeline.load(file.absoluteString, state: .playing, number: 1, fresh: false)
+        #expect(await probe.wait { probe.reachedPlaying })
+        probe.pipeline.sampleProgress()
+        #expect(await probe.waitForEvent(isProgress))
+        guard case .progress(let reference, nil)? = probe.events.last(where: isProgress) else {
+            Issue.record("no plain sample: \(probe.events)")
+            return nil
+        }
+        return reference
+    }
+
+    /// While the audio keeps its pace, the output's streaming thread judges it, no job runs
+    /// and nothing is reported; once it stops (paused here), the first sample off the pace
+    /// comes with the calm one before it, and the watch stops.
     @Test func aPaceWatchReportsOnlyTheFirstSampleOffThePace() async throws {
         let folder = try TemporaryFolder()
         defer { folder.remove() }
         let files = try await Media.tracks(1, seconds: 10, in: folder)
         let probe = PipelineProbe()
         let pipeline: Pipeline = probe.pipeline
-        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
-        #expect(await probe.wait { probe.reachedPlaying })
-        func isProgress(_ event: Pipeline.Event) -> Bool { if case .progress = event { true } else { false } }
-        pipeline.sampleProgress()
-        #expect(await probe.waitForEvent(isProgress))
-        guard case .progress(let reference, nil)? = probe.events.last(where: isProgress) else {
-            Issue.record("no plain sample: \(probe.events)")
-            return
-        }
+        guard let reference = await Self.playingSample(of: files[0], in: probe) else { return }
         pipeline.watchPace(PaceWatch(reference: reference, rate: 1, share: 0.8, period: .milliseconds(200)))
         try await Task.sleep(for: .milliseconds(100))
         let jobs = pipeline.jobs.jobsStarted
         // Ten periods of a playing pipeline, measured as a window: nothing is reported, and
         // the output's streaming thread judges the pace, so that no job runs for it.
         try await Task.sleep(for: .seconds(2))
-        #expect(probe.events.filter(isProgress).count == 1, "calm samples are not reported: \(probe.events)")
+        #expect(probe.events.filter(Self.isProgress).count == 1, "calm samples are not reported: \(probe.events)")
         #expect(pipeline.jobs.jobsStarted == jobs, "no job ran while the audio kept its pace")
         pipeline.setState(.paused)
-        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(isProgress).count == 2 })
-        guard case .progress(let off, let calm?)? = probe.events.last(where: isProgress) else {
+        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(Self.isProgress).count == 2 })
+        guard case .progress(let off, let calm?)? = probe.events.last(where: Self.isProgress) else {
             Issue.record("the report carries no calm sample: \(probe.events)")
             return
         }
@@ -272,7 +282,7 @@ struct PipelineTests {
         #expect(calmAt > from, "the calm sample moved on from the reference")
         #expect(offAt - calmAt < (off.at - calm.at) * 0.8, "off the pace: \(calmAt) → \(offAt)")
         try await Task.sleep(for: .seconds(1))
-        #expect(probe.events.filter(isProgress).count == 2, "sampling stopped with its report")
+        #expect(probe.events.filter(Self.isProgress).count == 2, "sampling stopped with its report")
         pipeline.release()
     }
 
@@ -285,19 +295,11 @@ struct PipelineTests {
         let files = try await Media.tracks(1, seconds: 30, in: folder)
         let probe = PipelineProbe(audioSink: "identity sleep-time=300000 ! fakesink sync=true")
         let pipeline: Pipeline = probe.pipeline
-        pipeline.load(files[0].absoluteString, state: .playing, number: 1, fresh: false)
-        #expect(await probe.wait { probe.reachedPlaying })
-        func isProgress(_ event: Pipeline.Event) -> Bool { if case .progress = event { true } else { false } }
-        pipeline.sampleProgress()
-        #expect(await probe.waitForEvent(isProgress))
-        guard case .progress(let reference, nil)? = probe.events.last(where: isProgress) else {
-            Issue.record("no plain sample: \(probe.events)")
-            return
-        }
+        guard let reference = await Self.playingSample(of: files[0], in: probe) else { return }
         let watched = ContinuousClock.now
         pipeline.watchPace(PaceWatch(reference: reference, rate: 1, share: 0.8, period: .milliseconds(500)))
-        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(isProgress).count == 2 })
-        guard case .progress(let off, let calm?)? = probe.events.last(where: isProgress) else {
+        #expect(await probe.wait(upTo: .seconds(5)) { probe.events.filter(Self.isProgress).count == 2 })
+        guard case .progress(let off, let calm?)? = probe.events.last(where: Self.isProgress) else {
             Issue.record("the report carries no calm sample: \(probe.events)")
             return
         }
