@@ -80,12 +80,8 @@ static GstPadProbeReturn pace_probe(GstPad *pad, GstPadProbeInfo *info, gpointer
             g_mutex_lock(&pace->lock);
             gst_segment_copy_into(segment, &pace->segment);
             pace->has_segment = segment->format == GST_FORMAT_TIME;
-            // A new stream (a gapless switch) is judged from its first buffer.
-            pace->kept_at = -1;
-            g_mutex_unlock(&pace->lock);
-        } else if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) {
-            g_mutex_lock(&pace->lock);
-            pace->has_segment = FALSE;
+            // A new stream (a gapless switch, or the data after a flush, which always
+            // starts with a segment) is judged from its first buffer.
             pace->kept_at = -1;
             g_mutex_unlock(&pace->lock);
         }

@@ -44,7 +44,8 @@ package final class Pipeline: @unchecked Sendable {
     /// The audio filter with the ReplayGain elements; nil when they are not installed.
     private var loudness: LoudnessChain?
     var loadNumber = 0
-    /// While the audio keeps its pace, the pipeline samples it on its own (Pipeline+Progress.swift).
+    /// The pace watch in force, while the audio keeps its pace (Pipeline+Progress.swift):
+    /// judged by ``pace`` in the output's streaming thread, or sampled on ``paceTimer``.
     var paceWatch: PaceWatch?
     /// Samples the pace on the pipeline's queue, when the output's pad cannot be watched.
     var paceTimer: (any DispatchSourceTimer)?
