@@ -123,9 +123,9 @@ struct ProgressWatch: Sendable, Equatable {
     static let period = Duration.milliseconds(250)
     /// How long audio that keeps its pace may fall behind it before the pipeline samples it
     /// (``Action/watchPace(from:rate:every:)``). While it keeps it, nothing is sampled: the
-    /// output's streaming thread judges the pace as each buffer enters the output, so that no
-    /// thread of the daemon's own wakes (each sample woke threads GStreamer alone would not,
-    /// and a music player plays for hours). Audio that stops is sampled within this period
+    /// output's streaming thread, which wakes for every buffer anyway, judges the pace as
+    /// each buffer enters the output, so that no thread of the daemon's own wakes while a
+    /// music player plays for hours. Audio that stops is sampled within this period
     /// and the length of the last buffer the output took, with a calm sample where the
     /// output's audio last kept its pace, and sampling goes back to ``period``: Position runs
     /// ahead of the audio by about a second before it is held, and clients see playback
